@@ -1,0 +1,20 @@
+//! cuse-kfd: a software amdkfd.
+//!
+//! * [`device`]: the device, its client files and processes;
+//! * [`ioctl`]: the one ioctl table and its handlers, reached through [`device::Device::ioctl`];
+//! * [`process`], [`memory`], [`queue`], [`event`]: the per-process KFD model;
+//! * [`topology`]: device profiles and the sysfs-shaped topology tree;
+//! * [`embedded`]: the in-process front end.
+
+pub mod clock;
+pub mod device;
+pub mod embedded;
+pub mod event;
+pub mod ioctl;
+pub mod memory;
+pub mod process;
+pub mod queue;
+pub mod topology;
+
+pub use device::{Caller, Device, DeviceConfig, DeviceStats, FileId};
+pub use embedded::{Embedded, EmbeddedFile};

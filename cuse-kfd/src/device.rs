@@ -1,0 +1,359 @@
+//! The device: topology, client files and processes, and the routing of every request to the
+//! right process context (kfd_chardev.c's open/release/ioctl, kfd_process.c's process table).
+
+use crate::event::timer::Timer;
+use crate::event::wait::{Completion, WaitId, WaitOutcome};
+use crate::ioctl::reply::{Reply, Responder};
+use crate::ioctl::{self, Request, UserMemory};
+use crate::memory::backing::{BackingStore, Owner};
+use crate::process::Process;
+use crate::topology::{Profile, Topology, DEFAULT_PROFILE};
+use nix::errno::Errno;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// How to build a device.
+#[derive(Debug, Clone)]
+pub struct DeviceConfig {
+    /// Device profile name (see `topology::Profile::all`).
+    pub profile: String,
+    /// Number of GPU nodes.
+    pub gpus: usize,
+    /// Where backing files live (a tmpfs directory).
+    pub runtime_dir: PathBuf,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> DeviceConfig {
+        DeviceConfig { profile: DEFAULT_PROFILE.to_string(), gpus: 1, runtime_dir: default_runtime_dir() }
+    }
+}
+
+/// A fresh directory on tmpfs for this process's device (/dev/shm if present).
+pub fn default_runtime_dir() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = if std::path::Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    base.join(format!("cuse-kfd-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("unknown device profile {0:?} (known: {1})")]
+    UnknownProfile(String, String),
+    #[error("invalid topology")]
+    Topology(#[from] crate::topology::TopologyError),
+    #[error("cannot create the runtime directory")]
+    RuntimeDir(#[source] std::io::Error),
+}
+
+/// Who is calling: the thread group (KFD's process), the thread, and its credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub pid: u32,
+    pub tid: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Caller {
+    /// The calling process itself (the embedded front end).
+    pub fn current() -> Caller {
+        Caller {
+            pid: std::process::id(),
+            tid: nix::unistd::gettid().as_raw() as u32,
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+        }
+    }
+}
+
+/// An open file of the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(pub u64);
+
+#[derive(Default)]
+struct Clients {
+    files: HashMap<FileId, u32>,
+    processes: HashMap<u32, Arc<Process>>,
+    next_file: u64,
+}
+
+/// Object counts, for tests, status and leak checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    pub files: usize,
+    pub processes: usize,
+    pub buffers: usize,
+    pub queues: usize,
+    pub events: usize,
+    pub waiters: usize,
+}
+
+pub struct Device {
+    topology: Topology,
+    backing: BackingStore,
+    clients: Mutex<Clients>,
+    /// Parked waits by front-end tag, for interrupts.
+    waits: Mutex<HashMap<u64, (u32, WaitId)>>,
+    next_wait: AtomicU64,
+    timer: Timer,
+    /// VRAM allocated per gpu_id over all processes.
+    vram_used: Mutex<HashMap<u32, u64>>,
+    /// GTT (system memory) allocated over all processes, and its limit.
+    gtt_used: Mutex<u64>,
+    gtt_limit: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Device {
+    pub fn new(config: &DeviceConfig) -> Result<Arc<Device>, DeviceError> {
+        let profile = Profile::by_name(&config.profile).ok_or_else(|| {
+            let known: Vec<&str> = Profile::all().iter().map(|p| p.name).collect();
+            DeviceError::UnknownProfile(config.profile.clone(), known.join(", "))
+        })?;
+        let topology = Topology::new(profile, config.gpus)?;
+        let backing = BackingStore::new(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
+        Ok(Arc::new_cyclic(|weak: &Weak<Device>| {
+            let w = weak.clone();
+            let timer = Timer::new(Box::new(move |pid, wait| {
+                if let Some(dev) = w.upgrade() {
+                    dev.end_wait(pid, wait, WaitOutcome::Timeout);
+                }
+            }));
+            Device {
+                topology,
+                backing,
+                clients: Mutex::new(Clients::default()),
+                waits: Mutex::new(HashMap::new()),
+                next_wait: AtomicU64::new(1),
+                timer,
+                vram_used: Mutex::new(HashMap::new()),
+                gtt_used: Mutex::new(0),
+                gtt_limit: gtt_limit(),
+            }
+        }))
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    pub fn backing(&self) -> &BackingStore {
+        &self.backing
+    }
+
+    /// Opens the device for `caller`: the first open of a process creates its context, later
+    /// opens share it.
+    pub fn open(&self, caller: Caller) -> FileId {
+        let mut c = lock(&self.clients);
+        c.next_file += 1;
+        let file = FileId(c.next_file);
+        c.files.insert(file, caller.pid);
+        c.processes
+            .entry(caller.pid)
+            .or_insert_with(|| {
+                log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
+                Arc::new(Process::new(caller.pid, Owner { uid: caller.uid, gid: caller.gid }, &self.topology))
+            });
+        file
+    }
+
+    /// Closes a file; the last file of a process tears its context down.
+    pub fn release(&self, file: FileId) {
+        let gone = {
+            let mut c = lock(&self.clients);
+            let Some(pid) = c.files.remove(&file) else { return };
+            if c.files.values().any(|p| *p == pid) {
+                None
+            } else {
+                c.processes.remove(&pid)
+            }
+        };
+        if let Some(process) = gone {
+            self.teardown(&process);
+        }
+    }
+
+    fn teardown(&self, process: &Arc<Process>) {
+        log::info!("tearing down process {}", process.pid);
+        let (completions, freed) = process.teardown();
+        self.deliver(completions);
+        for (kind, gpu, size) in freed {
+            self.unreserve(kind, gpu, size);
+        }
+        self.backing.remove_client(process.pid);
+    }
+
+    /// The context of process `pid`, if it has the device open.
+    pub fn process(&self, pid: u32) -> Option<Arc<Process>> {
+        lock(&self.clients).processes.get(&pid).cloned()
+    }
+
+    pub fn processes(&self) -> Vec<Arc<Process>> {
+        lock(&self.clients).processes.values().cloned().collect()
+    }
+
+    /// Handles one ioctl on `file`; the reply goes to `responder`, now or later.
+    pub fn ioctl(&self, file: FileId, req: &Request, user: &dyn UserMemory, responder: Responder) {
+        let process = {
+            let c = lock(&self.clients);
+            match c.files.get(&file) {
+                // amdkfd: a KFD fd used from another process is EBADF.
+                Some(pid) if *pid == req.caller.pid => c.processes.get(pid).cloned(),
+                _ => None,
+            }
+        };
+        match process {
+            Some(p) => ioctl::dispatch(self, &p, req, user, responder),
+            None => {
+                log::debug!("pid {}: ioctl {:#x} on a file it does not own: EBADF", req.caller.pid, req.cmd);
+                responder.send(Reply::error(Errno::EBADF));
+            }
+        }
+    }
+
+    /// The caller of request `tag` was interrupted: its parked wait answers EINTR. Returns
+    /// whether a parked wait was found.
+    pub fn interrupt(&self, tag: u64) -> bool {
+        let Some((pid, wait)) = lock(&self.waits).get(&tag).copied() else { return false };
+        self.end_wait(pid, wait, WaitOutcome::Interrupted)
+    }
+
+    pub(crate) fn new_wait_id(&self) -> WaitId {
+        self.next_wait.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers a parked wait for interrupts and, if finite, its timeout.
+    pub(crate) fn park_wait(&self, pid: u32, wait: WaitId, tag: u64, timeout: Option<std::time::Duration>) {
+        lock(&self.waits).insert(tag, (pid, wait));
+        if let Some(t) = timeout {
+            self.timer.arm(std::time::Instant::now() + t, pid, wait);
+        }
+    }
+
+    fn end_wait(&self, pid: u32, wait: WaitId, outcome: WaitOutcome) -> bool {
+        let Some(process) = self.process(pid) else { return false };
+        let mut done = Vec::new();
+        let found = process.events().cancel_wait(wait, outcome, &mut done);
+        self.deliver(done);
+        found
+    }
+
+    /// Sends finished waits' replies (outside every event lock) and forgets their tags.
+    pub(crate) fn deliver(&self, completions: Vec<Completion>) {
+        if completions.is_empty() {
+            return;
+        }
+        {
+            let mut waits = lock(&self.waits);
+            for c in &completions {
+                waits.remove(&c.tag());
+            }
+        }
+        for c in completions {
+            c.send();
+        }
+    }
+
+    /// Reserves `size` bytes of VRAM on `gpu_id`; ENOMEM past the profile's VRAM size.
+    pub(crate) fn reserve_vram(&self, gpu_id: u32, size: u64) -> Result<(), Errno> {
+        let total = self.topology.gpu(gpu_id).ok_or(Errno::EINVAL)?.profile.vram_size;
+        let mut used = lock(&self.vram_used);
+        let u = used.entry(gpu_id).or_insert(0);
+        match u.checked_add(size) {
+            Some(n) if n <= total => {
+                *u = n;
+                Ok(())
+            }
+            _ => Err(Errno::ENOMEM),
+        }
+    }
+
+    /// Reserves `size` bytes of GTT; ENOMEM past the limit (half of system memory, as the
+    /// amdgpu GTT default).
+    pub(crate) fn reserve_gtt(&self, size: u64) -> Result<(), Errno> {
+        let mut used = lock(&self.gtt_used);
+        match used.checked_add(size) {
+            Some(n) if n <= self.gtt_limit => {
+                *used = n;
+                Ok(())
+            }
+            _ => Err(Errno::ENOMEM),
+        }
+    }
+
+    /// Gives back what `reserve_vram` or `reserve_gtt` took for a buffer of `kind`.
+    pub(crate) fn unreserve(&self, kind: crate::memory::BufferKind, gpu_id: u32, size: u64) {
+        match kind {
+            crate::memory::BufferKind::Vram => self.release_vram(&[(gpu_id, size)]),
+            crate::memory::BufferKind::Gtt => {
+                let mut used = lock(&self.gtt_used);
+                *used = used.saturating_sub(size);
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn release_vram(&self, freed: &[(u32, u64)]) {
+        let mut used = lock(&self.vram_used);
+        for (gpu, size) in freed {
+            if let Some(u) = used.get_mut(gpu) {
+                *u = u.saturating_sub(*size);
+            }
+        }
+    }
+
+    /// VRAM not yet allocated on `gpu_id`.
+    pub fn vram_available(&self, gpu_id: u32) -> Option<u64> {
+        let total = self.topology.gpu(gpu_id)?.profile.vram_size;
+        Some(total.saturating_sub(lock(&self.vram_used).get(&gpu_id).copied().unwrap_or(0)))
+    }
+
+    pub fn stats(&self) -> DeviceStats {
+        let (files, processes) = {
+            let c = lock(&self.clients);
+            (c.files.len(), c.processes.values().cloned().collect::<Vec<_>>())
+        };
+        let mut s = DeviceStats { files, processes: processes.len(), ..DeviceStats::default() };
+        for p in processes {
+            let ps = p.stats();
+            s.buffers += ps.buffers;
+            s.queues += ps.queues;
+            s.events += ps.events;
+            s.waiters += ps.waiters;
+        }
+        s
+    }
+
+    /// Tears down every process (daemon shutdown).
+    pub fn shutdown(&self) {
+        let all: Vec<Arc<Process>> = {
+            let mut c = lock(&self.clients);
+            c.files.clear();
+            c.processes.drain().map(|(_, p)| p).collect()
+        };
+        for p in all {
+            self.teardown(&p);
+        }
+    }
+}
+
+/// Half of MemTotal, or 8 GiB when /proc/meminfo cannot be read.
+fn gtt_limit() -> u64 {
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    });
+    total_kib.map_or(8 << 30, |k| k * 1024 / 2)
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.shutdown();
+        let _ = std::fs::remove_dir(self.backing.root());
+    }
+}

@@ -1,0 +1,58 @@
+//! The event page: one 8-byte mailbox per signal event (amdkfd's signal page). The device
+//! writes an event's id into its slot before raising the interrupt; an unsignaled slot holds
+//! all ones. The page is either a GTT buffer the client allocated and handed to CREATE_EVENT (the
+//! dGPU path libhsakmt takes) or one the device made (mmap offset KFD_MMAP_TYPE_EVENTS).
+
+use crate::memory::backing::BackingFile;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use uapi::kfd::{KFD_SIGNAL_EVENT_LIMIT, UNSIGNALED_EVENT_SLOT};
+
+/// Bytes the event page must hold.
+pub const EVENT_PAGE_SIZE: usize = KFD_SIGNAL_EVENT_LIMIT as usize * 8;
+
+#[derive(Debug)]
+pub struct EventPage {
+    file: Arc<BackingFile>,
+    offset: usize,
+}
+
+impl EventPage {
+    /// The page at byte `offset` of `file`; `None` if the file cannot hold all slots there.
+    pub fn new(file: Arc<BackingFile>, offset: usize) -> Option<EventPage> {
+        let fits = offset.checked_add(EVENT_PAGE_SIZE).is_some_and(|end| end <= file.region().len());
+        (fits && offset % 8 == 0).then_some(EventPage { file, offset })
+    }
+
+    pub fn file(&self) -> &Arc<BackingFile> {
+        &self.file
+    }
+
+    pub fn slots(&self) -> u32 {
+        KFD_SIGNAL_EVENT_LIMIT
+    }
+
+    pub fn reset_all(&self) {
+        // In bounds by construction.
+        let _ = self.file.region().fill(self.offset, EVENT_PAGE_SIZE, 0xff);
+    }
+
+    pub fn reset_slot(&self, slot: u32) {
+        self.write_slot(slot, UNSIGNALED_EVENT_SLOT);
+    }
+
+    pub fn write_slot(&self, slot: u32, value: u64) {
+        if slot < KFD_SIGNAL_EVENT_LIMIT {
+            if let Ok(word) = self.file.region().atomic_u64(self.offset + slot as usize * 8) {
+                word.store(value, Ordering::Release);
+            }
+        }
+    }
+
+    pub fn read_slot(&self, slot: u32) -> Option<u64> {
+        if slot >= KFD_SIGNAL_EVENT_LIMIT {
+            return None;
+        }
+        self.file.region().atomic_u64(self.offset + slot as usize * 8).ok().map(|w| w.load(Ordering::Acquire))
+    }
+}

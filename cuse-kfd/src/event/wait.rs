@@ -1,0 +1,115 @@
+//! A parked WAIT_EVENTS: what it waits for and the reply it owes.
+
+use super::Event;
+use crate::ioctl::reply::{Pending, UserWrite};
+use nix::errno::Errno;
+use std::collections::BTreeMap;
+use uapi::kfd::*;
+use uapi::IntoBytes;
+
+/// Device-wide unique id of a wait.
+pub type WaitId = u64;
+
+/// One event a waiter waits on.
+#[derive(Debug, Clone)]
+pub struct WaitSlot {
+    pub event_id: u32,
+    pub activated: bool,
+    /// The event age the caller last saw (0: not used).
+    pub last_age: u64,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOutcome {
+    Complete,
+    Timeout,
+    /// An event waited on, or the process, went away.
+    Destroyed,
+    /// The caller was interrupted by a signal (FUSE_INTERRUPT).
+    Interrupted,
+}
+
+#[derive(Debug)]
+pub struct Waiter {
+    pub id: WaitId,
+    pub slots: Vec<WaitSlot>,
+    pub wait_for_all: bool,
+    pub timeout_ms: u32,
+    /// The caller's arguments, returned with `wait_result` filled in.
+    pub args: WaitEventsArgs,
+    /// The caller's event data array as read at the start.
+    pub data: Vec<EventData>,
+    pub reply: Pending,
+}
+
+impl Waiter {
+    pub fn activate(&mut self, event_id: u32) {
+        for s in self.slots.iter_mut().filter(|s| s.event_id == event_id) {
+            s.activated = true;
+        }
+    }
+
+    /// amdkfd test_event_condition: all activated, or any.
+    pub fn ready(&self) -> bool {
+        if self.slots.is_empty() {
+            return true;
+        }
+        if self.wait_for_all {
+            self.slots.iter().all(|s| s.activated)
+        } else {
+            self.slots.iter().any(|s| s.activated)
+        }
+    }
+
+    /// Builds the reply: wait_result, and for a completed wait the data of the signaled events
+    /// copied back to the caller's array (memory exception data, event age).
+    pub fn finish(mut self, outcome: WaitOutcome, events: &BTreeMap<u32, Event>) -> Completion {
+        let (result, wait_result) = match outcome {
+            WaitOutcome::Complete => (Ok(()), KFD_IOC_WAIT_RESULT_COMPLETE),
+            WaitOutcome::Timeout => (Ok(()), KFD_IOC_WAIT_RESULT_TIMEOUT),
+            WaitOutcome::Destroyed => (Err(Errno::EIO), KFD_IOC_WAIT_RESULT_FAIL),
+            WaitOutcome::Interrupted => (Err(Errno::EINTR), KFD_IOC_WAIT_RESULT_FAIL),
+        };
+        self.args.wait_result = wait_result;
+        let mut writes = Vec::new();
+        if outcome == WaitOutcome::Complete && !self.data.is_empty() {
+            for (slot, data) in self.slots.iter().zip(self.data.iter_mut()) {
+                let Some(ev) = events.get(&slot.event_id).filter(|_| slot.activated) else { continue };
+                match ev.event_type {
+                    KFD_IOC_EVENT_MEMORY => uapi::FromBytes::read_from_bytes(ev.memory_exception.as_bytes())
+                        .map(|p: [u64; 4]| data.payload = p)
+                        .unwrap_or(()),
+                    KFD_IOC_EVENT_HW_EXCEPTION | KFD_IOC_EVENT_QUEUE_EVENT => {
+                        let mut p = [0u64; 4];
+                        p.as_mut_bytes()[..16].copy_from_slice(ev.hw_exception.as_bytes());
+                        data.payload = p;
+                    }
+                    KFD_IOC_EVENT_SIGNAL if slot.last_age != 0 => data.payload[0] = ev.age,
+                    _ => {}
+                }
+            }
+            writes.push(UserWrite { addr: self.args.events_ptr, data: self.data.as_bytes().to_vec() });
+        }
+        Completion { reply: self.reply, result, args: self.args, writes }
+    }
+}
+
+/// A finished wait whose reply is still to be sent (after the event lock is dropped).
+#[derive(Debug)]
+pub struct Completion {
+    pub reply: Pending,
+    pub result: Result<(), Errno>,
+    pub args: WaitEventsArgs,
+    pub writes: Vec<UserWrite>,
+}
+
+impl Completion {
+    pub fn tag(&self) -> u64 {
+        self.reply.tag()
+    }
+
+    pub fn send(self) {
+        self.reply.complete(self.result, self.args.as_bytes(), self.writes);
+    }
+}

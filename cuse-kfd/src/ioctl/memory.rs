@@ -1,0 +1,200 @@
+//! GPU memory: ACQUIRE_VM, ALLOC/FREE/MAP/UNMAP_MEMORY_OF_GPU, AVAILABLE_MEMORY.
+
+use super::Ctx;
+use crate::memory::backing::{BackingFile, MmapSpace};
+use crate::memory::vm::{GpuVa, RegionBacking};
+use crate::memory::{handle_gpu_id, make_handle, remote, Buffer, BufferKind, PAGE_SIZE};
+use crate::process::{ProcessInner, GPUVM_BASE, GPUVM_LIMIT};
+use crate::queue::doorbell::{Doorbells, DOORBELL_SLICE_SIZE};
+use nix::errno::Errno;
+use std::sync::Arc;
+use uapi::kfd::*;
+
+/// Device ids one MAP/UNMAP call may name.
+pub const MAX_DEVICES_PER_CALL: u32 = 64;
+
+pub fn acquire_vm(ctx: &Ctx, a: &mut AcquireVmArgs) -> Result<(), Errno> {
+    if !ctx.gpu_exists(a.gpu_id) {
+        return Err(Errno::EINVAL);
+    }
+    // The fd number lives in the caller's fd table; identify the open file by what it refers to.
+    let path = format!("/proc/{}/fd/{}", ctx.caller.pid, a.drm_fd as i32);
+    let st = nix::sys::stat::stat(path.as_str()).map_err(|_| Errno::EINVAL)?;
+    let id = (st.st_dev, st.st_ino);
+    let mut inner = ctx.process.inner();
+    let dev = inner.devices.get_mut(&a.gpu_id).ok_or(Errno::EINVAL)?;
+    match dev.drm_file {
+        Some(bound) if bound == id => Ok(()),
+        Some(_) => Err(Errno::EBUSY),
+        None => {
+            dev.drm_file = Some(id);
+            Ok(())
+        }
+    }
+}
+
+/// The process doorbell slice of `gpu_id`, created on first use.
+pub(super) fn doorbells<'a>(ctx: &Ctx, inner: &'a mut ProcessInner, gpu_id: u32) -> Result<&'a mut Doorbells, Errno> {
+    let dev = inner.devices.get_mut(&gpu_id).ok_or(Errno::EINVAL)?;
+    if dev.doorbells.is_none() {
+        let offset = KFD_MMAP_TYPE_DOORBELL | (u64::from(gpu_id) << KFD_MMAP_GPU_ID_SHIFT);
+        let file = create_file(ctx, MmapSpace::Kfd, offset, DOORBELL_SLICE_SIZE)?;
+        dev.doorbells = Some(Doorbells::new(file, offset));
+    }
+    Ok(dev.doorbells.as_mut().expect("created above"))
+}
+
+pub(super) fn create_file(ctx: &Ctx, space: MmapSpace, offset: u64, len: u64) -> Result<Arc<BackingFile>, Errno> {
+    let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
+    ctx.device.backing().create(ctx.process.pid, ctx.process.owner, space, offset, len).map_err(|e| {
+        log::warn!("pid {}: cannot create a backing file: {e}", ctx.process.pid);
+        Errno::ENOMEM
+    })
+}
+
+pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
+    if !ctx.gpu_exists(a.gpu_id) || a.size == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let kind = BufferKind::from_flags(a.flags).ok_or(Errno::EINVAL)?;
+    let size = a.size.checked_next_multiple_of(PAGE_SIZE).ok_or(Errno::EINVAL)?;
+    let va = GpuVa(a.va_addr);
+    let end = va.0.checked_add(size).ok_or(Errno::EINVAL)?;
+    if va.0 % PAGE_SIZE != 0 || va.0 < GPUVM_BASE || end - 1 > GPUVM_LIMIT {
+        return Err(Errno::EINVAL);
+    }
+    let mut inner = ctx.process.inner();
+    if inner.buffers.values().any(|b| b.va.0 < end && va.0 < b.end()) {
+        return Err(Errno::EINVAL);
+    }
+    let gpu = a.gpu_id;
+    let (backing, mmap_offset) = match kind {
+        BufferKind::Doorbell => {
+            if a.size != DOORBELL_SLICE_SIZE {
+                return Err(Errno::EINVAL);
+            }
+            let db = doorbells(ctx, &mut inner, gpu)?;
+            (RegionBacking::File { file: db.file.clone(), offset: 0 }, db.mmap_offset)
+        }
+        BufferKind::MmioRemap => {
+            if a.size != PAGE_SIZE {
+                return Err(Errno::EINVAL);
+            }
+            let offset = KFD_MMAP_TYPE_MMIO | (u64::from(gpu) << KFD_MMAP_GPU_ID_SHIFT);
+            let dev = inner.devices.get_mut(&gpu).ok_or(Errno::EINVAL)?;
+            if dev.mmio_page.is_none() {
+                dev.mmio_page = Some(create_file(ctx, MmapSpace::Kfd, offset, PAGE_SIZE)?);
+            }
+            (RegionBacking::File { file: dev.mmio_page.clone().expect("created above"), offset: 0 }, offset)
+        }
+        BufferKind::Userptr => {
+            // For USERPTR, mmap_offset carries the CPU address of the client's pages.
+            let cpu = a.mmap_offset;
+            if cpu % PAGE_SIZE != 0 || cpu.checked_add(size).is_none() {
+                return Err(Errno::EINVAL);
+            }
+            let mut probe = [0u8; 1];
+            remote::read(ctx.process.pid, cpu, &mut probe)?;
+            remote::read(ctx.process.pid, cpu + size - 1, &mut probe)?;
+            (RegionBacking::Userptr { pid: ctx.process.pid, addr: cpu }, cpu)
+        }
+        BufferKind::Vram | BufferKind::Gtt => {
+            if kind == BufferKind::Vram {
+                ctx.device.reserve_vram(gpu, size)?;
+            } else {
+                ctx.device.reserve_gtt(size)?;
+            }
+            let offset = inner.next_render_offset;
+            let made = offset
+                .checked_add(size)
+                .filter(|n| *n <= KFD_MMAP_OFFSET_VALUE_MASK)
+                .ok_or(Errno::ENOMEM)
+                .and_then(|_| create_file(ctx, MmapSpace::Render, offset, size));
+            match made {
+                Ok(file) => {
+                    inner.next_render_offset = offset + size;
+                    (RegionBacking::File { file, offset: 0 }, offset)
+                }
+                Err(e) => {
+                    ctx.device.unreserve(kind, gpu, size);
+                    return Err(e);
+                }
+            }
+        }
+    };
+    let index = inner.next_buffer_index;
+    inner.next_buffer_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;
+    let handle = make_handle(gpu, index);
+    inner.buffers.insert(handle, Buffer::new(handle, gpu, kind, va, size, a.flags, mmap_offset, backing));
+    a.handle = handle;
+    a.mmap_offset = mmap_offset;
+    Ok(())
+}
+
+pub fn free(ctx: &Ctx, a: &mut FreeMemoryOfGpuArgs) -> Result<(), Errno> {
+    let mut inner = ctx.process.inner();
+    let b = inner.buffers.get(&a.handle).ok_or(Errno::EINVAL)?;
+    if inner.event_page_handle == Some(a.handle) {
+        return Err(Errno::EPERM);
+    }
+    if !b.mapped_on.is_empty() {
+        return Err(Errno::EBUSY);
+    }
+    let b = inner.buffers.remove(&a.handle).expect("looked up above");
+    ctx.device.unreserve(b.kind, b.gpu_id, b.size);
+    Ok(())
+}
+
+/// The device ids of a MAP/UNMAP call and where to resume (`n_success`).
+fn device_ids(ctx: &Ctx, handle: u64, ptr: u64, n_devices: u32, n_success: u32) -> Result<Vec<u32>, Errno> {
+    if !ctx.gpu_exists(handle_gpu_id(handle)) || n_devices == 0 || n_success > n_devices {
+        return Err(Errno::EINVAL);
+    }
+    if n_devices > MAX_DEVICES_PER_CALL {
+        return Err(Errno::EINVAL);
+    }
+    ctx.read_user::<u32>(ptr, n_devices as usize)
+}
+
+pub fn map(ctx: &Ctx, a: &mut MapMemoryToGpuArgs) -> Result<(), Errno> {
+    let ids = device_ids(ctx, a.handle, a.device_ids_array_ptr, a.n_devices, a.n_success)?;
+    let mut inner = ctx.process.inner();
+    let b = inner.buffers.get_mut(&a.handle).ok_or(Errno::EINVAL)?;
+    let mut vm = ctx.process.vm_mut();
+    for (i, gpu) in ids.iter().enumerate().skip(a.n_success as usize) {
+        if !ctx.device.topology().gpu(*gpu).is_some() {
+            return Err(Errno::EINVAL);
+        }
+        if !b.mapped_on.contains(gpu) {
+            if !vm.map(*gpu, b.region.clone()) {
+                return Err(Errno::EINVAL);
+            }
+            b.mapped_on.insert(*gpu);
+        }
+        a.n_success = i as u32 + 1;
+    }
+    Ok(())
+}
+
+pub fn unmap(ctx: &Ctx, a: &mut UnmapMemoryFromGpuArgs) -> Result<(), Errno> {
+    let ids = device_ids(ctx, a.handle, a.device_ids_array_ptr, a.n_devices, a.n_success)?;
+    let mut inner = ctx.process.inner();
+    let b = inner.buffers.get_mut(&a.handle).ok_or(Errno::EINVAL)?;
+    let mut vm = ctx.process.vm_mut();
+    for (i, gpu) in ids.iter().enumerate().skip(a.n_success as usize) {
+        if ctx.device.topology().gpu(*gpu).is_none() {
+            return Err(Errno::EINVAL);
+        }
+        // Unmapping where it is not mapped is a no-op in amdgpu.
+        if b.mapped_on.remove(gpu) {
+            vm.unmap(*gpu, b.va);
+        }
+        a.n_success = i as u32 + 1;
+    }
+    Ok(())
+}
+
+pub fn available(ctx: &Ctx, a: &mut GetAvailableMemoryArgs) -> Result<(), Errno> {
+    a.available = ctx.device.vram_available(a.gpu_id).ok_or(Errno::EINVAL)?;
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! Queues: CREATE/DESTROY/UPDATE_QUEUE, SET_CU_MASK, GET_QUEUE_WAVE_STATE, ALLOC_QUEUE_GWS,
+//! with amdkfd's validation order and errnos.
+
+use super::memory::doorbells;
+use super::Ctx;
+use crate::memory::vm::GpuVa;
+use crate::queue::doorbell::Doorbells;
+use crate::queue::{Queue, QueueProps, QueueType};
+use nix::errno::Errno;
+use std::sync::Arc;
+use uapi::kfd::*;
+
+/// Highest user address + 1 (x86-64 TASK_SIZE): what access_ok() accepts.
+const TASK_SIZE: u64 = (1 << 47) - 4096;
+/// CU mask words SET_CU_MASK keeps (amdkfd truncates longer masks).
+const MAX_CU_MASK_WORDS: u32 = 32;
+
+/// Words of CU mask SET_CU_MASK reads for `num_cu_mask` bits.
+pub fn cu_mask_words(num_cu_mask: u32) -> u32 {
+    (num_cu_mask / 32).min(MAX_CU_MASK_WORDS)
+}
+
+/// access_ok(): the range lies in user space.
+fn access_ok(addr: u64, len: u64) -> bool {
+    addr.checked_add(len).is_some_and(|end| end <= TASK_SIZE)
+}
+
+/// set_queue_properties_from_user's checks shared by create and update.
+fn check_common(percentage: u32, priority: u32, ring_base: u64, ring_size: u32) -> Result<(), Errno> {
+    if percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE || priority > KFD_MAX_QUEUE_PRIORITY {
+        return Err(Errno::EINVAL);
+    }
+    if ring_base != 0 && !access_ok(ring_base, u64::from(ring_size)) {
+        return Err(Errno::EFAULT);
+    }
+    if ring_size != 0 && !ring_size.is_power_of_two() {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    check_common(a.queue_percentage, a.queue_priority, a.ring_base_address, a.ring_size)?;
+    if !access_ok(a.read_pointer_address, 8) || !access_ok(a.write_pointer_address, 8) {
+        return Err(Errno::EFAULT);
+    }
+    if (a.eop_buffer_address != 0 && !access_ok(a.eop_buffer_address, a.eop_buffer_size))
+        || (a.ctx_save_restore_address != 0 && !access_ok(a.ctx_save_restore_address, u64::from(a.ctx_save_restore_size)))
+    {
+        return Err(Errno::EFAULT);
+    }
+    let queue_type = QueueType::from_ioctl(a.queue_type).ok_or(Errno::EINVAL)?;
+    let ring_size = a.ring_size.max(KFD_MIN_QUEUE_RING_SIZE);
+    if !ctx.gpu_exists(a.gpu_id) {
+        return Err(Errno::EINVAL);
+    }
+    let mut inner = ctx.process.inner();
+    {
+        // The device reaches ring and pointers only through the GPU VM (kfd_queue_acquire_buffers).
+        let vm = ctx.process.vm();
+        let ring_ok = a.ring_base_address == 0 || vm.is_mapped(a.gpu_id, GpuVa(a.ring_base_address), u64::from(ring_size));
+        let ptrs_ok = vm.is_mapped(a.gpu_id, GpuVa(a.read_pointer_address), 8) && vm.is_mapped(a.gpu_id, GpuVa(a.write_pointer_address), 8);
+        if !ring_ok || !ptrs_ok {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let on_gpu = inner.queues.values().filter(|q| q.gpu_id == a.gpu_id).count() as u32;
+    if on_gpu >= KFD_MAX_QUEUES_PER_DEVICE {
+        return Err(Errno::ENOSPC);
+    }
+    let id = (0..KFD_MAX_NUM_OF_QUEUES_PER_PROCESS).find(|id| !inner.queues.contains_key(id)).ok_or(Errno::ENOMEM)?;
+    let db = doorbells(ctx, &mut inner, a.gpu_id)?;
+    let index = db.alloc().ok_or(Errno::ENOMEM)?;
+    let doorbell_offset = db.mmap_offset | Doorbells::byte_offset(index);
+    let props = QueueProps {
+        ring_base: GpuVa(a.ring_base_address),
+        ring_size: u64::from(ring_size),
+        percentage: a.queue_percentage,
+        priority: a.queue_priority,
+        cu_mask: Vec::new(),
+    };
+    let queue = Queue::new(
+        id,
+        a.gpu_id,
+        queue_type,
+        GpuVa(a.read_pointer_address),
+        GpuVa(a.write_pointer_address),
+        index,
+        doorbell_offset,
+        GpuVa(a.eop_buffer_address),
+        GpuVa(a.ctx_save_restore_address),
+        props,
+    );
+    inner.queues.insert(id, Arc::new(queue));
+    a.queue_id = id;
+    a.ring_size = ring_size;
+    a.doorbell_offset = doorbell_offset;
+    log::debug!("pid {}: queue {id} ({}) on gpu {:#x}, doorbell {index}", ctx.process.pid, queue_type.name(), a.gpu_id);
+    Ok(())
+}
+
+pub fn destroy(ctx: &Ctx, a: &mut DestroyQueueArgs) -> Result<(), Errno> {
+    let mut inner = ctx.process.inner();
+    let q = inner.queues.remove(&a.queue_id).ok_or(Errno::EINVAL)?;
+    if let Some(db) = inner.devices.get_mut(&q.gpu_id).and_then(|d| d.doorbells.as_mut()) {
+        db.free(q.doorbell_index);
+    }
+    Ok(())
+}
+
+pub fn update(ctx: &Ctx, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
+    check_common(a.queue_percentage, a.queue_priority, a.ring_base_address, a.ring_size)?;
+    let inner = ctx.process.inner();
+    let q = inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
+    if a.ring_base_address != 0 && !ctx.process.vm().is_mapped(q.gpu_id, GpuVa(a.ring_base_address), u64::from(a.ring_size)) {
+        return Err(Errno::EINVAL);
+    }
+    let mut p = q.props();
+    p.ring_base = GpuVa(a.ring_base_address);
+    p.ring_size = u64::from(a.ring_size);
+    p.percentage = a.queue_percentage;
+    p.priority = a.queue_priority;
+    Ok(())
+}
+
+pub fn set_cu_mask(ctx: &Ctx, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
+    if a.num_cu_mask % 32 != 0 || a.num_cu_mask == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mask = ctx.read_user::<u32>(a.cu_mask_ptr, cu_mask_words(a.num_cu_mask) as usize)?;
+    let inner = ctx.process.inner();
+    let q = inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
+    q.props().cu_mask = mask;
+    Ok(())
+}
+
+pub fn get_wave_state(ctx: &Ctx, a: &mut GetQueueWaveStateArgs) -> Result<(), Errno> {
+    let inner = ctx.process.inner();
+    inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
+    // No compute wave save/restore on this device: amdkfd answers EINVAL without CWSR.
+    Err(Errno::EINVAL)
+}
+
+pub fn alloc_gws(ctx: &Ctx, a: &mut AllocQueueGwsArgs) -> Result<(), Errno> {
+    let inner = ctx.process.inner();
+    inner.queues.get(&a.queue_id).ok_or(Errno::EINVAL)?;
+    // The device has no global wave sync resources (num_gws 0 in the topology).
+    Err(Errno::ENODEV)
+}

@@ -1,0 +1,182 @@
+//! One client process's KFD context (amdkfd's kfd_process and its per-device data): buffers,
+//! GPU VM, queues, events.
+//!
+//! Lock order: `inner` before `vm` before `events`. Waits are completed outside `events`.
+
+use crate::event::wait::Completion;
+use crate::event::EventTable;
+use crate::memory::backing::{BackingFile, Owner};
+use crate::memory::vm::GpuVm;
+use crate::memory::{Buffer, BufferKind};
+use crate::queue::doorbell::Doorbells;
+use crate::queue::Queue;
+use crate::topology::Topology;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use uapi::kfd::*;
+
+/// Start of the GPUVM aperture (below it is reserved, as AMDGPU_VA_RESERVED_BOTTOM).
+pub const GPUVM_BASE: u64 = 0x20_0000;
+/// End (inclusive) of the GPUVM aperture: 47-bit user addresses, shared with the CPU (SVM).
+pub const GPUVM_LIMIT: u64 = (1 << 47) - 1;
+/// gfx9 LDS and scratch apertures (kfd_flat_memory.c MAKE_*_APP_BASE_V9), 4 GiB each.
+pub const LDS_BASE: u64 = 1 << 48;
+pub const SCRATCH_BASE: u64 = 2 << 48;
+const APERTURE_LIMIT_MASK: u64 = 0xFFFF_FFFF;
+
+/// The apertures of a process on one GPU.
+pub fn apertures(gpu_id: u32) -> ProcessDeviceApertures {
+    ProcessDeviceApertures {
+        lds_base: LDS_BASE,
+        lds_limit: LDS_BASE | APERTURE_LIMIT_MASK,
+        scratch_base: SCRATCH_BASE,
+        scratch_limit: SCRATCH_BASE | APERTURE_LIMIT_MASK,
+        gpuvm_base: GPUVM_BASE,
+        gpuvm_limit: GPUVM_LIMIT,
+        gpu_id,
+        pad: 0,
+    }
+}
+
+/// Per-GPU state of a process (amdkfd kfd_process_device).
+#[derive(Debug)]
+pub struct ProcessDevice {
+    pub gpu_id: u32,
+    /// The render node bound by ACQUIRE_VM, as (st_dev, st_ino).
+    pub drm_file: Option<(u64, u64)>,
+    pub scratch_backing_va: u64,
+    pub tba_addr: u64,
+    pub tma_addr: u64,
+    pub default_policy: u32,
+    pub alternate_policy: u32,
+    pub alternate_aperture: (u64, u64),
+    pub doorbells: Option<Doorbells>,
+    pub mmio_page: Option<Arc<BackingFile>>,
+}
+
+impl ProcessDevice {
+    fn new(gpu_id: u32) -> ProcessDevice {
+        ProcessDevice {
+            gpu_id,
+            drm_file: None,
+            scratch_backing_va: 0,
+            tba_addr: 0,
+            tma_addr: 0,
+            default_policy: KFD_IOC_CACHE_POLICY_COHERENT,
+            alternate_policy: KFD_IOC_CACHE_POLICY_COHERENT,
+            alternate_aperture: (0, 0),
+            doorbells: None,
+            mmio_page: None,
+        }
+    }
+}
+
+/// Mutable state guarded by the process lock.
+#[derive(Debug)]
+pub struct ProcessInner {
+    pub devices: BTreeMap<u32, ProcessDevice>,
+    pub buffers: BTreeMap<u64, Buffer>,
+    pub next_buffer_index: u32,
+    /// Next free render-node mmap offset (like DRM's per-file VMA offsets).
+    pub next_render_offset: u64,
+    pub queues: BTreeMap<u32, Arc<Queue>>,
+    pub xnack_enabled: bool,
+    pub runtime_enabled: bool,
+    /// The handle of the buffer the client gave as its event page, if any.
+    pub event_page_handle: Option<u64>,
+}
+
+/// Object counts of one process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessStats {
+    pub buffers: usize,
+    pub mappings: usize,
+    pub queues: usize,
+    pub events: usize,
+    pub waiters: usize,
+}
+
+pub struct Process {
+    pub pid: u32,
+    pub owner: Owner,
+    inner: Mutex<ProcessInner>,
+    vm: RwLock<GpuVm>,
+    events: Mutex<EventTable>,
+}
+
+/// First render-node mmap offset handed out (leaves low offsets unused, as DRM does).
+const FIRST_RENDER_OFFSET: u64 = 1 << 32;
+
+impl Process {
+    pub fn new(pid: u32, owner: Owner, topology: &Topology) -> Process {
+        let devices = topology.gpus().iter().map(|g| (g.gpu_id, ProcessDevice::new(g.gpu_id))).collect();
+        Process {
+            pid,
+            owner,
+            inner: Mutex::new(ProcessInner {
+                devices,
+                buffers: BTreeMap::new(),
+                next_buffer_index: 1,
+                next_render_offset: FIRST_RENDER_OFFSET,
+                queues: BTreeMap::new(),
+                xnack_enabled: false,
+                runtime_enabled: false,
+                event_page_handle: None,
+            }),
+            vm: RwLock::new(GpuVm::default()),
+            events: Mutex::new(EventTable::default()),
+        }
+    }
+
+    pub fn inner(&self) -> MutexGuard<'_, ProcessInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn vm(&self) -> RwLockReadGuard<'_, GpuVm> {
+        self.vm.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn vm_mut(&self) -> RwLockWriteGuard<'_, GpuVm> {
+        self.vm.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn events(&self) -> MutexGuard<'_, EventTable> {
+        self.events.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn stats(&self) -> ProcessStats {
+        let inner = self.inner();
+        let mappings = self.vm().mapping_count();
+        let ev = self.events();
+        ProcessStats {
+            buffers: inner.buffers.len(),
+            mappings,
+            queues: inner.queues.len(),
+            events: ev.len(),
+            waiters: ev.waiter_count(),
+        }
+    }
+
+    /// Frees everything: waiters complete with FAIL, queues and buffers go, the VM empties.
+    /// Returns the completions to deliver and the freed buffers as (kind, gpu_id, size).
+    pub fn teardown(&self) -> (Vec<Completion>, Vec<(BufferKind, u32, u64)>) {
+        let mut inner = self.inner();
+        let mut done = Vec::new();
+        self.events().teardown(&mut done);
+        inner.queues.clear();
+        let mut freed = Vec::new();
+        let mut vm = self.vm_mut();
+        for (_, b) in std::mem::take(&mut inner.buffers) {
+            for gpu in &b.mapped_on {
+                vm.unmap(*gpu, b.va);
+            }
+            freed.push((b.kind, b.gpu_id, b.size));
+        }
+        *vm = GpuVm::default();
+        for d in inner.devices.values_mut() {
+            d.doorbells = None;
+            d.mmio_page = None;
+        }
+        (done, freed)
+    }
+}

@@ -1,0 +1,109 @@
+//! User-mode queues of a process (amdkfd kfd_process_queue_manager.c): their properties,
+//! doorbells and state. Packet processing lives in the command processor.
+
+pub mod doorbell;
+
+use crate::memory::vm::GpuVa;
+use std::sync::{Mutex, MutexGuard};
+use uapi::kfd::*;
+
+/// What kind of engine a queue feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueType {
+    /// PM4 compute queue.
+    Compute,
+    Sdma,
+    ComputeAql,
+    SdmaXgmi,
+    SdmaByEngId,
+}
+
+impl QueueType {
+    pub fn from_ioctl(t: u32) -> Option<QueueType> {
+        Some(match t {
+            KFD_IOC_QUEUE_TYPE_COMPUTE => QueueType::Compute,
+            KFD_IOC_QUEUE_TYPE_SDMA => QueueType::Sdma,
+            KFD_IOC_QUEUE_TYPE_COMPUTE_AQL => QueueType::ComputeAql,
+            KFD_IOC_QUEUE_TYPE_SDMA_XGMI => QueueType::SdmaXgmi,
+            KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID => QueueType::SdmaByEngId,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueType::Compute => "compute",
+            QueueType::Sdma => "sdma",
+            QueueType::ComputeAql => "compute-aql",
+            QueueType::SdmaXgmi => "sdma-xgmi",
+            QueueType::SdmaByEngId => "sdma-by-eng-id",
+        }
+    }
+}
+
+/// What UPDATE_QUEUE and SET_CU_MASK change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueProps {
+    pub ring_base: GpuVa,
+    /// Ring size in bytes.
+    pub ring_size: u64,
+    pub percentage: u32,
+    pub priority: u32,
+    pub cu_mask: Vec<u32>,
+}
+
+impl QueueProps {
+    /// amdkfd: a queue is active when it has a ring and a non-zero percentage.
+    pub fn is_active(&self) -> bool {
+        self.ring_size > 0 && self.ring_base.0 != 0 && self.percentage & 0xFF > 0
+    }
+}
+
+/// One queue.
+#[derive(Debug)]
+pub struct Queue {
+    pub id: u32,
+    pub gpu_id: u32,
+    pub queue_type: QueueType,
+    pub read_ptr: GpuVa,
+    pub write_ptr: GpuVa,
+    pub doorbell_index: u32,
+    /// The doorbell_offset CREATE_QUEUE returned (mmap offset of the slice | byte offset).
+    pub doorbell_offset: u64,
+    pub eop_buffer: GpuVa,
+    pub ctx_save_restore: GpuVa,
+    props: Mutex<QueueProps>,
+}
+
+impl Queue {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: u32,
+        gpu_id: u32,
+        queue_type: QueueType,
+        read_ptr: GpuVa,
+        write_ptr: GpuVa,
+        doorbell_index: u32,
+        doorbell_offset: u64,
+        eop_buffer: GpuVa,
+        ctx_save_restore: GpuVa,
+        props: QueueProps,
+    ) -> Queue {
+        Queue {
+            id,
+            gpu_id,
+            queue_type,
+            read_ptr,
+            write_ptr,
+            doorbell_index,
+            doorbell_offset,
+            eop_buffer,
+            ctx_save_restore,
+            props: Mutex::new(props),
+        }
+    }
+
+    pub fn props(&self) -> MutexGuard<'_, QueueProps> {
+        self.props.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
