@@ -1039,6 +1039,13 @@ const INTEGER_TYPES: [&str; 10] = [
     "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize",
 ];
 
+/// Files of uapi/src that mirror no C header: cuse-kfd's own formats. Every other file's structs
+/// and constants must be in the tables.
+const OWN_FORMATS: [&str; 2] = [
+    "lib.rs", // The soft code-object format of cuse-kfd's built-in kernels.
+    "soft.rs",
+];
+
 fn parse_sources() -> Source {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut src = Source {
@@ -1046,7 +1053,12 @@ fn parse_sources() -> Source {
         consts: BTreeSet::new(),
     };
     for entry in std::fs::read_dir(&dir).expect("read uapi/src") {
-        let text = std::fs::read_to_string(entry.expect("dir entry").path()).expect("read source");
+        let path = entry.expect("dir entry").path();
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        if OWN_FORMATS.contains(&file.as_ref()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read source");
         for line in text.lines() {
             // Integer constants only: `pub const fn` and the `ALL` table are checked elsewhere.
             let Some((name, ty)) = line
