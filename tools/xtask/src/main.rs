@@ -1,1 +1,202 @@
-fn main() {}
+//! `cargo xtask`: the project's runner for the demo, the test tiers and the benches.
+//!
+//! Plain std, no dependencies: arguments are a subcommand and a few names.
+
+mod bench;
+mod packages;
+mod steps;
+mod tiers;
+
+use std::process::ExitCode;
+use steps::{Ctx, Step};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let command = args.first().map(String::as_str);
+    // `demo` passes its arguments on; the other commands take --help anywhere.
+    if command != Some("demo") && rest.iter().any(|a| matches!(*a, "-h" | "--help")) {
+        print_help();
+        return ExitCode::SUCCESS;
+    }
+    let ctx = Ctx::new();
+    match command {
+        Some("-h" | "--help" | "help") => {
+            print_help();
+            ExitCode::SUCCESS
+        }
+        Some("demo") => demo(&ctx, &rest),
+        Some("test") => test(&ctx, &rest),
+        Some("bench") => bench(&ctx, &rest),
+        Some(other) => usage_error(&format!("unknown command `{other}`")),
+        None => usage_error("no command given"),
+    }
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("cargo xtask: {msg}; see `cargo xtask --help`");
+    ExitCode::from(2)
+}
+
+/// `cargo xtask demo [ARGS]`: `cargo run --release -p cuse-kfd -- demo [ARGS]`, its exit code.
+fn demo(ctx: &Ctx, rest: &[&str]) -> ExitCode {
+    let mut args = vec!["run", "--release", "-p", "cuse-kfd", "--", "demo"];
+    args.extend_from_slice(rest);
+    println!("$ cargo {}", args.join(" "));
+    match ctx.cargo_cmd(&args).status() {
+        Ok(status) => exit_code(status),
+        Err(e) => {
+            eprintln!("cargo xtask: cannot run cargo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A child's exit status as ours: its code, or 128 + the signal that killed it.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitCode::from(code as u8),
+        (None, Some(sig)) => ExitCode::from(128u8.saturating_add(sig as u8)),
+        (None, None) => ExitCode::FAILURE,
+    }
+}
+
+/// `cargo xtask test [--no-install] [TIER...]`.
+fn test(ctx: &Ctx, rest: &[&str]) -> ExitCode {
+    let (flags, names): (Vec<&str>, Vec<&str>) = rest.iter().partition(|a| a.starts_with('-'));
+    let no_install = match flags.as_slice() {
+        [] => false,
+        ["--no-install"] => true,
+        _ => return usage_error(&format!("unknown option in {flags:?}")),
+    };
+    let tiers = match select(&tiers::TIERS, &names) {
+        Ok(tiers) => tiers,
+        Err(name) => {
+            let known = list(&tiers::TIERS);
+            return usage_error(&format!("unknown tier `{name}` (tiers: {known})"));
+        }
+    };
+    let packages = if no_install {
+        "not checked (--no-install)".to_owned()
+    } else {
+        packages::ensure()
+    };
+    let records = steps::run_steps(ctx, "tier", &tiers);
+    let preface = [format!("packages: {packages}")];
+    status(steps::print_summary("tier", &preface, &records))
+}
+
+fn status(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `cargo xtask bench [BENCH...]`.
+fn bench(ctx: &Ctx, rest: &[&str]) -> ExitCode {
+    let benches = match select(&bench::BENCHES, rest) {
+        Ok(benches) => benches,
+        Err(name) => {
+            let known = list(&bench::BENCHES);
+            return usage_error(&format!("unknown bench `{name}` (benches: {known})"));
+        }
+    };
+    let records = steps::run_steps(ctx, "bench", &benches);
+    status(steps::print_summary("bench", &[], &records))
+}
+
+/// The named steps in table order, or all of them when no name is given; Err(name) for a name
+/// the table does not know.
+fn select<'a>(table: &'a [Step], names: &[&'a str]) -> Result<Vec<&'a Step>, &'a str> {
+    if let Some(unknown) = names.iter().find(|n| !table.iter().any(|s| s.is_called(n))) {
+        return Err(unknown);
+    }
+    let wanted = |s: &&Step| names.is_empty() || names.iter().any(|n| s.is_called(n));
+    Ok(table.iter().filter(wanted).collect())
+}
+
+fn list(table: &[Step]) -> String {
+    table.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
+
+fn print_help() {
+    println!(
+        "cargo xtask: the cuse-kfd project runner
+
+USAGE:
+    cargo xtask demo [ARGS...]
+        Runs `cargo run --release -p cuse-kfd -- demo [ARGS...]` and exits with its code.
+
+    cargo xtask test [--no-install] [TIER...]
+        The test gate (what .ci/run runs). First makes sure the system packages below are
+        installed: checks each with dpkg-query; when some are missing and xtask runs as root,
+        runs `apt-get update` once and `apt-get install -y --no-install-recommends` them; when
+        not root, says which were skipped and goes on (the tests that need them fail, saying
+        what to install). --no-install skips this step. Then runs the named tiers, or all of
+        them in this order, streaming their output, and prints a table: each tier passed,
+        FAILED or skipped (with the reason) and its seconds. Exits non-zero if a tier failed.
+        A tier may be named by its name or an alias (`cargo xtask test unit`).
+
+    cargo xtask bench [BENCH...]
+        Runs the benches (release builds) and prints the same kind of table. A bench whose
+        binary does not exist yet is reported as skipped.
+
+    cargo xtask --help
+        This text.
+
+TIERS:"
+    );
+    for t in &tiers::TIERS {
+        print_step(t);
+    }
+    println!("\nBENCHES:");
+    for b in &bench::BENCHES {
+        print_step(b);
+    }
+    println!("\nSYSTEM PACKAGES (Debian):");
+    for p in &packages::REQUIRED {
+        println!("    {:<20} {}", p.name, p.why);
+    }
+}
+
+fn print_step(s: &Step) {
+    let aliases = if s.aliases.is_empty() {
+        String::new()
+    } else {
+        format!(" (also: {})", s.aliases.join(", "))
+    };
+    println!("    {}{aliases}\n        needs {}", s.name, s.needs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(steps: &[&Step]) -> Vec<&'static str> {
+        steps.iter().map(|s| s.name).collect()
+    }
+
+    #[test]
+    fn select_takes_names_and_aliases_in_table_order() {
+        let all = select(&tiers::TIERS, &[]).unwrap();
+        assert_eq!(names(&all), ["unit+integration", "clippy", "fmt", "device"]);
+        let some = select(&tiers::TIERS, &["device", "unit"]).unwrap();
+        assert_eq!(names(&some), ["unit+integration", "device"]);
+        assert_eq!(select(&tiers::TIERS, &["fmt", "nope"]).err(), Some("nope"));
+    }
+
+    #[test]
+    fn every_tier_and_bench_name_is_unique() {
+        let steps = tiers::TIERS.iter().chain(&bench::BENCHES);
+        let mut seen = Vec::new();
+        for s in steps {
+            for n in std::iter::once(&s.name).chain(s.aliases) {
+                assert!(!seen.contains(n), "{n} names two steps");
+                seen.push(n);
+            }
+        }
+    }
+}

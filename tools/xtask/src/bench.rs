@@ -1,0 +1,39 @@
+//! The benches of `cargo xtask bench`.
+
+use crate::steps::{Ctx, Outcome, Step};
+
+/// Every bench. A new bench is one entry here and one function below.
+pub const BENCHES: [Step; 1] = [Step {
+    name: "cuse-kfd-bench",
+    aliases: &[],
+    needs: "the cuse-kfd-bench binary of the cuse-kfd package",
+    run: cuse_kfd_bench,
+}];
+
+fn cuse_kfd_bench(ctx: &Ctx) -> Outcome {
+    if !has_bin(ctx, "cuse-kfd", "cuse-kfd-bench") {
+        println!("no benches exist yet: the cuse-kfd package has no cuse-kfd-bench binary");
+        return Outcome::Skipped("no benches exist yet (no cuse-kfd-bench binary)".into());
+    }
+    ctx.cargo(&[
+        "run",
+        "--release",
+        "-p",
+        "cuse-kfd",
+        "--bin",
+        "cuse-kfd-bench",
+    ])
+}
+
+/// Whether package directory `package` has binary `bin`, by cargo's rules: a `[[bin]]` of that
+/// name in its manifest, or `src/bin/<bin>.rs`, or `src/bin/<bin>/main.rs`.
+fn has_bin(ctx: &Ctx, package: &str, bin: &str) -> bool {
+    let dir = ctx.root.join(package);
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    let declared = manifest
+        .lines()
+        .any(|l| l.replace(' ', "") == format!("name=\"{bin}\""));
+    declared
+        || dir.join(format!("src/bin/{bin}.rs")).is_file()
+        || dir.join(format!("src/bin/{bin}/main.rs")).is_file()
+}

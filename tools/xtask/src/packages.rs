@@ -1,0 +1,165 @@
+//! The Debian packages the tests need: checked with dpkg-query, installed with apt-get as root.
+
+use std::process::Command;
+
+/// A Debian package and what needs it.
+pub struct Package {
+    pub name: &'static str,
+    pub why: &'static str,
+}
+
+/// Every package the tests need.
+pub const REQUIRED: [Package; 7] = [
+    // /usr/include/linux/kfd_ioctl.h (KFD 1.11 on bookworm) and linux/fuse.h.
+    Package {
+        name: "linux-libc-dev",
+        why: "linux/kfd_ioctl.h for the uapi ABI test",
+    },
+    // /usr/include/libdrm/drm.h: kfd_ioctl.h includes <drm/drm.h>.
+    Package {
+        name: "libdrm-dev",
+        why: "drm/drm.h, which kfd_ioctl.h includes",
+    },
+    // /usr/include/hsa/*.h of ROCr 5.2.3: AQL packets, amd_queue_t, amd_signal_t.
+    Package {
+        name: "libhsa-runtime-dev",
+        why: "hsa/*.h for the uapi ABI test",
+    },
+    // /usr/include/hsakmt/*.h: the hsaKmt* API the thunk implements.
+    Package {
+        name: "libhsakmt-dev",
+        why: "hsakmt.h for the thunk's C ABI checks",
+    },
+    // /usr/bin/rocminfo, with libhsa-runtime64-1: an unmodified ROCm client.
+    Package {
+        name: "rocminfo",
+        why: "a real ROCm client for the real-client tests",
+    },
+    // libfuse3 and its headers, fusermount3: FUSE mounts (the sysfs-shaped topology tree).
+    Package {
+        name: "libfuse3-dev",
+        why: "libfuse3 and fusermount3 for FUSE mounts",
+    },
+    // cc: compiles the ABI test's C program and the C clients.
+    Package {
+        name: "gcc",
+        why: "the C compiler for the ABI test and C clients",
+    },
+];
+
+/// Checks every package; as root installs the missing ones, otherwise says which were skipped.
+/// Returns one line for the summary: all present, installed, or what is missing and why.
+pub fn ensure() -> String {
+    println!("==> system packages");
+    let mut missing = Vec::new();
+    for p in &REQUIRED {
+        match installed(p) {
+            Ok(true) => {}
+            Ok(false) => missing.push(p),
+            Err(why) => {
+                let line = format!("not checked: {why}; tests that need them may fail");
+                println!("{line}");
+                return line;
+            }
+        }
+    }
+    if missing.is_empty() {
+        let line = format!("all {} present", REQUIRED.len());
+        println!("{line}");
+        return line;
+    }
+    for p in &missing {
+        println!("missing: {} ({})", p.name, p.why);
+    }
+    let list = missing.iter().map(|p| p.name).collect::<Vec<_>>().join(" ");
+    match effective_uid() {
+        Some(0) => install(&missing),
+        uid => {
+            let who = uid.map_or("unknown uid".to_owned(), |u| format!("uid {u}"));
+            let line = format!(
+                "skipped installing {list} (not root: {who}); install them with \
+                 `sudo apt-get install --no-install-recommends {list}`; tests that need them fail"
+            );
+            println!("{line}");
+            line
+        }
+    }
+}
+
+/// `dpkg-query -W -f='${Status}' PKG`: installed when the status ends in "ok installed".
+fn installed(p: &Package) -> Result<bool, String> {
+    let out = Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", p.name])
+        .output()
+        .map_err(|e| format!("cannot run dpkg-query ({e}): not a Debian system?"))?;
+    Ok(out.status.success()
+        && String::from_utf8_lossy(&out.stdout)
+            .trim_end()
+            .ends_with("ok installed"))
+}
+
+/// The effective uid, from /proc/self/status.
+fn effective_uid() -> Option<u32> {
+    uid_from_status(&std::fs::read_to_string("/proc/self/status").ok()?)
+}
+
+/// The effective uid in /proc/PID/status text (`Uid: real effective saved fs`).
+fn uid_from_status(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `apt-get update` once, then one `apt-get install` of every missing package.
+fn install(missing: &[&Package]) -> String {
+    let apt = |args: &[&str]| -> Result<(), String> {
+        println!("$ apt-get {}", args.join(" "));
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map_err(|e| format!("cannot run apt-get: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("apt-get {}: {status}", args[0]))
+        }
+    };
+    let mut args = vec!["install", "-y", "--no-install-recommends"];
+    args.extend(missing.iter().map(|p| p.name));
+    let result = apt(&["update"]).and_then(|()| apt(&args));
+    let still: Vec<&str> = missing
+        .iter()
+        .filter(|p| !matches!(installed(p), Ok(true)))
+        .map(|p| p.name)
+        .collect();
+    let line = match (result, still.is_empty()) {
+        (Ok(()), true) => format!("installed {}", args[3..].join(" ")),
+        (Ok(()), false) => format!("apt-get succeeded but still missing: {}", still.join(" ")),
+        (Err(e), _) => format!("{e}; still missing: {}", still.join(" ")),
+    };
+    println!("{line}");
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effective_uid_is_the_second_uid_field() {
+        let status = "Name:\tx\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n";
+        assert_eq!(uid_from_status(status), Some(0));
+        assert_eq!(uid_from_status("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn package_names_are_unique() {
+        for (i, p) in REQUIRED.iter().enumerate() {
+            assert!(
+                REQUIRED[..i].iter().all(|q| q.name != p.name),
+                "{} twice",
+                p.name
+            );
+        }
+    }
+}
