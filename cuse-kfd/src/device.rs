@@ -1,6 +1,7 @@
 //! The device: topology, client files and processes, and the routing of every request to the
 //! right process context (kfd_chardev.c's open/release/ioctl, kfd_process.c's process table).
 
+use crate::engine::{Engine, EngineConfig};
 use crate::event::timer::Timer;
 use crate::event::wait::{Completion, WaitId, WaitOutcome};
 use crate::ioctl::reply::{Reply, Responder};
@@ -23,11 +24,18 @@ pub struct DeviceConfig {
     pub gpus: usize,
     /// Where backing files live (a tmpfs directory).
     pub runtime_dir: PathBuf,
+    /// The command processor's tuning.
+    pub engine: EngineConfig,
 }
 
 impl Default for DeviceConfig {
     fn default() -> DeviceConfig {
-        DeviceConfig { profile: DEFAULT_PROFILE.to_string(), gpus: 1, runtime_dir: default_runtime_dir() }
+        DeviceConfig {
+            profile: DEFAULT_PROFILE.to_string(),
+            gpus: 1,
+            runtime_dir: default_runtime_dir(),
+            engine: EngineConfig::default(),
+        }
     }
 }
 
@@ -92,7 +100,9 @@ pub struct DeviceStats {
 }
 
 pub struct Device {
+    me: Weak<Device>,
     topology: Topology,
+    engine: Engine,
     backing: BackingStore,
     clients: Mutex<Clients>,
     /// Parked waits by front-end tag, for interrupts.
@@ -126,6 +136,8 @@ impl Device {
                 }
             }));
             Device {
+                me: weak.clone(),
+                engine: Engine::new(config.engine.clone()),
                 topology,
                 backing,
                 clients: Mutex::new(Clients::default()),
@@ -141,6 +153,21 @@ impl Device {
 
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    /// The soft command processor.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// A weak handle on this device (for threads that must not keep it alive).
+    pub fn weak(&self) -> Weak<Device> {
+        self.me.clone()
+    }
+
+    /// Wakes the command processor now (a cooperative client after ringing a doorbell).
+    pub fn kick(&self) {
+        self.engine.kick();
     }
 
     pub fn backing(&self) -> &BackingStore {
@@ -181,6 +208,7 @@ impl Device {
 
     fn teardown(&self, process: &Arc<Process>) {
         log::info!("tearing down process {}", process.pid);
+        self.engine.remove(|q| Arc::ptr_eq(&q.process, process));
         let (completions, freed) = process.teardown();
         self.deliver(completions);
         for (kind, gpu, size) in freed {

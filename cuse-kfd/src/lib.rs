@@ -3,12 +3,14 @@
 //! * [`device`]: the device, its client files and processes;
 //! * [`ioctl`]: the one ioctl table and its handlers, reached through [`device::Device::ioctl`];
 //! * [`process`], [`memory`], [`queue`], [`event`]: the per-process KFD model;
+//! * [`engine`]: the soft command processor (AQL packets, soft kernels, signals);
 //! * [`topology`]: device profiles and the sysfs-shaped topology tree;
 //! * [`embedded`]: the in-process front end.
 
 pub mod clock;
 pub mod device;
 pub mod embedded;
+pub mod engine;
 pub mod event;
 pub mod ioctl;
 pub mod memory;

@@ -12,6 +12,7 @@ use crate::queue::doorbell::Doorbells;
 use crate::queue::Queue;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use uapi::kfd::*;
 
@@ -101,6 +102,8 @@ pub struct Process {
     pub owner: Owner,
     inner: Mutex<ProcessInner>,
     vm: RwLock<GpuVm>,
+    /// Bumped whenever the VM may change, so cached translations (the engine's TLBs) refill.
+    vm_generation: AtomicU64,
     events: Mutex<EventTable>,
 }
 
@@ -124,6 +127,7 @@ impl Process {
                 event_page_handle: None,
             }),
             vm: RwLock::new(GpuVm::default()),
+            vm_generation: AtomicU64::new(0),
             events: Mutex::new(EventTable::default()),
         }
     }
@@ -136,8 +140,15 @@ impl Process {
         self.vm.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The VM for changing; invalidates every cached translation (a TLB shootdown).
     pub fn vm_mut(&self) -> RwLockWriteGuard<'_, GpuVm> {
-        self.vm.write().unwrap_or_else(|e| e.into_inner())
+        let guard = self.vm.write().unwrap_or_else(|e| e.into_inner());
+        self.vm_generation.fetch_add(1, Ordering::AcqRel);
+        guard
+    }
+
+    pub fn vm_generation(&self) -> u64 {
+        self.vm_generation.load(Ordering::Acquire)
     }
 
     pub fn events(&self) -> MutexGuard<'_, EventTable> {

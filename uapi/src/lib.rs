@@ -5,7 +5,8 @@
 //! * [`ioctl`]: every `AMDKFD_IOC_*` request number, built with the kernel's `_IOC` formula;
 //! * [`aql`]: AQL packet layouts and header bits (`hsa.h`, `hsa_ext_amd.h`);
 //! * [`queue`]: `hsa_queue_t` and `amd_queue_t` (`amd_hsa_queue.h`);
-//! * [`signal`]: `amd_signal_t` (`amd_hsa_signal.h`).
+//! * [`signal`]: `amd_signal_t` (`amd_hsa_signal.h`);
+//! * [`soft`]: the soft code-object format of cuse-kfd's built-in kernels.
 //!
 //! No logic lives here. Every struct derives zerocopy's traits so that callers parse wire bytes
 //! without `unsafe`, and carries a compile-time size assertion; `tests/abi.rs` compares sizes,
@@ -18,5 +19,6 @@ pub mod ioctl;
 pub mod kfd;
 pub mod queue;
 pub mod signal;
+pub mod soft;
 
 pub use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};

@@ -91,7 +91,10 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
         GpuVa(a.ctx_save_restore_address),
         props,
     );
-    inner.queues.insert(id, Arc::new(queue));
+    let doorbell_file = db.file.clone();
+    let queue = Arc::new(queue);
+    inner.queues.insert(id, queue.clone());
+    ctx.device.engine().add(ctx.device.weak(), ctx.process.clone(), queue, doorbell_file);
     a.queue_id = id;
     a.ring_size = ring_size;
     a.doorbell_offset = doorbell_offset;
@@ -102,6 +105,8 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
 pub fn destroy(ctx: &Ctx, a: &mut DestroyQueueArgs) -> Result<(), Errno> {
     let mut inner = ctx.process.inner();
     let q = inner.queues.remove(&a.queue_id).ok_or(Errno::EINVAL)?;
+    // Returns once the command processor has let go of the queue and woken its waiters.
+    ctx.device.engine().remove(|hw| Arc::ptr_eq(&hw.queue, &q));
     if let Some(db) = inner.devices.get_mut(&q.gpu_id).and_then(|d| d.doorbells.as_mut()) {
         db.free(q.doorbell_index);
     }

@@ -73,6 +73,29 @@ pub struct Queue {
     pub eop_buffer: GpuVa,
     pub ctx_save_restore: GpuVa,
     props: Mutex<QueueProps>,
+    status: Mutex<QueueStatus>,
+}
+
+/// Why a queue stopped (written by the command processor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueError {
+    /// The code written to the queue's `queue_inactive_signal` (ROCr's queue error codes).
+    pub code: u64,
+    pub reason: String,
+    /// The faulting GPU address of a VM fault.
+    pub fault_va: Option<u64>,
+}
+
+/// What the command processor reports about a queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueStatus {
+    /// Packets consumed.
+    pub packets: u64,
+    /// read_dispatch_id as last written.
+    pub read_index: u64,
+    /// One past the highest packet index rung on the doorbell.
+    pub write_index: u64,
+    pub error: Option<QueueError>,
 }
 
 impl Queue {
@@ -100,10 +123,15 @@ impl Queue {
             eop_buffer,
             ctx_save_restore,
             props: Mutex::new(props),
+            status: Mutex::new(QueueStatus::default()),
         }
     }
 
     pub fn props(&self) -> MutexGuard<'_, QueueProps> {
         self.props.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn status(&self) -> MutexGuard<'_, QueueStatus> {
+        self.status.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

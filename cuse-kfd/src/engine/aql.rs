@@ -1,0 +1,382 @@
+//! The packet processor of one queue: consumes AQL packets from read_dispatch_id up to the
+//! doorbell, exactly once each, as a GPU's command processor does.
+//!
+//! Per packet: the header is loaded with acquire; an INVALID slot below the doorbell index is
+//! waited for briefly (a producer between reserving and publishing) and then is a queue error;
+//! the packet runs; its header is stored back INVALID with release, then read_dispatch_id
+//! advances with release; then its completion signal is decremented.
+
+use super::kernels::{self, Ran, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+use super::mem::{Mem, Tlb};
+use super::{signal, HwQueue, QueueFault};
+use crate::clock;
+use crate::queue::QueueType;
+use std::collections::VecDeque;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uapi::aql::*;
+use uapi::soft::{SoftKernelDescriptor, SOFT_KERNEL_MAGIC};
+use uapi::FromBytes;
+
+/// Packets one queue processes per pass before the others get a turn.
+const BUDGET: u32 = 256;
+
+/// A kernel still running (the sleep kernel) and the signal it will complete.
+#[derive(Debug)]
+struct InFlight {
+    until: Instant,
+    signal: u64,
+}
+
+/// What happened in one poll of a queue.
+#[derive(Debug, Default)]
+pub struct Polled {
+    pub progressed: bool,
+    /// Work is waiting on something other than a doorbell (a barrier, a running kernel, a
+    /// packet being published): keep polling.
+    pub pending: bool,
+    pub deadline: Option<Instant>,
+    /// KFD events to raise in the queue's process.
+    pub events: Vec<u32>,
+}
+
+/// What one packet did.
+enum Step {
+    /// Consumed and finished: complete its signal now.
+    Done(Vec<u32>),
+    /// Consumed, still running until the instant.
+    Running(Instant),
+    /// Not startable yet (barrier dependencies); look again later.
+    Blocked,
+}
+
+pub struct QueueRunner {
+    pub hw: Arc<HwQueue>,
+    tlb: Tlb,
+    read_index: u64,
+    target: u64,
+    last_doorbell: u64,
+    invalid_since: Option<Instant>,
+    in_flight: VecDeque<InFlight>,
+    stopped: bool,
+}
+
+impl QueueRunner {
+    pub fn new(hw: Arc<HwQueue>) -> QueueRunner {
+        let mut r = QueueRunner {
+            hw,
+            tlb: Tlb::default(),
+            read_index: 0,
+            target: 0,
+            last_doorbell: u64::MAX,
+            invalid_since: None,
+            in_flight: VecDeque::new(),
+            stopped: false,
+        };
+        // Start from the read pointer the client initialised.
+        let rptr = r.hw.queue.read_ptr.0;
+        let mut mem = Mem::new(&r.hw.process, r.hw.queue.gpu_id, &mut r.tlb);
+        if let Ok(rd) = mem.load_u64(rptr, Ordering::Acquire) {
+            r.read_index = rd;
+            r.target = rd;
+        }
+        r
+    }
+
+    pub fn poll(&mut self, now: Instant, grace: Duration) -> Polled {
+        let mut out = Polled::default();
+        if self.stopped {
+            return out;
+        }
+        let db = self.hw.doorbell();
+        if db != self.last_doorbell {
+            self.last_doorbell = db;
+            if db != u64::MAX {
+                // Doorbells announce the index of the last packet written; a late, smaller
+                // store from another producer does not move the target back.
+                self.target = self.target.max(db.wrapping_add(1));
+            }
+        }
+        if self.read_index >= self.target && self.in_flight.is_empty() {
+            return out;
+        }
+        let (ring_base, ring_size, active) = {
+            let p = self.hw.queue.props();
+            (p.ring_base.0, p.ring_size, p.is_active())
+        };
+        if !active {
+            // Stalled by UPDATE_QUEUE (0% or a null ring): the read pointer stops here.
+            return out;
+        }
+        if self.hw.queue.queue_type != QueueType::ComputeAql {
+            let reason = format!("{} queues are not processed by this device (only AQL queues)", self.hw.queue.queue_type.name());
+            self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out);
+            return out;
+        }
+        let process = self.hw.process.clone();
+        let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut self.tlb);
+        // Retire running kernels whose time has come.
+        let mut i = 0;
+        while i < self.in_flight.len() {
+            if self.in_flight[i].until <= now {
+                let f = self.in_flight.remove(i).expect("index checked");
+                fence(Ordering::Release);
+                match signal::complete(&mut mem, f.signal, clock::gpu_clock_counter()) {
+                    Ok(ev) => out.events.extend(ev),
+                    Err(e) => {
+                        drop(mem);
+                        self.fail(e.into(), &mut out);
+                        return out;
+                    }
+                }
+                out.progressed = true;
+            } else {
+                i += 1;
+            }
+        }
+        let slots = ring_size / AQL_PACKET_SIZE as u64;
+        let mut budget = BUDGET;
+        let mut failure = None;
+        while self.read_index < self.target && budget > 0 {
+            budget -= 1;
+            let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
+            let first = match mem.load_u64(slot, Ordering::Acquire) {
+                Ok(w) => w,
+                Err(e) => {
+                    failure = Some(e.into());
+                    break;
+                }
+            };
+            let header = first as u16;
+            let ptype = header as u8;
+            if ptype == HSA_PACKET_TYPE_INVALID {
+                let since = *self.invalid_since.get_or_insert(now);
+                if now.duration_since(since) >= grace {
+                    failure = Some(QueueFault::invalid(
+                        ERROR_INVALID_PACKET_FORMAT,
+                        format!("write index {} was rung over packet {} whose header is still INVALID", self.target, self.read_index),
+                    ));
+                } else {
+                    out.pending = true;
+                }
+                break;
+            }
+            self.invalid_since = None;
+            if header & (1 << HSA_PACKET_HEADER_BARRIER) != 0 && !self.in_flight.is_empty() {
+                out.pending = true;
+                break;
+            }
+            let mut packet = [0u8; AQL_PACKET_SIZE];
+            if let Err(e) = mem.read(slot, &mut packet) {
+                failure = Some(e.into());
+                break;
+            }
+            let signal = u64::from_le_bytes(packet[56..64].try_into().expect("8 bytes"));
+            let step = match run_packet(&mut mem, ptype, &packet, now) {
+                Ok(s) => s,
+                Err(f) => {
+                    failure = Some(f);
+                    break;
+                }
+            };
+            if matches!(step, Step::Blocked) {
+                out.pending = true;
+                break;
+            }
+            if header >> HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE & 0x3 != HSA_FENCE_SCOPE_NONE {
+                fence(Ordering::Acquire);
+            }
+            let ts = clock::gpu_clock_counter();
+            let consumed = signal::start(&mut mem, signal, ts)
+                .and_then(|_| {
+                    // Header back to INVALID (barrier bit kept set), then the read index.
+                    let invalid = u64::from(HSA_PACKET_TYPE_INVALID) | 1 << HSA_PACKET_HEADER_BARRIER;
+                    mem.store_u64(slot, (first & !0xFFFF) | invalid, Ordering::Release)
+                })
+                .and_then(|_| mem.store_u64(self.hw.queue.read_ptr.0, self.read_index + 1, Ordering::Release));
+            if let Err(e) = consumed {
+                failure = Some(e.into());
+                break;
+            }
+            self.read_index += 1;
+            out.progressed = true;
+            match step {
+                Step::Done(events) => {
+                    out.events.extend(events);
+                    fence(Ordering::Release);
+                    match signal::complete(&mut mem, signal, clock::gpu_clock_counter()) {
+                        Ok(ev) => out.events.extend(ev),
+                        Err(e) => {
+                            failure = Some(e.into());
+                            break;
+                        }
+                    }
+                }
+                Step::Running(until) => self.in_flight.push_back(InFlight { until, signal }),
+                Step::Blocked => unreachable!("handled above"),
+            }
+        }
+        drop(mem);
+        {
+            let mut st = self.hw.queue.status();
+            st.read_index = self.read_index;
+            st.write_index = self.target;
+            st.packets = self.read_index;
+        }
+        if let Some(f) = failure {
+            self.fail(f, &mut out);
+            return out;
+        }
+        if self.read_index < self.target && budget == 0 {
+            out.pending = true;
+        }
+        if let Some(d) = self.in_flight.iter().map(|f| f.until).min() {
+            out.pending = true;
+            out.deadline = Some(d);
+        }
+        out
+    }
+
+    /// Stops the queue and reports why (queue_inactive_signal, HW-exception / queue or memory
+    /// events), as the trap handler and KFD do.
+    fn fail(&mut self, fault: QueueFault, out: &mut Polled) {
+        self.stopped = true;
+        log::warn!("pid {} queue {}: {}", self.hw.process.pid, self.hw.queue.id, fault);
+        let process = self.hw.process.clone();
+        let gpu_id = self.hw.queue.gpu_id;
+        if let QueueFault::Invalid { code, .. } = &fault {
+            // The queue's amd_queue_t holds the read pointer it was created with; its
+            // queue_inactive_signal receives the error code.
+            let mut mem = Mem::new(&process, gpu_id, &mut self.tlb);
+            let base = self.hw.queue.read_ptr.0.wrapping_sub(uapi::queue::AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
+            let inactive = mem.load_u64(base + uapi::queue::AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64, Ordering::Acquire);
+            if let Some(sig) = inactive.ok().filter(|s| *s != 0) {
+                let first = mem.swap_i64(sig + uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64, *code as i64, Ordering::AcqRel);
+                if first == Ok(0) {
+                    if let Ok(Some(ev)) = signal::notify(&mut mem, sig) {
+                        out.events.push(ev);
+                    }
+                }
+            }
+        }
+        self.hw.queue.status().error = Some(fault.to_error());
+        let mut done = Vec::new();
+        {
+            let mut events = process.events();
+            match &fault {
+                QueueFault::Vm(f) => events.memory_exception(
+                    uapi::kfd::HsaMemoryExceptionData {
+                        failure: uapi::kfd::MemoryExceptionFailure { not_present: 1, read_only: u32::from(matches!(f, crate::memory::vm::VmFault::ReadOnly { .. })), no_execute: 0, imprecise: 0 },
+                        va: f.va().0,
+                        gpu_id,
+                        error_type: uapi::kfd::KFD_MEM_ERR_NO_RAS,
+                    },
+                    &mut done,
+                ),
+                QueueFault::Invalid { .. } => events.hw_exception(
+                    uapi::kfd::HsaHwExceptionData {
+                        reset_type: uapi::kfd::KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+                        reset_cause: uapi::kfd::KFD_HW_EXCEPTION_GPU_HANG,
+                        memory_lost: 0,
+                        gpu_id,
+                    },
+                    &mut done,
+                ),
+            }
+        }
+        self.hw.deliver(done);
+    }
+
+    /// The queue is being destroyed: waiters on the completion signals of packets that will
+    /// never run are woken through their events (the signals keep their values).
+    pub fn abandon(&mut self) -> Vec<u32> {
+        let mut events = Vec::new();
+        let (ring_base, ring_size) = {
+            let p = self.hw.queue.props();
+            (p.ring_base.0, p.ring_size)
+        };
+        let process = self.hw.process.clone();
+        let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut self.tlb);
+        let mut signals: Vec<u64> = self.in_flight.drain(..).map(|f| f.signal).collect();
+        let slots = ring_size / AQL_PACKET_SIZE as u64;
+        if ring_base != 0 && slots > 0 {
+            for idx in self.read_index..self.target.min(self.read_index + slots) {
+                let slot = ring_base + (idx % slots) * AQL_PACKET_SIZE as u64;
+                if let Ok(s) = mem.load_u64(slot + 56, Ordering::Acquire) {
+                    signals.push(s);
+                }
+            }
+        }
+        for s in signals.into_iter().filter(|s| *s != 0) {
+            if let Ok(Some(ev)) = signal::notify(&mut mem, s) {
+                events.push(ev);
+            }
+        }
+        events
+    }
+}
+
+/// Runs one packet of type `ptype`.
+fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: Instant) -> Result<Step, QueueFault> {
+    match ptype {
+        HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
+            let p = BarrierPacket::read_from_bytes(packet).expect("64 bytes");
+            let mut any = false;
+            let mut all = true;
+            for dep in p.dep_signal.iter().copied().filter(|d| *d != 0) {
+                let done = signal::load(mem, dep)? == 0;
+                any |= done;
+                all &= done;
+            }
+            let ready = if ptype == HSA_PACKET_TYPE_BARRIER_AND { all } else { any };
+            Ok(if ready { Step::Done(Vec::new()) } else { Step::Blocked })
+        }
+        HSA_PACKET_TYPE_VENDOR_SPECIFIC => {
+            let p = AmdBarrierValuePacket::read_from_bytes(packet).expect("64 bytes");
+            if p.header.amd_format != HSA_AMD_PACKET_TYPE_BARRIER_VALUE {
+                return Err(QueueFault::invalid(
+                    ERROR_INVALID_PACKET_FORMAT,
+                    format!("unknown AMD vendor packet format {}", p.header.amd_format),
+                ));
+            }
+            if p.signal == 0 {
+                return Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, "barrier-value packet without a signal".into()));
+            }
+            let v = signal::load(mem, p.signal)? & p.mask;
+            let ready = match p.cond {
+                HSA_SIGNAL_CONDITION_EQ => v == p.value,
+                HSA_SIGNAL_CONDITION_NE => v != p.value,
+                HSA_SIGNAL_CONDITION_LT => v < p.value,
+                HSA_SIGNAL_CONDITION_GTE => v >= p.value,
+                c => {
+                    return Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("barrier-value condition {c} is not a signal condition")))
+                }
+            };
+            Ok(if ready { Step::Done(Vec::new()) } else { Step::Blocked })
+        }
+        HSA_PACKET_TYPE_KERNEL_DISPATCH => {
+            let p = KernelDispatchPacket::read_from_bytes(packet).expect("64 bytes");
+            let mut raw = [0u8; 64];
+            mem.read(p.kernel_object, &mut raw)?;
+            let desc = SoftKernelDescriptor::read_from_bytes(&raw).expect("64 bytes");
+            if desc.magic != SOFT_KERNEL_MAGIC {
+                return Err(QueueFault::invalid(
+                    ERROR_INVALID_CODE_OBJECT,
+                    format!(
+                        "kernel object at {:#x} is not a soft kernel descriptor: this device cannot run GFX code objects",
+                        p.kernel_object
+                    ),
+                ));
+            }
+            match kernels::run(mem, &p, &desc)? {
+                Ran::Done { events } => Ok(Step::Done(events)),
+                Ran::Running(d) => Ok(Step::Running(now + d)),
+            }
+        }
+        HSA_PACKET_TYPE_AGENT_DISPATCH => {
+            Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, "agent dispatch packets are not supported by this device".into()))
+        }
+        t => Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("unknown packet type {t}"))),
+    }
+}

@@ -1,0 +1,181 @@
+//! How the command processor touches a process's memory: every address goes through the
+//! process GPU VM of the queue's GPU, with a small translation cache (a TLB) that a VM change
+//! flushes, so the hot path does not take the VM lock per access.
+
+use crate::memory::backing::BackingFile;
+use crate::memory::remote;
+use crate::memory::vm::{GpuVa, RegionBacking, VmFault};
+use crate::process::Process;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+const TLB_ENTRIES: usize = 8;
+
+#[derive(Debug, Clone)]
+struct Entry {
+    start: u64,
+    end: u64,
+    writable: bool,
+    backing: RegionBacking,
+}
+
+/// A per-queue translation cache.
+#[derive(Debug, Default)]
+pub struct Tlb {
+    generation: u64,
+    entries: Vec<Entry>,
+    next_victim: usize,
+}
+
+/// The memory of one process as one GPU sees it.
+pub struct Mem<'a> {
+    pub process: &'a Process,
+    pub gpu_id: u32,
+    tlb: &'a mut Tlb,
+}
+
+impl<'a> Mem<'a> {
+    pub fn new(process: &'a Process, gpu_id: u32, tlb: &'a mut Tlb) -> Mem<'a> {
+        let g = process.vm_generation();
+        if tlb.generation != g {
+            tlb.entries.clear();
+            tlb.generation = g;
+        }
+        Mem { process, gpu_id, tlb }
+    }
+
+    /// The cached region holding `[va, va + len)`, filled from the VM on a miss.
+    fn entry(&mut self, va: u64, len: u64) -> Option<&Entry> {
+        let i = self.entry_index(va, len)?;
+        self.tlb.entries.get(i)
+    }
+
+    fn entry_index(&mut self, va: u64, len: u64) -> Option<usize> {
+        let end = va.checked_add(len)?;
+        if let Some(i) = self.tlb.entries.iter().position(|e| e.start <= va && end <= e.end) {
+            return Some(i);
+        }
+        let vm = self.process.vm();
+        let r = vm.region(self.gpu_id, GpuVa(va))?;
+        let e = Entry { start: r.start.0, end: r.start.0 + r.len, writable: r.writable, backing: r.backing.clone() };
+        drop(vm);
+        if end > e.end {
+            return None;
+        }
+        if self.tlb.entries.len() < TLB_ENTRIES {
+            self.tlb.entries.push(e);
+            Some(self.tlb.entries.len() - 1)
+        } else {
+            let i = self.tlb.next_victim % TLB_ENTRIES;
+            self.tlb.next_victim = self.tlb.next_victim.wrapping_add(1);
+            self.tlb.entries[i] = e;
+            Some(i)
+        }
+    }
+
+    /// Copies `buf.len()` bytes at `va` out of GPU memory.
+    pub fn read(&mut self, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+        let hit = self.entry_index(va, buf.len() as u64);
+        match hit.map(|i| &self.tlb.entries[i]) {
+            Some(Entry { start, backing: RegionBacking::File { file, offset }, .. }) => {
+                let at = offset + (va - start) as usize;
+                file.region().read(at, buf).map_err(|_| VmFault::Unmapped { va: GpuVa(va) })
+            }
+            // USERPTR memory, or a range spanning regions: the VM's general path.
+            _ => self.process.vm().read(self.gpu_id, GpuVa(va), buf),
+        }
+    }
+
+    /// Copies `data` into GPU memory at `va`.
+    pub fn write(&mut self, va: u64, data: &[u8]) -> Result<(), VmFault> {
+        let hit = self.entry_index(va, data.len() as u64);
+        match hit.map(|i| &self.tlb.entries[i]) {
+            Some(Entry { start, writable: true, backing: RegionBacking::File { file, offset }, .. }) => {
+                let at = offset + (va - start) as usize;
+                file.region().write(at, data).map_err(|_| VmFault::Unmapped { va: GpuVa(va) })
+            }
+            _ => self.process.vm().write(self.gpu_id, GpuVa(va), data),
+        }
+    }
+
+    fn file_word(&mut self, va: u64, write: bool) -> Result<Option<(Arc<BackingFile>, usize)>, VmFault> {
+        if va % 8 != 0 {
+            return Err(VmFault::Misaligned { va: GpuVa(va) });
+        }
+        match self.entry(va, 8) {
+            None => Err(VmFault::Unmapped { va: GpuVa(va) }),
+            Some(e) if write && !e.writable => Err(VmFault::ReadOnly { va: GpuVa(va) }),
+            Some(Entry { start, backing: RegionBacking::File { file, offset }, .. }) => {
+                Ok(Some((file.clone(), offset + (va - start) as usize)))
+            }
+            Some(_) => Ok(None),
+        }
+    }
+
+    fn userptr_addr(&mut self, va: u64) -> Result<(u32, u64), VmFault> {
+        match self.entry(va, 8) {
+            Some(Entry { start, backing: RegionBacking::Userptr { pid, addr }, .. }) => Ok((*pid, addr + (va - start))),
+            _ => Err(VmFault::Unmapped { va: GpuVa(va) }),
+        }
+    }
+
+    /// Atomically loads the u64 at `va`.
+    pub fn load_u64(&mut self, va: u64, order: Ordering) -> Result<u64, VmFault> {
+        match self.file_word(va, false)? {
+            Some((f, off)) => Ok(atomic_u64(&f, off, va)?.load(order)),
+            None => {
+                let mut b = [0u8; 8];
+                let (pid, addr) = self.userptr_addr(va)?;
+                remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+                Ok(u64::from_ne_bytes(b))
+            }
+        }
+    }
+
+    /// Atomically stores the u64 at `va`.
+    pub fn store_u64(&mut self, va: u64, value: u64, order: Ordering) -> Result<(), VmFault> {
+        match self.file_word(va, true)? {
+            Some((f, off)) => {
+                atomic_u64(&f, off, va)?.store(value, order);
+                Ok(())
+            }
+            None => {
+                let (pid, addr) = self.userptr_addr(va)?;
+                remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+            }
+        }
+    }
+
+    /// Atomically adds `delta` to the i64 at `va`, returning the old value. On USERPTR memory
+    /// (reached through process_vm_*) the update is not atomic against the client.
+    pub fn fetch_add_i64(&mut self, va: u64, delta: i64, order: Ordering) -> Result<i64, VmFault> {
+        match self.file_word(va, true)? {
+            Some((f, off)) => Ok(atomic_i64(&f, off, va)?.fetch_add(delta, order)),
+            None => {
+                let old = self.load_u64(va, order)? as i64;
+                self.store_u64(va, old.wrapping_add(delta) as u64, order)?;
+                Ok(old)
+            }
+        }
+    }
+
+    /// Atomically exchanges the i64 at `va`, returning the old value.
+    pub fn swap_i64(&mut self, va: u64, value: i64, order: Ordering) -> Result<i64, VmFault> {
+        match self.file_word(va, true)? {
+            Some((f, off)) => Ok(atomic_i64(&f, off, va)?.swap(value, order)),
+            None => {
+                let old = self.load_u64(va, order)? as i64;
+                self.store_u64(va, value as u64, order)?;
+                Ok(old)
+            }
+        }
+    }
+}
+
+fn atomic_u64(f: &BackingFile, off: usize, va: u64) -> Result<&AtomicU64, VmFault> {
+    f.region().atomic_u64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
+}
+
+fn atomic_i64(f: &BackingFile, off: usize, va: u64) -> Result<&AtomicI64, VmFault> {
+    f.region().atomic_i64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
+}

@@ -1,0 +1,321 @@
+//! The soft command processor: watches doorbells, consumes AQL packets, runs barrier packets
+//! and soft kernels, completes signals and raises events.
+//!
+//! One engine thread serves every queue of the device. Clients ring doorbells with plain 64-bit
+//! stores into their doorbell slice (what ROCr does: no syscall), so the thread polls: it spins
+//! briefly after activity, then yields, then sleeps with growing intervals (an idle device does
+//! not burn a core). Cooperative clients can cut the wait short with [`Engine::kick`].
+
+mod aql;
+mod kernels;
+mod mem;
+mod signal;
+
+pub use kernels::{ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+
+use crate::device::Device;
+use crate::event::wait::Completion;
+use crate::memory::backing::BackingFile;
+use crate::memory::vm::VmFault;
+use crate::process::Process;
+use crate::queue::{Queue, QueueError};
+use aql::QueueRunner;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread::{JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
+
+/// Tuning of the engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// How long an INVALID packet below the doorbell index may stay unpublished before it is a
+    /// queue error (a multi-producer queue publishes out of order for a moment).
+    pub invalid_packet_grace: Duration,
+    /// Busy-polling time after the last activity.
+    pub spin: Duration,
+    /// Yielding time after the spin, before sleeping.
+    pub yield_for: Duration,
+    /// Longest sleep between polls of an idle device.
+    pub max_sleep: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig {
+            invalid_packet_grace: Duration::from_millis(500),
+            spin: Duration::from_micros(200),
+            yield_for: Duration::from_millis(2),
+            max_sleep: Duration::from_millis(4),
+        }
+    }
+}
+
+/// Why a queue stopped.
+#[derive(Debug, Clone)]
+pub enum QueueFault {
+    /// A GPU VM fault (reported through MEMORY events).
+    Vm(VmFault),
+    /// A packet the device cannot process (reported through queue_inactive_signal and
+    /// HW-exception / queue events).
+    Invalid { code: u64, reason: String },
+}
+
+impl QueueFault {
+    pub fn invalid(code: u64, reason: String) -> QueueFault {
+        QueueFault::Invalid { code, reason }
+    }
+
+    fn to_error(&self) -> QueueError {
+        match self {
+            QueueFault::Vm(f) => QueueError { code: 0, reason: f.to_string(), fault_va: Some(f.va().0) },
+            QueueFault::Invalid { code, reason } => QueueError { code: *code, reason: reason.clone(), fault_va: None },
+        }
+    }
+}
+
+impl From<VmFault> for QueueFault {
+    fn from(f: VmFault) -> QueueFault {
+        QueueFault::Vm(f)
+    }
+}
+
+impl fmt::Display for QueueFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueueFault::Vm(v) => write!(f, "GPU VM fault: {v}"),
+            QueueFault::Invalid { code, reason } => write!(f, "queue error {code}: {reason}"),
+        }
+    }
+}
+
+/// A queue as the engine sees it.
+pub struct HwQueue {
+    pub process: Arc<Process>,
+    pub queue: Arc<Queue>,
+    doorbell: Arc<BackingFile>,
+    device: Weak<Device>,
+}
+
+impl HwQueue {
+    fn doorbell(&self) -> u64 {
+        let off = crate::queue::doorbell::Doorbells::byte_offset(self.queue.doorbell_index) as usize;
+        self.doorbell.region().atomic_u64(off).map(|w| w.load(Ordering::Acquire)).unwrap_or(u64::MAX)
+    }
+
+    fn deliver(&self, done: Vec<Completion>) {
+        if let Some(d) = self.device.upgrade() {
+            d.deliver(done);
+        } else {
+            done.into_iter().for_each(Completion::send);
+        }
+    }
+
+    /// Raises KFD signal events `ids` of the queue's process (the interrupt path).
+    fn raise(&self, ids: &[u32]) {
+        if ids.is_empty() {
+            return;
+        }
+        let mut done = Vec::new();
+        {
+            let mut events = self.process.events();
+            for id in ids {
+                events.signal_from_device(*id, &mut done);
+            }
+        }
+        self.deliver(done);
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    queues: Vec<Arc<HwQueue>>,
+    generation: u64,
+}
+
+struct Shared {
+    config: EngineConfig,
+    registry: Mutex<Registry>,
+    generation: AtomicU64,
+    acked: Mutex<u64>,
+    acked_cv: Condvar,
+    wake: Mutex<bool>,
+    wake_cv: Condvar,
+    parked: AtomicBool,
+    stop: AtomicBool,
+    packets_polls: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The engine thread and its queue registry.
+pub struct Engine {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    thread_id: ThreadId,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Engine {
+        let shared = Arc::new(Shared {
+            config,
+            registry: Mutex::new(Registry::default()),
+            generation: AtomicU64::new(0),
+            acked: Mutex::new(0),
+            acked_cv: Condvar::new(),
+            wake: Mutex::new(false),
+            wake_cv: Condvar::new(),
+            parked: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            packets_polls: AtomicU64::new(0),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new().name("kfd-engine".into()).spawn(move || run(&s)).expect("spawning the engine thread");
+        let thread_id = thread.thread().id();
+        Engine { shared, thread: Some(thread), thread_id }
+    }
+
+    /// Starts processing `queue` of `process`.
+    pub fn add(&self, device: Weak<Device>, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
+        let mut reg = lock(&self.shared.registry);
+        reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, device }));
+        reg.generation += 1;
+        self.shared.generation.store(reg.generation, Ordering::Release);
+        drop(reg);
+        self.kick();
+    }
+
+    /// Stops processing the queues `which` selects and returns once the engine no longer touches
+    /// them (waiters on their pending packets have been woken).
+    pub fn remove(&self, which: impl Fn(&HwQueue) -> bool) {
+        let generation = {
+            let mut reg = lock(&self.shared.registry);
+            let before = reg.queues.len();
+            reg.queues.retain(|q| !which(q));
+            if reg.queues.len() == before {
+                return;
+            }
+            reg.generation += 1;
+            self.shared.generation.store(reg.generation, Ordering::Release);
+            reg.generation
+        };
+        self.kick();
+        if std::thread::current().id() == self.thread_id {
+            return;
+        }
+        let mut acked = lock(&self.shared.acked);
+        while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
+            acked = self.shared.acked_cv.wait_timeout(acked, Duration::from_millis(10)).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
+    pub fn kick(&self) {
+        if self.shared.parked.load(Ordering::Acquire) {
+            *lock(&self.shared.wake) = true;
+            self.shared.wake_cv.notify_one();
+        }
+    }
+
+    /// How many times the engine has polled its queues (for idle-CPU checks).
+    pub fn polls(&self) -> u64 {
+        self.shared.packets_polls.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        *lock(&self.shared.wake) = true;
+        self.shared.wake_cv.notify_one();
+        if let Some(t) = self.thread.take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn run(s: &Shared) {
+    let mut runners: Vec<QueueRunner> = Vec::new();
+    let mut seen = 0u64;
+    let mut last_activity = Instant::now();
+    let mut sleep = Duration::from_micros(50);
+    while !s.stop.load(Ordering::Acquire) {
+        let generation = s.generation.load(Ordering::Acquire);
+        if generation != seen {
+            adopt(s, &mut runners);
+            seen = generation;
+            *lock(&s.acked) = generation;
+            s.acked_cv.notify_all();
+            last_activity = Instant::now();
+        }
+        s.packets_polls.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut progressed = false;
+        let mut pending = false;
+        let mut deadline: Option<Instant> = None;
+        for r in runners.iter_mut() {
+            let p = r.poll(now, s.config.invalid_packet_grace);
+            r.hw.raise(&p.events);
+            progressed |= p.progressed;
+            pending |= p.pending;
+            deadline = match (deadline, p.deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        if progressed {
+            last_activity = now;
+            sleep = Duration::from_micros(50);
+            continue;
+        }
+        let idle = now.duration_since(last_activity);
+        if idle < s.config.spin {
+            std::hint::spin_loop();
+            continue;
+        }
+        if idle < s.config.spin + s.config.yield_for {
+            std::thread::yield_now();
+            continue;
+        }
+        let mut timeout = sleep;
+        if let Some(d) = deadline {
+            timeout = timeout.min(d.saturating_duration_since(now));
+        }
+        sleep = (sleep * 2).min(if pending { s.config.max_sleep / 4 } else { s.config.max_sleep });
+        let mut woken = lock(&s.wake);
+        s.parked.store(true, Ordering::Release);
+        if !*woken && s.generation.load(Ordering::Acquire) == seen {
+            woken = s.wake_cv.wait_timeout(woken, timeout).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        s.parked.store(false, Ordering::Release);
+        if std::mem::take(&mut *woken) {
+            last_activity = Instant::now();
+            sleep = Duration::from_micros(50);
+        }
+    }
+}
+
+/// Brings the runner list in line with the registry; removed queues are abandoned here, on the
+/// engine thread, before the remover is released.
+fn adopt(s: &Shared, runners: &mut Vec<QueueRunner>) {
+    let current: Vec<Arc<HwQueue>> = lock(&s.registry).queues.clone();
+    let mut kept = Vec::with_capacity(current.len());
+    for mut r in runners.drain(..) {
+        if current.iter().any(|q| Arc::ptr_eq(q, &r.hw)) {
+            kept.push(r);
+        } else {
+            let ids = r.abandon();
+            r.hw.raise(&ids);
+        }
+    }
+    for q in current {
+        if !kept.iter().any(|r| Arc::ptr_eq(&r.hw, &q)) {
+            kept.push(QueueRunner::new(q));
+        }
+    }
+    *runners = kept;
+}
