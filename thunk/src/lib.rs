@@ -1,5 +1,17 @@
-//! The libhsakmt role (hsaKmt* in Rust and as libhsakmt.so.1).
+//! The libhsakmt role: the client side of the KFD ioctl ABI.
 //!
-//! Not built yet: the thunk is the subject of its own issue and speaks to the device only
-//! through ioctl bytes. Until then this crate holds nothing; the device is driven directly through
-//! `cuse_kfd::embedded`.
+//! This is the thunk's lower layer: a [`Kfd`] handle that speaks only ioctl bytes over a
+//! [`transport::Transport`], GPU memory mapped into the process at its GPU virtual address
+//! ([`memory::GpuMemory`], shared virtual memory as on a real GPU), AQL queues with a producer
+//! ([`queue::AqlQueue`]) and signals in GPU memory ([`signal`]). The hsaKmt* API and the C ABI
+//! are built on it.
+
+pub mod kfd;
+pub mod memory;
+pub mod queue;
+pub mod signal;
+pub mod transport;
+mod vm;
+
+pub use kfd::Kfd;
+pub use nix::errno::Errno;

@@ -1,0 +1,209 @@
+//! The KFD handle: typed ioctls over a transport.
+
+use crate::memory::{open_backing, GpuMemory, Kind, Space};
+use crate::transport::{EmbeddedTransport, Transport};
+use crate::vm;
+use nix::errno::Errno;
+use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
+use uapi::ioctl::*;
+use uapi::kfd::*;
+use uapi::{FromBytes, Immutable, IntoBytes};
+
+const PAGE: u64 = 4096;
+
+pub(crate) struct Inner {
+    transport: Box<dyn Transport>,
+    /// The client-allocated event page (created with the first event).
+    event_page: Mutex<Option<GpuMemory>>,
+}
+
+/// An open KFD device. Cheap to clone; the device closes with the last clone.
+#[derive(Clone)]
+pub struct Kfd {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Kfd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kfd").field("pid", &self.pid()).finish()
+    }
+}
+
+/// What WAIT_EVENTS answered.
+#[derive(Debug, Clone)]
+pub struct WaitResult {
+    pub result: Result<(), Errno>,
+    pub wait_result: u32,
+    pub data: Vec<EventData>,
+}
+
+impl Kfd {
+    pub fn new(transport: Box<dyn Transport>) -> Kfd {
+        Kfd { inner: Arc::new(Inner { transport, event_page: Mutex::new(None) }) }
+    }
+
+    /// A device embedded in this process.
+    pub fn embedded(config: &cuse_kfd::DeviceConfig) -> Result<Kfd, cuse_kfd::device::DeviceError> {
+        Ok(Kfd::new(Box::new(EmbeddedTransport::new(config)?)))
+    }
+
+    /// A handle that does not keep the device open (buffers hold one: the event page buffer
+    /// lives inside the handle itself).
+    pub(crate) fn downgrade(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn upgrade(w: &Weak<Inner>) -> Option<Kfd> {
+        w.upgrade().map(|inner| Kfd { inner })
+    }
+
+    pub fn transport(&self) -> &dyn Transport {
+        &*self.inner.transport
+    }
+
+    pub fn runtime_dir(&self) -> &Path {
+        self.inner.transport.runtime_dir()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.inner.transport.pid()
+    }
+
+    pub fn kick(&self) {
+        self.inner.transport.kick();
+    }
+
+    /// A raw ioctl.
+    pub fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        self.inner.transport.ioctl(cmd, arg)
+    }
+
+    /// A typed ioctl.
+    pub fn call<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), Errno> {
+        self.ioctl(cmd, args.as_mut_bytes())
+    }
+
+    pub fn version(&self) -> Result<(u32, u32), Errno> {
+        let mut a = GetVersionArgs::default();
+        self.call(AMDKFD_IOC_GET_VERSION, &mut a)?;
+        Ok((a.major_version, a.minor_version))
+    }
+
+    /// The apertures of every GPU node.
+    pub fn apertures(&self) -> Result<Vec<ProcessDeviceApertures>, Errno> {
+        let mut a = GetProcessAperturesNewArgs::default();
+        self.call(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)?;
+        let mut v = vec![ProcessDeviceApertures::default(); a.num_of_nodes as usize];
+        a.kfd_process_device_apertures_ptr = v.as_mut_ptr() as u64;
+        self.call(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)?;
+        v.truncate(a.num_of_nodes as usize);
+        Ok(v)
+    }
+
+    pub fn gpu_ids(&self) -> Result<Vec<u32>, Errno> {
+        Ok(self.apertures()?.iter().map(|a| a.gpu_id).collect())
+    }
+
+    /// Allocates `size` bytes of `kind` memory on `gpu_id`, maps it to that GPU and into this
+    /// process at the same address.
+    pub fn alloc(&self, gpu_id: u32, size: u64, kind: Kind) -> Result<GpuMemory, Errno> {
+        let size = size.max(1).next_multiple_of(PAGE);
+        let va = vm::reserve(size as usize)?;
+        let domain = match kind {
+            Kind::Vram => KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
+            Kind::Gtt => KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
+        };
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: va,
+            size,
+            gpu_id,
+            flags: domain | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE,
+            ..Default::default()
+        };
+        if let Err(e) = self.call(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) {
+            vm::release(va, size as usize);
+            return Err(e);
+        }
+        // From here `mem` owns the allocation: any failure below frees it on drop.
+        let mem = GpuMemory::new(self.downgrade(), va, size, a.handle, gpu_id);
+        let file = open_backing(self, Space::Render, a.mmap_offset)?;
+        vm::map_file_at(va, size as usize, &file)?;
+        self.map_to_gpu(a.handle, &[gpu_id])?;
+        Ok(mem)
+    }
+
+    pub fn map_to_gpu(&self, handle: u64, gpus: &[u32]) -> Result<(), Errno> {
+        let mut a = MapMemoryToGpuArgs {
+            handle,
+            device_ids_array_ptr: gpus.as_ptr() as u64,
+            n_devices: gpus.len() as u32,
+            n_success: 0,
+        };
+        self.call(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut a)
+    }
+
+    pub fn unmap_from_gpu(&self, handle: u64, gpus: &[u32]) -> Result<(), Errno> {
+        let mut a = UnmapMemoryFromGpuArgs {
+            handle,
+            device_ids_array_ptr: gpus.as_ptr() as u64,
+            n_devices: gpus.len() as u32,
+            n_success: 0,
+        };
+        self.call(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut a)
+    }
+
+    pub fn free_memory(&self, handle: u64) -> Result<(), Errno> {
+        self.call(AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut FreeMemoryOfGpuArgs { handle })
+    }
+
+    /// Creates an event. The first signal event brings the event page: a GTT buffer of this
+    /// client, mapped to `gpu_id`, handed to the device (the dGPU path of libhsakmt).
+    pub fn create_event(&self, gpu_id: u32, event_type: u32, auto_reset: bool) -> Result<CreateEventArgs, Errno> {
+        let mut page = self.inner.event_page.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = CreateEventArgs { event_type, auto_reset: u32::from(auto_reset), node_id: 0, ..Default::default() };
+        let mut new_page = None;
+        if page.is_none() {
+            let p = self.alloc(gpu_id, u64::from(KFD_SIGNAL_EVENT_LIMIT) * 8, Kind::Gtt)?;
+            a.event_page_offset = p.handle;
+            new_page = Some(p);
+        }
+        self.call(AMDKFD_IOC_CREATE_EVENT, &mut a)?;
+        if let Some(p) = new_page {
+            *page = Some(p);
+        }
+        Ok(a)
+    }
+
+    /// The GPU address of event slot `slot` (a signal's event mailbox).
+    pub fn mailbox(&self, slot: u32) -> Option<u64> {
+        let page = self.inner.event_page.lock().unwrap_or_else(|e| e.into_inner());
+        page.as_ref().map(|p| p.addr(u64::from(slot) * 8))
+    }
+
+    pub fn destroy_event(&self, event_id: u32) -> Result<(), Errno> {
+        self.call(AMDKFD_IOC_DESTROY_EVENT, &mut DestroyEventArgs { event_id, pad: 0 })
+    }
+
+    pub fn set_event(&self, event_id: u32) -> Result<(), Errno> {
+        self.call(AMDKFD_IOC_SET_EVENT, &mut SetEventArgs { event_id, pad: 0 })
+    }
+
+    pub fn reset_event(&self, event_id: u32) -> Result<(), Errno> {
+        self.call(AMDKFD_IOC_RESET_EVENT, &mut ResetEventArgs { event_id, pad: 0 })
+    }
+
+    /// WAIT_EVENTS on `ids`; `timeout_ms` u32::MAX waits forever.
+    pub fn wait_events(&self, ids: &[u32], all: bool, timeout_ms: u32) -> WaitResult {
+        let mut data: Vec<EventData> = ids.iter().map(|&event_id| EventData { event_id, ..Default::default() }).collect();
+        let mut a = WaitEventsArgs {
+            events_ptr: data.as_mut_ptr() as u64,
+            num_events: ids.len() as u32,
+            wait_for_all: u32::from(all),
+            timeout: timeout_ms,
+            wait_result: 0,
+        };
+        let result = self.call(AMDKFD_IOC_WAIT_EVENTS, &mut a);
+        WaitResult { result, wait_result: a.wait_result, data }
+    }
+}

@@ -1,0 +1,219 @@
+//! An AQL queue and its producer side, as ROCr drives one: the ring and an amd_queue_t in GPU
+//! memory, KFD's read/write pointers inside the amd_queue_t, a doorbell in the mapped doorbell
+//! slice.
+
+use crate::memory::{open_backing, GpuMemory, HostMapping, Kind, Space};
+use crate::Kfd;
+use nix::errno::Errno;
+use std::sync::atomic::{AtomicU64, Ordering};
+use uapi::aql::*;
+use uapi::ioctl::*;
+use uapi::kfd::*;
+use uapi::queue::*;
+
+/// Bytes of the process doorbell slice (2 pages on SOC15).
+const DOORBELL_SLICE: u64 = 8192;
+
+pub struct AqlQueue {
+    kfd: Kfd,
+    pub id: u32,
+    pub gpu_id: u32,
+    /// Packets in the ring.
+    pub slots: u64,
+    pub ring: GpuMemory,
+    /// Holds the amd_queue_t at offset 0.
+    pub desc: GpuMemory,
+    doorbell: HostMapping,
+    doorbell_byte: u64,
+    pub doorbell_offset: u64,
+}
+
+impl AqlQueue {
+    /// Creates an AQL queue of `slots` packets (a power of two, at least 16).
+    pub fn new(kfd: &Kfd, gpu_id: u32, slots: u64) -> Result<AqlQueue, Errno> {
+        let ring = kfd.alloc(gpu_id, slots * AQL_PACKET_SIZE as u64, Kind::Gtt)?;
+        for i in 0..slots {
+            // Every slot starts INVALID: the packet processor stops there.
+            ring.write(i * AQL_PACKET_SIZE as u64, &u16::from(HSA_PACKET_TYPE_INVALID).to_le_bytes());
+        }
+        let desc = kfd.alloc(gpu_id, 4096, Kind::Gtt)?;
+        let q = AmdQueue {
+            hsa_queue: HsaQueue { type_: HSA_QUEUE_TYPE_MULTI, features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH, base_address: ring.va, size: slots as u32, ..Default::default() },
+            queue_properties: AMD_QUEUE_PROPERTIES_IS_PTR64,
+            ..Default::default()
+        };
+        desc.write(0, uapi::IntoBytes::as_bytes(&q));
+        let mut a = CreateQueueArgs {
+            ring_base_address: ring.va,
+            write_pointer_address: desc.addr(AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET as u64),
+            read_pointer_address: desc.addr(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64),
+            ring_size: (slots * AQL_PACKET_SIZE as u64) as u32,
+            gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            queue_percentage: 100,
+            queue_priority: 7,
+            ..Default::default()
+        };
+        kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut a)?;
+        let destroy = |e| {
+            let _ = kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 });
+            e
+        };
+        let slice = a.doorbell_offset & !(DOORBELL_SLICE - 1);
+        let file = open_backing(kfd, Space::Kfd, slice).map_err(destroy)?;
+        let doorbell = HostMapping::map(&file, DOORBELL_SLICE as usize).map_err(destroy)?;
+        Ok(AqlQueue {
+            kfd: kfd.clone(),
+            id: a.queue_id,
+            gpu_id,
+            slots,
+            ring,
+            desc,
+            doorbell,
+            doorbell_byte: a.doorbell_offset & (DOORBELL_SLICE - 1),
+            doorbell_offset: a.doorbell_offset,
+        })
+    }
+
+    pub fn write_index(&self) -> &AtomicU64 {
+        self.desc.u64_at(AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET as u64)
+    }
+
+    pub fn read_index(&self) -> u64 {
+        self.desc.u64_at(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64).load(Ordering::Acquire)
+    }
+
+    /// The address of the `queue_inactive_signal` handle in the amd_queue_t.
+    pub fn set_inactive_signal(&self, signal: u64) {
+        self.desc.u64_at(AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64).store(signal, Ordering::Release);
+    }
+
+    fn doorbell_word(&self) -> &AtomicU64 {
+        let addr = self.doorbell.addr() + self.doorbell_byte;
+        // SAFETY: the doorbell slice mapping is live for `self` and the doorbell is an aligned
+        // 8-byte word inside it.
+        unsafe { AtomicU64::from_ptr(addr as *mut u64) }
+    }
+
+    /// Rings the doorbell with `index` (a plain 64-bit store, as ROCr does).
+    pub fn ring_doorbell(&self, index: u64) {
+        self.doorbell_word().store(index, Ordering::Release);
+    }
+
+    /// Reserves a slot, waiting while the ring is full; returns its index.
+    pub fn reserve(&self) -> u64 {
+        let index = self.write_index().fetch_add(1, Ordering::AcqRel);
+        let mut spins = 0u32;
+        while index - self.read_index() >= self.slots {
+            spins += 1;
+            if spins > 64 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        index
+    }
+
+    /// Writes packet `p` into slot `index`: the body first, then header and setup with one
+    /// release store, so the device never sees a half-written packet.
+    pub fn publish(&self, index: u64, p: &[u8; AQL_PACKET_SIZE]) {
+        let off = (index % self.slots) * AQL_PACKET_SIZE as u64;
+        self.ring.write(off + 4, &p[4..]);
+        let head = u32::from_le_bytes(p[..4].try_into().expect("4 bytes"));
+        self.ring.u32_at(off).store(head, Ordering::Release);
+    }
+
+    /// reserve + publish + doorbell: submits one packet and returns its index.
+    pub fn submit(&self, p: &[u8; AQL_PACKET_SIZE]) -> u64 {
+        let index = self.reserve();
+        self.publish(index, p);
+        self.ring_doorbell(index);
+        index
+    }
+
+    /// The header of slot `index` as it is now.
+    pub fn header(&self, index: u64) -> u16 {
+        (self.ring.u32_at((index % self.slots) * AQL_PACKET_SIZE as u64).load(Ordering::Acquire) & 0xFFFF) as u16
+    }
+
+    pub fn update(&self, percentage: u32, ring_base: u64, ring_size: u32) -> Result<(), Errno> {
+        let mut a = UpdateQueueArgs { ring_base_address: ring_base, queue_id: self.id, ring_size, queue_percentage: percentage, queue_priority: 7 };
+        self.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
+    }
+
+    pub fn kfd(&self) -> &Kfd {
+        &self.kfd
+    }
+}
+
+impl Drop for AqlQueue {
+    fn drop(&mut self) {
+        if let Err(e) = self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: self.id, pad: 0 }) {
+            log::warn!("destroying queue {}: {e}", self.id);
+        }
+    }
+}
+
+/// Packet builders.
+pub mod packet {
+    use uapi::aql::*;
+    use uapi::IntoBytes;
+
+    /// A header of `ptype` with system-scope acquire and release fences.
+    pub fn header(ptype: u8, barrier: bool) -> u16 {
+        u16::from(ptype)
+            | u16::from(barrier) << HSA_PACKET_HEADER_BARRIER
+            | HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE
+            | HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE
+    }
+
+    pub fn to_bytes<T: IntoBytes + uapi::Immutable>(p: &T) -> [u8; AQL_PACKET_SIZE] {
+        p.as_bytes().try_into().expect("AQL packets are 64 bytes")
+    }
+
+    pub fn barrier_and(deps: [u64; 5], completion: u64, barrier: bool) -> [u8; AQL_PACKET_SIZE] {
+        to_bytes(&BarrierPacket { header: header(HSA_PACKET_TYPE_BARRIER_AND, barrier), dep_signal: deps, completion_signal: completion, ..Default::default() })
+    }
+
+    pub fn barrier_or(deps: [u64; 5], completion: u64, barrier: bool) -> [u8; AQL_PACKET_SIZE] {
+        to_bytes(&BarrierPacket { header: header(HSA_PACKET_TYPE_BARRIER_OR, barrier), dep_signal: deps, completion_signal: completion, ..Default::default() })
+    }
+
+    pub fn barrier_value(signal: u64, cond: u32, value: i64, mask: i64, completion: u64) -> [u8; AQL_PACKET_SIZE] {
+        to_bytes(&AmdBarrierValuePacket {
+            header: AmdVendorPacketHeader { header: header(HSA_PACKET_TYPE_VENDOR_SPECIFIC, false), amd_format: HSA_AMD_PACKET_TYPE_BARRIER_VALUE, reserved: 0 },
+            signal,
+            value,
+            mask,
+            cond,
+            completion_signal: completion,
+            ..Default::default()
+        })
+    }
+
+    /// A 1-dimensional dispatch of `grid` work-items in workgroups of `wg`.
+    pub fn dispatch(kernel_object: u64, kernarg: u64, grid: [u32; 3], wg: [u16; 3], completion: u64, barrier: bool) -> [u8; AQL_PACKET_SIZE] {
+        let dims = if grid[2] > 1 || wg[2] > 1 {
+            3
+        } else if grid[1] > 1 || wg[1] > 1 {
+            2
+        } else {
+            1
+        };
+        to_bytes(&KernelDispatchPacket {
+            header: header(HSA_PACKET_TYPE_KERNEL_DISPATCH, barrier),
+            setup: dims,
+            workgroup_size_x: wg[0],
+            workgroup_size_y: wg[1],
+            workgroup_size_z: wg[2],
+            grid_size_x: grid[0],
+            grid_size_y: grid[1],
+            grid_size_z: grid[2],
+            kernel_object,
+            kernarg_address: kernarg,
+            completion_signal: completion,
+            ..Default::default()
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! How ioctl bytes reach the device.
+
+use cuse_kfd::{DeviceConfig, Embedded, EmbeddedFile};
+use nix::errno::Errno;
+use std::path::{Path, PathBuf};
+
+/// A channel for ioctl(2) on a KFD device, plus where its backing files live.
+pub trait Transport: Send + Sync {
+    /// ioctl(2): `arg` holds `_IOC_SIZE(cmd)` bytes and receives the reply.
+    fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno>;
+    /// The device's runtime directory (backing files, see cuse_kfd::memory::backing).
+    fn runtime_dir(&self) -> &Path;
+    /// The pid the device knows this client by.
+    fn pid(&self) -> u32;
+    /// Tells the command processor a doorbell was rung (optional fast path).
+    fn kick(&self) {}
+}
+
+/// The device inside this process.
+pub struct EmbeddedTransport {
+    // Field order matters: the file closes before the device goes.
+    file: EmbeddedFile,
+    embedded: Embedded,
+    runtime_dir: PathBuf,
+}
+
+impl EmbeddedTransport {
+    pub fn new(config: &DeviceConfig) -> Result<EmbeddedTransport, cuse_kfd::device::DeviceError> {
+        let embedded = Embedded::new(config)?;
+        let file = embedded.open();
+        Ok(EmbeddedTransport { file, runtime_dir: config.runtime_dir.clone(), embedded })
+    }
+
+    pub fn embedded(&self) -> &Embedded {
+        &self.embedded
+    }
+
+    pub fn file(&self) -> &EmbeddedFile {
+        &self.file
+    }
+}
+
+impl Transport for EmbeddedTransport {
+    fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        self.file.ioctl(cmd, arg)
+    }
+
+    fn runtime_dir(&self) -> &Path {
+        &self.runtime_dir
+    }
+
+    fn pid(&self) -> u32 {
+        self.file.caller().pid
+    }
+
+    fn kick(&self) {
+        self.embedded.device().kick();
+    }
+}
