@@ -26,6 +26,8 @@ pub struct AqlQueue {
     doorbell: HostMapping,
     doorbell_byte: u64,
     pub doorbell_offset: u64,
+    /// The last read index seen: the producer reloads it only when the ring looks full.
+    cached_read: AtomicU64,
 }
 
 impl AqlQueue {
@@ -72,6 +74,7 @@ impl AqlQueue {
             doorbell,
             doorbell_byte: a.doorbell_offset & (DOORBELL_SLICE - 1),
             doorbell_offset: a.doorbell_offset,
+            cached_read: AtomicU64::new(0),
         })
     }
 
@@ -103,8 +106,16 @@ impl AqlQueue {
     /// Reserves a slot, waiting while the ring is full; returns its index.
     pub fn reserve(&self) -> u64 {
         let index = self.write_index().fetch_add(1, Ordering::AcqRel);
+        if index.wrapping_sub(self.cached_read.load(Ordering::Relaxed)) < self.slots {
+            return index;
+        }
         let mut spins = 0u32;
-        while index - self.read_index() >= self.slots {
+        loop {
+            let read = self.read_index();
+            self.cached_read.fetch_max(read, Ordering::Relaxed);
+            if index.wrapping_sub(read) < self.slots {
+                break;
+            }
             spins += 1;
             if spins > 64 {
                 std::thread::yield_now();

@@ -14,6 +14,8 @@ pub trait Transport: Send + Sync {
     fn pid(&self) -> u32;
     /// Tells the command processor a doorbell was rung (optional fast path).
     fn kick(&self) {}
+    /// For callers that need the concrete transport (benchmarks, tests).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// The device inside this process.
@@ -55,5 +57,9 @@ impl Transport for EmbeddedTransport {
 
     fn kick(&self) {
         self.embedded.device().kick();
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

@@ -14,7 +14,25 @@ use crate::queue::QueueType;
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
+
+/// The time of this pass, read from the clock only if someone asks.
+#[derive(Default)]
+pub struct LazyNow(Cell<Option<Instant>>);
+
+impl LazyNow {
+    pub fn get(&self) -> Instant {
+        match self.0.get() {
+            Some(t) => t,
+            None => {
+                let t = Instant::now();
+                self.0.set(Some(t));
+                t
+            }
+        }
+    }
+}
 use uapi::aql::*;
 use uapi::soft::{SoftKernelDescriptor, SOFT_KERNEL_MAGIC};
 use uapi::FromBytes;
@@ -27,6 +45,7 @@ const BUDGET: u32 = 256;
 struct InFlight {
     until: Instant,
     signal: u64,
+    start_ts: u64,
 }
 
 /// What happened in one poll of a queue.
@@ -60,6 +79,8 @@ pub struct QueueRunner {
     invalid_since: Option<Instant>,
     in_flight: VecDeque<InFlight>,
     stopped: bool,
+    /// Cached queue properties: (generation, ring base, ring bytes, active).
+    props: (u64, u64, u64, bool),
 }
 
 impl QueueRunner {
@@ -73,6 +94,7 @@ impl QueueRunner {
             invalid_since: None,
             in_flight: VecDeque::new(),
             stopped: false,
+            props: (u64::MAX, 0, 0, false),
         };
         // Start from the read pointer the client initialised.
         let rptr = r.hw.queue.read_ptr.0;
@@ -84,7 +106,16 @@ impl QueueRunner {
         r
     }
 
-    pub fn poll(&mut self, now: Instant, grace: Duration) -> Polled {
+    fn props(&mut self) -> (u64, u64, bool) {
+        let g = self.hw.queue.props_generation();
+        if g != self.props.0 {
+            let p = self.hw.queue.props();
+            self.props = (g, p.ring_base.0, p.ring_size, p.is_active());
+        }
+        (self.props.1, self.props.2, self.props.3)
+    }
+
+    pub fn poll(&mut self, now: &LazyNow, grace: Duration) -> Polled {
         let mut out = Polled::default();
         if self.stopped {
             return out;
@@ -101,10 +132,7 @@ impl QueueRunner {
         if self.read_index >= self.target && self.in_flight.is_empty() {
             return out;
         }
-        let (ring_base, ring_size, active) = {
-            let p = self.hw.queue.props();
-            (p.ring_base.0, p.ring_size, p.is_active())
-        };
+        let (ring_base, ring_size, active) = self.props();
         if !active {
             // Stalled by UPDATE_QUEUE (0% or a null ring): the read pointer stops here.
             return out;
@@ -114,15 +142,14 @@ impl QueueRunner {
             self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out);
             return out;
         }
-        let process = self.hw.process.clone();
-        let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut self.tlb);
+        let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb);
         // Retire running kernels whose time has come.
         let mut i = 0;
         while i < self.in_flight.len() {
-            if self.in_flight[i].until <= now {
+            if self.in_flight[i].until <= now.get() {
                 let f = self.in_flight.remove(i).expect("index checked");
                 fence(Ordering::Release);
-                match signal::complete(&mut mem, f.signal, clock::gpu_clock_counter()) {
+                match signal::complete(&mut mem, f.signal, f.start_ts, clock::gpu_clock_counter()) {
                     Ok(ev) => out.events.extend(ev),
                     Err(e) => {
                         drop(mem);
@@ -151,8 +178,8 @@ impl QueueRunner {
             let header = first as u16;
             let ptype = header as u8;
             if ptype == HSA_PACKET_TYPE_INVALID {
-                let since = *self.invalid_since.get_or_insert(now);
-                if now.duration_since(since) >= grace {
+                let since = *self.invalid_since.get_or_insert(now.get());
+                if now.get().duration_since(since) >= grace {
                     failure = Some(QueueFault::invalid(
                         ERROR_INVALID_PACKET_FORMAT,
                         format!("write index {} was rung over packet {} whose header is still INVALID", self.target, self.read_index),
@@ -173,6 +200,7 @@ impl QueueRunner {
                 break;
             }
             let signal = u64::from_le_bytes(packet[56..64].try_into().expect("8 bytes"));
+            let start_ts = if signal != 0 { clock::gpu_clock_counter() } else { 0 };
             let step = match run_packet(&mut mem, ptype, &packet, now) {
                 Ok(s) => s,
                 Err(f) => {
@@ -187,13 +215,10 @@ impl QueueRunner {
             if header >> HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE & 0x3 != HSA_FENCE_SCOPE_NONE {
                 fence(Ordering::Acquire);
             }
-            let ts = clock::gpu_clock_counter();
-            let consumed = signal::start(&mut mem, signal, ts)
-                .and_then(|_| {
-                    // Header back to INVALID (barrier bit kept set), then the read index.
-                    let invalid = u64::from(HSA_PACKET_TYPE_INVALID) | 1 << HSA_PACKET_HEADER_BARRIER;
-                    mem.store_u64(slot, (first & !0xFFFF) | invalid, Ordering::Release)
-                })
+            // Header back to INVALID (barrier bit set), then the read index.
+            let invalid = u64::from(HSA_PACKET_TYPE_INVALID) | 1 << HSA_PACKET_HEADER_BARRIER;
+            let consumed = mem
+                .store_u64(slot, (first & !0xFFFF) | invalid, Ordering::Release)
                 .and_then(|_| mem.store_u64(self.hw.queue.read_ptr.0, self.read_index + 1, Ordering::Release));
             if let Err(e) = consumed {
                 failure = Some(e.into());
@@ -205,24 +230,23 @@ impl QueueRunner {
                 Step::Done(events) => {
                     out.events.extend(events);
                     fence(Ordering::Release);
-                    match signal::complete(&mut mem, signal, clock::gpu_clock_counter()) {
-                        Ok(ev) => out.events.extend(ev),
-                        Err(e) => {
-                            failure = Some(e.into());
-                            break;
+                    if signal != 0 {
+                        match signal::complete(&mut mem, signal, start_ts, clock::gpu_clock_counter()) {
+                            Ok(ev) => out.events.extend(ev),
+                            Err(e) => {
+                                failure = Some(e.into());
+                                break;
+                            }
                         }
                     }
                 }
-                Step::Running(until) => self.in_flight.push_back(InFlight { until, signal }),
+                Step::Running(until) => self.in_flight.push_back(InFlight { until, signal, start_ts }),
                 Step::Blocked => unreachable!("handled above"),
             }
         }
         drop(mem);
-        {
-            let mut st = self.hw.queue.status();
-            st.read_index = self.read_index;
-            st.write_index = self.target;
-            st.packets = self.read_index;
+        if out.progressed || failure.is_some() {
+            self.hw.queue.set_progress(self.read_index, self.target);
         }
         if let Some(f) = failure {
             self.fail(f, &mut out);
@@ -260,7 +284,7 @@ impl QueueRunner {
                 }
             }
         }
-        self.hw.queue.status().error = Some(fault.to_error());
+        self.hw.queue.set_error(fault.to_error());
         let mut done = Vec::new();
         {
             let mut events = process.events();
@@ -296,8 +320,7 @@ impl QueueRunner {
             let p = self.hw.queue.props();
             (p.ring_base.0, p.ring_size)
         };
-        let process = self.hw.process.clone();
-        let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut self.tlb);
+        let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb);
         let mut signals: Vec<u64> = self.in_flight.drain(..).map(|f| f.signal).collect();
         let slots = ring_size / AQL_PACKET_SIZE as u64;
         if ring_base != 0 && slots > 0 {
@@ -318,7 +341,7 @@ impl QueueRunner {
 }
 
 /// Runs one packet of type `ptype`.
-fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: Instant) -> Result<Step, QueueFault> {
+fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: &LazyNow) -> Result<Step, QueueFault> {
     match ptype {
         HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
             let p = BarrierPacket::read_from_bytes(packet).expect("64 bytes");
@@ -371,7 +394,7 @@ fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: Ins
             }
             match kernels::run(mem, &p, &desc)? {
                 Ran::Done { events } => Ok(Step::Done(events)),
-                Ran::Running(d) => Ok(Step::Running(now + d)),
+                Ran::Running(d) => Ok(Step::Running(now.get() + d)),
             }
         }
         HSA_PACKET_TYPE_AGENT_DISPATCH => {

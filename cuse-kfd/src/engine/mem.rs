@@ -2,12 +2,11 @@
 //! process GPU VM of the queue's GPU, with a small translation cache (a TLB) that a VM change
 //! flushes, so the hot path does not take the VM lock per access.
 
-use crate::memory::backing::BackingFile;
+use crate::memory::shm::SharedRegion;
 use crate::memory::remote;
 use crate::memory::vm::{GpuVa, RegionBacking, VmFault};
 use crate::process::Process;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
 
 const TLB_ENTRIES: usize = 8;
 
@@ -25,6 +24,8 @@ pub struct Tlb {
     generation: u64,
     entries: Vec<Entry>,
     next_victim: usize,
+    /// The entry hit last: consecutive accesses mostly touch the same buffer.
+    last: usize,
 }
 
 /// The memory of one process as one GPU sees it.
@@ -52,7 +53,12 @@ impl<'a> Mem<'a> {
 
     fn entry_index(&mut self, va: u64, len: u64) -> Option<usize> {
         let end = va.checked_add(len)?;
-        if let Some(i) = self.tlb.entries.iter().position(|e| e.start <= va && end <= e.end) {
+        let hit = |e: &Entry| e.start <= va && end <= e.end;
+        if self.tlb.entries.get(self.tlb.last).is_some_and(hit) {
+            return Some(self.tlb.last);
+        }
+        if let Some(i) = self.tlb.entries.iter().position(hit) {
+            self.tlb.last = i;
             return Some(i);
         }
         let vm = self.process.vm();
@@ -98,17 +104,20 @@ impl<'a> Mem<'a> {
         }
     }
 
-    fn file_word(&mut self, va: u64, write: bool) -> Result<Option<(Arc<BackingFile>, usize)>, VmFault> {
+    /// Applies `f` to the atomic word at `va` in a shared file, or returns `Ok(None)` for a
+    /// USERPTR word (the caller then goes through process_vm_*).
+    fn with_word<R>(&mut self, va: u64, write: bool, f: impl FnOnce(&SharedRegion, usize) -> Result<R, VmFault>) -> Result<Option<R>, VmFault> {
         if va % 8 != 0 {
             return Err(VmFault::Misaligned { va: GpuVa(va) });
         }
-        match self.entry(va, 8) {
-            None => Err(VmFault::Unmapped { va: GpuVa(va) }),
-            Some(e) if write && !e.writable => Err(VmFault::ReadOnly { va: GpuVa(va) }),
-            Some(Entry { start, backing: RegionBacking::File { file, offset }, .. }) => {
-                Ok(Some((file.clone(), offset + (va - start) as usize)))
-            }
-            Some(_) => Ok(None),
+        let i = self.entry_index(va, 8).ok_or(VmFault::Unmapped { va: GpuVa(va) })?;
+        let e = &self.tlb.entries[i];
+        if write && !e.writable {
+            return Err(VmFault::ReadOnly { va: GpuVa(va) });
+        }
+        match &e.backing {
+            RegionBacking::File { file, offset } => f(file.region(), offset + (va - e.start) as usize).map(Some),
+            RegionBacking::Userptr { .. } => Ok(None),
         }
     }
 
@@ -121,61 +130,53 @@ impl<'a> Mem<'a> {
 
     /// Atomically loads the u64 at `va`.
     pub fn load_u64(&mut self, va: u64, order: Ordering) -> Result<u64, VmFault> {
-        match self.file_word(va, false)? {
-            Some((f, off)) => Ok(atomic_u64(&f, off, va)?.load(order)),
-            None => {
-                let mut b = [0u8; 8];
-                let (pid, addr) = self.userptr_addr(va)?;
-                remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
-                Ok(u64::from_ne_bytes(b))
-            }
+        if let Some(v) = self.with_word(va, false, |r, off| Ok(atomic_u64(r, off, va)?.load(order)))? {
+            return Ok(v);
         }
+        let mut b = [0u8; 8];
+        let (pid, addr) = self.userptr_addr(va)?;
+        remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        Ok(u64::from_ne_bytes(b))
     }
 
     /// Atomically stores the u64 at `va`.
     pub fn store_u64(&mut self, va: u64, value: u64, order: Ordering) -> Result<(), VmFault> {
-        match self.file_word(va, true)? {
-            Some((f, off)) => {
-                atomic_u64(&f, off, va)?.store(value, order);
-                Ok(())
-            }
-            None => {
-                let (pid, addr) = self.userptr_addr(va)?;
-                remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
-            }
+        if let Some(()) = self.with_word(va, true, |r, off| {
+            atomic_u64(r, off, va)?.store(value, order);
+            Ok(())
+        })? {
+            return Ok(());
         }
+        let (pid, addr) = self.userptr_addr(va)?;
+        remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 
     /// Atomically adds `delta` to the i64 at `va`, returning the old value. On USERPTR memory
     /// (reached through process_vm_*) the update is not atomic against the client.
     pub fn fetch_add_i64(&mut self, va: u64, delta: i64, order: Ordering) -> Result<i64, VmFault> {
-        match self.file_word(va, true)? {
-            Some((f, off)) => Ok(atomic_i64(&f, off, va)?.fetch_add(delta, order)),
-            None => {
-                let old = self.load_u64(va, order)? as i64;
-                self.store_u64(va, old.wrapping_add(delta) as u64, order)?;
-                Ok(old)
-            }
+        if let Some(old) = self.with_word(va, true, |r, off| Ok(atomic_i64(r, off, va)?.fetch_add(delta, order)))? {
+            return Ok(old);
         }
+        let old = self.load_u64(va, order)? as i64;
+        self.store_u64(va, old.wrapping_add(delta) as u64, order)?;
+        Ok(old)
     }
 
     /// Atomically exchanges the i64 at `va`, returning the old value.
     pub fn swap_i64(&mut self, va: u64, value: i64, order: Ordering) -> Result<i64, VmFault> {
-        match self.file_word(va, true)? {
-            Some((f, off)) => Ok(atomic_i64(&f, off, va)?.swap(value, order)),
-            None => {
-                let old = self.load_u64(va, order)? as i64;
-                self.store_u64(va, value as u64, order)?;
-                Ok(old)
-            }
+        if let Some(old) = self.with_word(va, true, |r, off| Ok(atomic_i64(r, off, va)?.swap(value, order)))? {
+            return Ok(old);
         }
+        let old = self.load_u64(va, order)? as i64;
+        self.store_u64(va, value as u64, order)?;
+        Ok(old)
     }
 }
 
-fn atomic_u64(f: &BackingFile, off: usize, va: u64) -> Result<&AtomicU64, VmFault> {
-    f.region().atomic_u64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
+fn atomic_u64(r: &SharedRegion, off: usize, va: u64) -> Result<&AtomicU64, VmFault> {
+    r.atomic_u64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
 }
 
-fn atomic_i64(f: &BackingFile, off: usize, va: u64) -> Result<&AtomicI64, VmFault> {
-    f.region().atomic_i64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
+fn atomic_i64(r: &SharedRegion, off: usize, va: u64) -> Result<&AtomicI64, VmFault> {
+    r.atomic_i64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
 }

@@ -19,7 +19,7 @@ use crate::memory::backing::BackingFile;
 use crate::memory::vm::VmFault;
 use crate::process::Process;
 use crate::queue::{Queue, QueueError};
-use aql::QueueRunner;
+use aql::{LazyNow, QueueRunner};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -46,7 +46,7 @@ impl Default for EngineConfig {
             invalid_packet_grace: Duration::from_millis(500),
             spin: Duration::from_micros(200),
             yield_for: Duration::from_millis(2),
-            max_sleep: Duration::from_millis(4),
+            max_sleep: Duration::from_millis(16),
         }
     }
 }
@@ -243,6 +243,7 @@ fn run(s: &Shared) {
     let mut seen = 0u64;
     let mut last_activity = Instant::now();
     let mut sleep = Duration::from_micros(50);
+    let mut polls = 0u64;
     while !s.stop.load(Ordering::Acquire) {
         let generation = s.generation.load(Ordering::Acquire);
         if generation != seen {
@@ -252,14 +253,17 @@ fn run(s: &Shared) {
             s.acked_cv.notify_all();
             last_activity = Instant::now();
         }
-        s.packets_polls.fetch_add(1, Ordering::Relaxed);
-        let now = Instant::now();
+        polls += 1;
+        s.packets_polls.store(polls, Ordering::Relaxed);
+        let now = LazyNow::default();
         let mut progressed = false;
         let mut pending = false;
         let mut deadline: Option<Instant> = None;
         for r in runners.iter_mut() {
-            let p = r.poll(now, s.config.invalid_packet_grace);
-            r.hw.raise(&p.events);
+            let p = r.poll(&now, s.config.invalid_packet_grace);
+            if !p.events.is_empty() {
+                r.hw.raise(&p.events);
+            }
             progressed |= p.progressed;
             pending |= p.pending;
             deadline = match (deadline, p.deadline) {
@@ -268,10 +272,11 @@ fn run(s: &Shared) {
             };
         }
         if progressed {
-            last_activity = now;
+            last_activity = now.get();
             sleep = Duration::from_micros(50);
             continue;
         }
+        let now = now.get();
         let idle = now.duration_since(last_activity);
         if idle < s.config.spin {
             std::hint::spin_loop();

@@ -12,22 +12,16 @@ const EVENT_ID: u64 = AMD_SIGNAL_EVENT_ID_OFFSET as u64;
 const START_TS: u64 = AMD_SIGNAL_START_TS_OFFSET as u64;
 const END_TS: u64 = AMD_SIGNAL_END_TS_OFFSET as u64;
 
-/// Records when the packet owning `signal` started.
-pub fn start(mem: &mut Mem, signal: u64, ts: u64) -> Result<(), VmFault> {
-    if signal == 0 {
-        return Ok(());
-    }
-    mem.store_u64(signal + START_TS, ts, Ordering::Relaxed)
-}
-
-/// Completes a packet: end timestamp, then the value decremented by exactly one (release, so
-/// the packet's effects are visible first), then the event mailbox. Returns the KFD event to
-/// raise, if the signal has a mailbox.
-pub fn complete(mem: &mut Mem, signal: u64, ts: u64) -> Result<Option<u32>, VmFault> {
+/// Completes a packet: its start and end timestamps (written together, so the signal's cache
+/// line moves to the device once), then the value decremented by exactly one (release, so the
+/// packet's effects are visible first), then the event mailbox. Returns the KFD event to raise,
+/// if the signal has a mailbox.
+pub fn complete(mem: &mut Mem, signal: u64, start_ts: u64, end_ts: u64) -> Result<Option<u32>, VmFault> {
     if signal == 0 {
         return Ok(None);
     }
-    mem.store_u64(signal + END_TS, ts, Ordering::Relaxed)?;
+    mem.store_u64(signal + START_TS, start_ts, Ordering::Relaxed)?;
+    mem.store_u64(signal + END_TS, end_ts, Ordering::Relaxed)?;
     mem.fetch_add_i64(signal + VALUE, -1, Ordering::AcqRel)?;
     notify(mem, signal)
 }

@@ -51,7 +51,10 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
     }
     let queue_type = QueueType::from_ioctl(a.queue_type).ok_or(Errno::EINVAL)?;
     let ring_size = a.ring_size.max(KFD_MIN_QUEUE_RING_SIZE);
-    if !ctx.gpu_exists(a.gpu_id) {
+    let gpu = ctx.device.topology().gpu(a.gpu_id).ok_or(Errno::EINVAL)?;
+    // amdkfd: an SDMA engine chosen by id must exist (PCIe engines, then XGMI engines).
+    let sdma_engines = gpu.profile.num_sdma_engines + gpu.profile.num_sdma_xgmi_engines;
+    if queue_type == QueueType::SdmaByEngId && a.sdma_engine_id >= sdma_engines {
         return Err(Errno::EINVAL);
     }
     let mut inner = ctx.process.inner();
@@ -115,14 +118,18 @@ pub fn destroy(ctx: &Ctx, a: &mut DestroyQueueArgs) -> Result<(), Errno> {
 
 pub fn update(ctx: &Ctx, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
     check_common(a.queue_percentage, a.queue_priority, a.ring_base_address, a.ring_size)?;
+    // amdkfd clamps small rings here too, so a ring is never checked as empty.
+    let ring_size = a.ring_size.max(KFD_MIN_QUEUE_RING_SIZE);
     let inner = ctx.process.inner();
     let q = inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
-    if a.ring_base_address != 0 && !ctx.process.vm().is_mapped(q.gpu_id, GpuVa(a.ring_base_address), u64::from(a.ring_size)) {
-        return Err(Errno::EINVAL);
+    // pqm_update_queue_properties: a new ring must be mapped on the GPU, else EFAULT (create's
+    // kfd_queue_acquire_buffers says EINVAL for the same fault).
+    if a.ring_base_address != 0 && !ctx.process.vm().is_mapped(q.gpu_id, GpuVa(a.ring_base_address), u64::from(ring_size)) {
+        return Err(Errno::EFAULT);
     }
     let mut p = q.props();
     p.ring_base = GpuVa(a.ring_base_address);
-    p.ring_size = u64::from(a.ring_size);
+    p.ring_size = u64::from(ring_size);
     p.percentage = a.queue_percentage;
     p.priority = a.queue_priority;
     Ok(())
@@ -135,7 +142,7 @@ pub fn set_cu_mask(ctx: &Ctx, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
     let mask = ctx.read_user::<u32>(a.cu_mask_ptr, cu_mask_words(a.num_cu_mask) as usize)?;
     let inner = ctx.process.inner();
     let q = inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
-    q.props().cu_mask = mask;
+    q.set_props(|p| p.cu_mask = mask);
     Ok(())
 }
 

@@ -8,6 +8,9 @@ use uapi::kfd::{KFD_DOORBELLS_PER_PROCESS, KFD_DOORBELL_SIZE_SOC15};
 /// Bytes in a process doorbell slice.
 pub const DOORBELL_SLICE_SIZE: u64 = KFD_DOORBELLS_PER_PROCESS as u64 * KFD_DOORBELL_SIZE_SOC15 as u64;
 
+/// The value of a doorbell no one has rung: ringing index 0 must be a visible change.
+pub const UNRUNG: u64 = u64::MAX;
+
 #[derive(Debug)]
 pub struct Doorbells {
     pub file: Arc<BackingFile>,
@@ -21,13 +24,15 @@ impl Doorbells {
         Doorbells { file, mmap_offset, used: [0; KFD_DOORBELLS_PER_PROCESS as usize / 64] }
     }
 
-    /// Takes the lowest free doorbell index.
+    /// Takes the lowest free doorbell index; the doorbell reads [`UNRUNG`] until rung.
     pub fn alloc(&mut self) -> Option<u32> {
         for (w, bits) in self.used.iter_mut().enumerate() {
             if *bits != u64::MAX {
                 let b = bits.trailing_ones();
                 *bits |= 1 << b;
-                return Some(w as u32 * 64 + b);
+                let index = w as u32 * 64 + b;
+                self.reset(index);
+                return Some(index);
             }
         }
         None
@@ -38,7 +43,13 @@ impl Doorbells {
             *bits &= !(1u64 << (index % 64));
         }
         // A stale value must not look like a ring to the next queue using this doorbell.
-        let _ = self.file.region().write(index as usize * KFD_DOORBELL_SIZE_SOC15 as usize, &[0; 8]);
+        self.reset(index);
+    }
+
+    fn reset(&self, index: u32) {
+        if let Ok(w) = self.file.region().atomic_u64(Self::byte_offset(index) as usize) {
+            w.store(UNRUNG, std::sync::atomic::Ordering::Release);
+        }
     }
 
     /// Byte offset of doorbell `index` in the slice.

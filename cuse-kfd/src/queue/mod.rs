@@ -4,6 +4,7 @@
 pub mod doorbell;
 
 use crate::memory::vm::GpuVa;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use uapi::kfd::*;
 
@@ -73,7 +74,11 @@ pub struct Queue {
     pub eop_buffer: GpuVa,
     pub ctx_save_restore: GpuVa,
     props: Mutex<QueueProps>,
-    status: Mutex<QueueStatus>,
+    /// Bumped by every props change, so the command processor re-reads them only then.
+    props_generation: AtomicU64,
+    read_index: AtomicU64,
+    write_index: AtomicU64,
+    error: Mutex<Option<QueueError>>,
 }
 
 /// Why a queue stopped (written by the command processor).
@@ -123,15 +128,45 @@ impl Queue {
             eop_buffer,
             ctx_save_restore,
             props: Mutex::new(props),
-            status: Mutex::new(QueueStatus::default()),
+            props_generation: AtomicU64::new(0),
+            read_index: AtomicU64::new(0),
+            write_index: AtomicU64::new(0),
+            error: Mutex::new(None),
         }
     }
 
+    /// The properties, for reading (change them with [`Queue::set_props`]).
     pub fn props(&self) -> MutexGuard<'_, QueueProps> {
         self.props.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn status(&self) -> MutexGuard<'_, QueueStatus> {
-        self.status.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn set_props(&self, f: impl FnOnce(&mut QueueProps)) {
+        f(&mut self.props());
+        self.props_generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn props_generation(&self) -> u64 {
+        self.props_generation.load(Ordering::Acquire)
+    }
+
+    /// A snapshot of what the command processor reports.
+    pub fn status(&self) -> QueueStatus {
+        let read_index = self.read_index.load(Ordering::Acquire);
+        QueueStatus {
+            packets: read_index,
+            read_index,
+            write_index: self.write_index.load(Ordering::Acquire),
+            error: self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    /// Progress, as the command processor publishes it.
+    pub fn set_progress(&self, read_index: u64, write_index: u64) {
+        self.read_index.store(read_index, Ordering::Release);
+        self.write_index.store(write_index, Ordering::Release);
+    }
+
+    pub fn set_error(&self, e: QueueError) {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
     }
 }

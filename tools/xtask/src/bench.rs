@@ -4,25 +4,18 @@ use crate::steps::{Ctx, Outcome, Step};
 
 /// Every bench. A new bench is one entry here and one function below.
 pub const BENCHES: [Step; 1] = [Step {
-    name: "cuse-kfd-bench",
+    name: "engine",
     aliases: &[],
-    needs: "the cuse-kfd-bench binary of the cuse-kfd package",
-    run: cuse_kfd_bench,
+    needs: "the kfd-bench binary (tools/bench)",
+    run: engine_bench,
 }];
 
-fn cuse_kfd_bench(ctx: &Ctx) -> Outcome {
-    if !has_bin(ctx, "cuse-kfd", "cuse-kfd-bench") {
-        println!("no benches exist yet: the cuse-kfd package has no cuse-kfd-bench binary");
-        return Outcome::Skipped("no benches exist yet (no cuse-kfd-bench binary)".into());
+/// The soft command processor on the embedded device (tools/bench/src/engine.rs).
+fn engine_bench(ctx: &Ctx) -> Outcome {
+    if !has_bin(ctx, "tools/bench", "kfd-bench") {
+        return Outcome::Skipped("tools/bench has no kfd-bench binary".into());
     }
-    ctx.cargo(&[
-        "run",
-        "--release",
-        "-p",
-        "cuse-kfd",
-        "--bin",
-        "cuse-kfd-bench",
-    ])
+    ctx.cargo(&["run", "--release", "-p", "kfd-bench", "--", "engine"])
 }
 
 /// Whether package directory `package` has binary `bin`, by cargo's rules: a `[[bin]]` of that
