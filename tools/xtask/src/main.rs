@@ -38,9 +38,9 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `cargo xtask demo [ARGS]`: `cargo run --release -p cuse-kfd -- demo [ARGS]`, its exit code.
+/// `cargo xtask demo [PROFILE]`: `cargo run --release -p kfd-demo -- [PROFILE]`, its exit code.
 fn demo(ctx: &Ctx, rest: &[&str]) -> ExitCode {
-    let mut args = vec!["run", "--release", "-p", "cuse-kfd", "--", "demo"];
+    let mut args = vec!["run", "--release", "-p", "kfd-demo", "--"];
     args.extend_from_slice(rest);
     println!("$ cargo {}", args.join(" "));
     match ctx.cargo_cmd(&args).status() {
@@ -127,8 +127,9 @@ fn print_help() {
         "cargo xtask: the cuse-kfd project runner
 
 USAGE:
-    cargo xtask demo [ARGS...]
-        Runs `cargo run --release -p cuse-kfd -- demo [ARGS...]` and exits with its code.
+    cargo xtask demo [PROFILE]
+        The end-to-end demo on the embedded device (no root): `cargo run --release -p kfd-demo
+        -- [PROFILE]` (gfx90a by default, or gfx1030), exiting with its code.
 
     cargo xtask test [--no-install] [TIER...]
         The test gate (what .ci/run runs). First makes sure the system packages below are
