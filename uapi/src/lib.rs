@@ -6,7 +6,9 @@
 //! * [`aql`]: AQL packet layouts and header bits (`hsa.h`, `hsa_ext_amd.h`);
 //! * [`queue`]: `hsa_queue_t` and `amd_queue_t` (`amd_hsa_queue.h`);
 //! * [`signal`]: `amd_signal_t` (`amd_hsa_signal.h`);
-//! * [`soft`]: the soft code-object format of cuse-kfd's built-in kernels.
+//! * [`soft`]: the soft code-object format of cuse-kfd's built-in kernels;
+//! * [`fuse`]: the CUSE subset of `linux/fuse.h`;
+//! * [`vendor`]: cuse-kfd's own ioctls (runtime directory, engine kick).
 //!
 //! No logic lives here. Every struct derives zerocopy's traits so that callers parse wire bytes
 //! without `unsafe`, and carries a compile-time size assertion; `tests/abi.rs` compares sizes,
@@ -15,10 +17,12 @@
 #![forbid(unsafe_code)]
 
 pub mod aql;
+pub mod fuse;
 pub mod ioctl;
 pub mod kfd;
 pub mod queue;
 pub mod signal;
 pub mod soft;
+pub mod vendor;
 
 pub use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};

@@ -18,7 +18,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use uapi::{aql::*, ioctl::*, kfd::*, queue::*, signal::*};
+use uapi::{aql::*, fuse::*, ioctl::*, kfd::*, queue::*, signal::*};
 
 /// Headers the C program includes, with the Debian package that ships each.
 const HEADERS: [(&str, &str); 6] = [
@@ -376,6 +376,32 @@ fn layouts() -> Vec<Layout> {
             queue_ptr = "reserved2" [union], reserved3,
         })
         .c_align(AMD_SIGNAL_ALIGN_BYTES),
+        // linux/fuse.h (the CUSE subset)
+        layout!(FuseInHeader => "struct fuse_in_header" {
+            len, opcode, unique, nodeid, uid, gid, pid, total_extlen, padding,
+        }),
+        layout!(FuseOutHeader => "struct fuse_out_header" { len, error, unique }),
+        layout!(CuseInitIn => "struct cuse_init_in" { major, minor, unused, flags }),
+        layout!(CuseInitOut => "struct cuse_init_out" {
+            major, minor, unused, flags, max_read, max_write, dev_major, dev_minor, spare,
+        }),
+        layout!(FuseOpenIn => "struct fuse_open_in" { flags, open_flags }),
+        layout!(FuseOpenOut => "struct fuse_open_out" { fh, open_flags, padding }),
+        layout!(FuseReleaseIn => "struct fuse_release_in" { fh, flags, release_flags, lock_owner }),
+        layout!(FuseReadIn => "struct fuse_read_in" {
+            fh, offset, size, read_flags, lock_owner, flags, padding,
+        }),
+        layout!(FuseWriteIn => "struct fuse_write_in" {
+            fh, offset, size, write_flags, lock_owner, flags, padding,
+        }),
+        layout!(FuseWriteOut => "struct fuse_write_out" { size, padding }),
+        layout!(FuseInterruptIn => "struct fuse_interrupt_in" { unique }),
+        layout!(FuseIoctlIn => "struct fuse_ioctl_in" { fh, flags, cmd, arg, in_size, out_size }),
+        layout!(FuseIoctlOut => "struct fuse_ioctl_out" { result, flags, in_iovs, out_iovs }),
+        layout!(FuseIoctlIovec => "struct fuse_ioctl_iovec" { base, len }),
+        layout!(FusePollIn => "struct fuse_poll_in" { fh, kh, flags, events }),
+        layout!(FusePollOut => "struct fuse_poll_out" { revents, padding }),
+        layout!(FuseNotifyPollWakeupOut => "struct fuse_notify_poll_wakeup_out" { kh }),
     ]
 }
 
@@ -551,6 +577,31 @@ fn constants() -> Vec<Constant> {
         AMD_SIGNAL_EVENT_ID_OFFSET = "offsetof(amd_signal_t, event_id)",
         AMD_SIGNAL_START_TS_OFFSET = "offsetof(amd_signal_t, start_ts)",
         AMD_SIGNAL_END_TS_OFFSET = "offsetof(amd_signal_t, end_ts)",
+        // fuse.rs
+        FUSE_KERNEL_VERSION,
+        FUSE_KERNEL_MINOR_VERSION_MIN_CUSE = "16",
+        FUSE_OPEN,
+        FUSE_READ,
+        FUSE_WRITE,
+        FUSE_RELEASE,
+        FUSE_FLUSH,
+        FUSE_INTERRUPT,
+        FUSE_IOCTL,
+        FUSE_POLL,
+        CUSE_INIT,
+        FUSE_NOTIFY_POLL,
+        CUSE_UNRESTRICTED_IOCTL,
+        CUSE_INIT_INFO_MAX,
+        FOPEN_DIRECT_IO,
+        FOPEN_NONSEEKABLE,
+        FUSE_IOCTL_COMPAT,
+        FUSE_IOCTL_UNRESTRICTED,
+        FUSE_IOCTL_RETRY,
+        FUSE_IOCTL_32BIT,
+        FUSE_IOCTL_DIR,
+        FUSE_IOCTL_COMPAT_X32,
+        FUSE_IOCTL_MAX_IOV,
+        FUSE_POLL_SCHEDULE_NOTIFY,
     ]
 }
 
@@ -666,6 +717,7 @@ const PRELUDE: &str = "#include <stdio.h>
 #include <hsa/hsa_ext_amd.h>
 #include <hsa/amd_hsa_queue.h>
 #include <hsa/amd_hsa_signal.h>
+#include <linux/fuse.h>
 ";
 
 fn declared(dir: &Path, inc: &Path) -> Declared {
@@ -1041,9 +1093,11 @@ const INTEGER_TYPES: [&str; 10] = [
 
 /// Files of uapi/src that mirror no C header: cuse-kfd's own formats. Every other file's structs
 /// and constants must be in the tables.
-const OWN_FORMATS: [&str; 2] = [
+const OWN_FORMATS: [&str; 3] = [
     "lib.rs", // The soft code-object format of cuse-kfd's built-in kernels.
     "soft.rs",
+    // cuse-kfd's own ioctls outside amdkfd's range.
+    "vendor.rs",
 ];
 
 fn parse_sources() -> Source {
