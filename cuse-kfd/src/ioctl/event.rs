@@ -16,7 +16,9 @@ pub const MAX_WAIT_EVENTS: u32 = 2 * KFD_SIGNAL_EVENT_LIMIT;
 
 /// Installs the client's GTT buffer `handle` as the event page (the dGPU path).
 fn set_client_page(ctx: &Ctx, handle: u64) -> Result<(), Errno> {
-    if !ctx.gpu_exists(handle_gpu_id(handle)) {
+    // amdkfd kfd_kmap_event_page: a process has one event page; naming another is EINVAL,
+    // checked before the handle.
+    if ctx.process.events().page().is_some() || !ctx.gpu_exists(handle_gpu_id(handle)) {
         return Err(Errno::EINVAL);
     }
     let mut inner = ctx.process.inner();
@@ -25,11 +27,8 @@ fn set_client_page(ctx: &Ctx, handle: u64) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     };
     let page = EventPage::new(file.clone(), *offset).ok_or(Errno::EINVAL)?;
-    let mut events = ctx.process.events();
-    if events.page().is_some() {
-        return Err(Errno::EBUSY);
-    }
-    events.set_page(page)?;
+    // set_page refuses (EINVAL) a page installed meanwhile.
+    ctx.process.events().set_page(page)?;
     inner.event_page_handle = Some(handle);
     Ok(())
 }
@@ -39,13 +38,13 @@ pub fn create(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
         set_client_page(ctx, a.event_page_offset)?;
     }
     let needs_page = a.event_type == KFD_IOC_EVENT_SIGNAL || a.event_type == KFD_IOC_EVENT_DEBUG_EVENT;
-    if needs_page && ctx.process.events().page().is_none() {
-        // No page from the client: the device makes one (mmap offset KFD_MMAP_TYPE_EVENTS).
-        let file = super::memory::create_file(ctx, MmapSpace::Kfd, KFD_MMAP_TYPE_EVENTS, EVENT_PAGE_SIZE as u64)?;
-        let page = EventPage::new(file, 0).ok_or(Errno::ENOMEM)?;
+    if needs_page {
+        // No page from the client: the device makes one (mmap offset KFD_MMAP_TYPE_EVENTS),
+        // under the events lock so that racing first creates make it once.
         let mut events = ctx.process.events();
         if events.page().is_none() {
-            events.set_page(page)?;
+            let file = super::memory::create_file(ctx, MmapSpace::Kfd, KFD_MMAP_TYPE_EVENTS, EVENT_PAGE_SIZE as u64)?;
+            events.set_page(EventPage::new(file, 0).ok_or(Errno::ENOMEM)?)?;
         }
     }
     let created = ctx.process.events().create(a.event_type, a.auto_reset != 0)?;

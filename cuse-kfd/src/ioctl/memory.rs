@@ -145,21 +145,27 @@ pub fn free(ctx: &Ctx, a: &mut FreeMemoryOfGpuArgs) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The device ids of a MAP/UNMAP call and where to resume (`n_success`).
+/// The device ids of a MAP/UNMAP call, checked in amdkfd's order: counts (EINVAL), the copy
+/// of the id array (EFAULT), then the GPU the handle names (EINVAL).
 fn device_ids(ctx: &Ctx, handle: u64, ptr: u64, n_devices: u32, n_success: u32) -> Result<Vec<u32>, Errno> {
-    if !ctx.gpu_exists(handle_gpu_id(handle)) || n_devices == 0 || n_success > n_devices {
+    if n_devices == 0 || n_success > n_devices || n_devices > MAX_DEVICES_PER_CALL {
         return Err(Errno::EINVAL);
     }
-    if n_devices > MAX_DEVICES_PER_CALL {
+    let ids = ctx.read_user::<u32>(ptr, n_devices as usize)?;
+    if !ctx.gpu_exists(handle_gpu_id(handle)) {
         return Err(Errno::EINVAL);
     }
-    ctx.read_user::<u32>(ptr, n_devices as usize)
+    Ok(ids)
 }
+
+/// amdkfd's MAP/UNMAP answer ENOMEM for a handle its GPU does not know
+/// (kfd_process_device_translate_handle failing), unlike FREE's EINVAL.
+const UNKNOWN_HANDLE: Errno = Errno::ENOMEM;
 
 pub fn map(ctx: &Ctx, a: &mut MapMemoryToGpuArgs) -> Result<(), Errno> {
     let ids = device_ids(ctx, a.handle, a.device_ids_array_ptr, a.n_devices, a.n_success)?;
     let mut inner = ctx.process.inner();
-    let b = inner.buffers.get_mut(&a.handle).ok_or(Errno::EINVAL)?;
+    let b = inner.buffers.get_mut(&a.handle).ok_or(UNKNOWN_HANDLE)?;
     let mut vm = ctx.process.vm_mut();
     for (i, gpu) in ids.iter().enumerate().skip(a.n_success as usize) {
         if !ctx.device.topology().gpu(*gpu).is_some() {
@@ -176,14 +182,33 @@ pub fn map(ctx: &Ctx, a: &mut MapMemoryToGpuArgs) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Whether a queue on `gpu` has its ring, read or write pointer in `[start, end)`.
+fn used_by_queue(inner: &ProcessInner, gpu: u32, start: u64, end: u64) -> bool {
+    let overlaps = |va: u64, len: u64| va < end && va.saturating_add(len) > start;
+    inner.queues.values().filter(|q| q.gpu_id == gpu).any(|q| {
+        let p = q.props();
+        overlaps(q.read_ptr.0, 8)
+            || overlaps(q.write_ptr.0, 8)
+            || (p.ring_base.0 != 0 && overlaps(p.ring_base.0, p.ring_size))
+    })
+}
+
 pub fn unmap(ctx: &Ctx, a: &mut UnmapMemoryFromGpuArgs) -> Result<(), Errno> {
     let ids = device_ids(ctx, a.handle, a.device_ids_array_ptr, a.n_devices, a.n_success)?;
     let mut inner = ctx.process.inner();
-    let b = inner.buffers.get_mut(&a.handle).ok_or(Errno::EINVAL)?;
+    let b = inner.buffers.get(&a.handle).ok_or(UNKNOWN_HANDLE)?;
+    // amdkfd (unmap_bo_from_gpuvm): a mapping a live queue uses stays until the queue goes (or
+    // UPDATE_QUEUE moves its ring): EBUSY.
+    let (start, end) = (b.va.0, b.end());
+    let busy: Vec<u32> = ids.iter().copied().filter(|g| used_by_queue(&inner, *g, start, end)).collect();
+    let b = inner.buffers.get_mut(&a.handle).expect("looked up above");
     let mut vm = ctx.process.vm_mut();
     for (i, gpu) in ids.iter().enumerate().skip(a.n_success as usize) {
         if ctx.device.topology().gpu(*gpu).is_none() {
             return Err(Errno::EINVAL);
+        }
+        if b.mapped_on.contains(gpu) && busy.contains(gpu) {
+            return Err(Errno::EBUSY);
         }
         // Unmapping where it is not mapped is a no-op in amdgpu.
         if b.mapped_on.remove(gpu) {
