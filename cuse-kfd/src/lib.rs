@@ -8,6 +8,7 @@
 //! * [`embedded`]: the in-process front end.
 
 pub mod clock;
+pub mod cuse;
 pub mod device;
 pub mod embedded;
 pub mod engine;

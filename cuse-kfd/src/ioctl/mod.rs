@@ -9,6 +9,7 @@ mod queue;
 pub mod reply;
 mod table;
 mod unsupported;
+mod vendor;
 
 use crate::device::{Caller, Device};
 use crate::process::Process;

@@ -1,8 +1,9 @@
 //! The ioctl table: one row per AMDKFD_IOC_* number, as amdkfd's `amdkfd_ioctls[]`.
 
-use super::{event, memory, misc, queue, typed, unsupported, Ctx, Direction, Handled, UserRange};
+use super::{event, memory, misc, queue, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
 use uapi::ioctl::*;
 use uapi::kfd::*;
+use uapi::vendor::{CUSE_KFD_IOC_GET_RUNTIME_INFO, CUSE_KFD_IOC_KICK};
 use uapi::FromBytes;
 
 /// One row: the request as the device defines it, its handler, and the caller memory it touches.
@@ -76,15 +77,21 @@ pub static TABLE: [IoctlDesc; 38] = [
     row!(AMDKFD_IOC_DBG_TRAP, "DBG_TRAP", DbgTrapArgs, unsupported::dbg_trap),
 ];
 
+/// cuse-kfd's own requests, matched by their exact number.
+pub static VENDOR: [IoctlDesc; 2] = [
+    row!(CUSE_KFD_IOC_GET_RUNTIME_INFO, "CUSE_KFD_GET_RUNTIME_INFO", uapi::vendor::RuntimeInfo, vendor::runtime_info),
+    row!(CUSE_KFD_IOC_KICK, "CUSE_KFD_KICK", (), vendor::kick),
+];
+
 /// The row for `cmd` by its type and number, as amdkfd looks up (size and direction of `cmd`
-/// are not compared: old and new struct sizes both reach the handler).
+/// are not compared: old and new struct sizes both reach the handler); then the vendor rows.
 pub fn lookup(cmd: u32) -> Option<&'static IoctlDesc> {
     if ioc_type(cmd) != AMDKFD_IOCTL_BASE {
         return None;
     }
     let nr = ioc_nr(cmd);
     if !(AMDKFD_COMMAND_START..AMDKFD_COMMAND_END).contains(&nr) {
-        return None;
+        return VENDOR.iter().find(|d| d.cmd == cmd);
     }
     TABLE.get((nr - AMDKFD_COMMAND_START) as usize)
 }

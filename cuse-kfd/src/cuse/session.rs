@@ -1,0 +1,331 @@
+//! The CUSE server's logic, without I/O: one frame in, reply frames out through a
+//! [`FrameSink`], now or later (parked waits answer from whichever thread completes them).
+//!
+//! Unrestricted ioctls carry no data in their first round: the session answers RETRY with the
+//! iovecs the ioctl needs (its argument struct, then every range its pointers name, from the
+//! ioctl table's `user_ranges`), and runs the ioctl once a round brings all of them. Ranges the
+//! ioctl writes are fetched too, so bytes it does not write go back to the caller unchanged.
+
+use super::frame::{self, Op, Request};
+use crate::device::{Caller, Device, FileId};
+use crate::ioctl::reply::{Reply, Responder, UserWrite};
+use crate::ioctl::{self, Direction, UserMemory, UserRange};
+use nix::errno::Errno;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use uapi::fuse::*;
+use uapi::ioctl::{ioc_dir, ioc_size, IOC_READ, IOC_WRITE};
+
+/// Largest transfer in each direction (CUSE negotiates no max_pages: 32 pages).
+pub const MAX_TRANSFER: u32 = 128 * 1024;
+/// Interrupts kept for requests not seen yet; older ones are forgotten.
+const MAX_PENDING_INTERRUPTS: usize = 1024;
+
+/// Where reply frames go: the /dev/cuse fd, or a test's capture.
+pub trait FrameSink: Send + Sync {
+    fn send(&self, frame: Vec<u8>);
+}
+
+/// Thread-to-process facts from /proc (faked in frame tests).
+pub trait Procfs: Send + Sync {
+    /// The thread group (process) of thread `tid`.
+    fn tgid(&self, tid: u32) -> Option<u32>;
+    /// Whether thread `tid` belongs to process `pid`.
+    fn is_thread_of(&self, pid: u32, tid: u32) -> bool;
+}
+
+/// The real /proc.
+pub struct SystemProcfs;
+
+impl Procfs for SystemProcfs {
+    fn tgid(&self, tid: u32) -> Option<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+        status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
+    }
+
+    fn is_thread_of(&self, pid: u32, tid: u32) -> bool {
+        std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
+    }
+}
+
+/// Caller memory fetched by RETRY rounds.
+struct Staged<'a> {
+    ranges: Vec<(u64, &'a [u8])>,
+}
+
+impl UserMemory for Staged<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        let end = addr.checked_add(buf.len() as u64).ok_or(Errno::EFAULT)?;
+        for (base, data) in &self.ranges {
+            if *base <= addr && end <= base + data.len() as u64 {
+                let off = (addr - base) as usize;
+                buf.copy_from_slice(&data[off..off + buf.len()]);
+                return Ok(());
+            }
+        }
+        Err(Errno::EFAULT)
+    }
+}
+
+pub struct Session {
+    device: Arc<Device>,
+    sink: Arc<dyn FrameSink>,
+    procfs: Box<dyn Procfs>,
+    devname: String,
+    initialized: AtomicBool,
+    /// Open files: fh -> the process that opened it.
+    files: Mutex<HashMap<u64, u32>>,
+    pending_interrupts: Mutex<VecDeque<u64>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn iov(base: u64, len: u64) -> FuseIoctlIovec {
+    FuseIoctlIovec { base, len }
+}
+
+impl Session {
+    pub fn new(device: Arc<Device>, sink: Arc<dyn FrameSink>, procfs: Box<dyn Procfs>, devname: &str) -> Session {
+        Session {
+            device,
+            sink,
+            procfs,
+            devname: devname.to_string(),
+            initialized: AtomicBool::new(false),
+            files: Mutex::new(HashMap::new()),
+            pending_interrupts: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    pub fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// Handles one frame read from the channel.
+    pub fn handle(&self, frame: &[u8]) {
+        let req = match frame::decode(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                log::warn!("malformed CUSE frame: {e}");
+                if let Some(unique) = frame::FrameError::answerable(frame) {
+                    self.sink.send(frame::reply_err(unique, Errno::EIO));
+                }
+                return;
+            }
+        };
+        self.request(&req);
+    }
+
+    fn request(&self, req: &Request) {
+        let h = &req.header;
+        let unique = h.unique;
+        match &req.op {
+            Op::Init(init) => self.init(unique, init),
+            Op::Open(_) => self.open(req),
+            Op::Release(r) => {
+                if let Some(_owner) = lock(&self.files).remove(&r.fh) {
+                    self.device.release(FileId(r.fh));
+                }
+                self.sink.send(frame::reply(unique, 0, &[]));
+            }
+            Op::Ioctl(io, data) => self.ioctl(req, io, data),
+            // No reply to an interrupt: the interrupted request answers EINTR.
+            Op::Interrupt(i) => self.interrupt(i.unique),
+            // Reading the node reads nothing: all state is behind ioctls and backing files.
+            Op::Read(_) => self.sink.send(frame::reply(unique, 0, &[])),
+            // A write is the cooperative wake path: "a doorbell was rung".
+            Op::Write(w, _) => {
+                self.device.kick();
+                self.sink.send(frame::reply_struct(unique, &FuseWriteOut { size: w.size, padding: 0 }));
+            }
+            Op::Poll(_) => {
+                let out = FusePollOut { revents: (libc::POLLOUT | libc::POLLWRNORM) as u32, padding: 0 };
+                self.sink.send(frame::reply_struct(unique, &out));
+            }
+            Op::Flush => self.sink.send(frame::reply(unique, 0, &[])),
+            Op::Unknown(op) => {
+                log::debug!("unsupported CUSE opcode {op}");
+                self.sink.send(frame::reply_err(unique, Errno::ENOSYS));
+            }
+        }
+    }
+
+    fn init(&self, unique: u64, init: &CuseInitIn) {
+        if init.major != FUSE_KERNEL_VERSION || init.minor < FUSE_KERNEL_MINOR_VERSION_MIN_CUSE {
+            log::error!("kernel CUSE protocol {}.{} is not supported (need 7.16+)", init.major, init.minor);
+            self.sink.send(frame::reply_err(unique, Errno::EPROTO));
+            return;
+        }
+        let out = CuseInitOut {
+            major: FUSE_KERNEL_VERSION,
+            minor: init.minor.min(38),
+            flags: CUSE_UNRESTRICTED_IOCTL,
+            max_read: MAX_TRANSFER,
+            max_write: MAX_TRANSFER,
+            ..Default::default()
+        };
+        self.initialized.store(true, Ordering::Release);
+        self.sink.send(frame::reply_init(unique, &out, &self.devname));
+    }
+
+    fn open(&self, req: &Request) {
+        let h = &req.header;
+        let pid = self.procfs.tgid(h.pid).unwrap_or(h.pid);
+        let caller = Caller { pid, tid: h.pid, uid: h.uid, gid: h.gid };
+        let file = self.device.open(caller);
+        lock(&self.files).insert(file.0, pid);
+        let out = FuseOpenOut { fh: file.0, open_flags: FOPEN_DIRECT_IO | FOPEN_NONSEEKABLE, padding: 0 };
+        self.sink.send(frame::reply_struct(h.unique, &out));
+    }
+
+    fn interrupt(&self, unique: u64) {
+        if !self.device.interrupt(unique) {
+            // Not parked (yet): the request may still be on its way to us.
+            let mut p = lock(&self.pending_interrupts);
+            if p.len() >= MAX_PENDING_INTERRUPTS {
+                p.pop_front();
+            }
+            p.push_back(unique);
+        }
+    }
+
+    fn take_interrupt(&self, unique: u64) -> bool {
+        let mut p = lock(&self.pending_interrupts);
+        match p.iter().position(|u| *u == unique) {
+            Some(i) => {
+                p.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn ioctl(&self, req: &Request, io: &FuseIoctlIn, data: &[u8]) {
+        let h = &req.header;
+        let unique = h.unique;
+        if io.flags & (FUSE_IOCTL_COMPAT | FUSE_IOCTL_32BIT | FUSE_IOCTL_COMPAT_X32) != 0 {
+            // amdkfd has no compat ioctls either.
+            self.sink.send(frame::reply_ioctl(unique, -(Errno::ENOTTY as i32), &[]));
+            return;
+        }
+        let Some(owner) = lock(&self.files).get(&io.fh).copied() else {
+            self.sink.send(frame::reply_err(unique, Errno::EBADF));
+            return;
+        };
+        let pid = if h.pid == owner || self.procfs.is_thread_of(owner, h.pid) {
+            owner
+        } else {
+            self.procfs.tgid(h.pid).unwrap_or(h.pid)
+        };
+        let caller = Caller { pid, tid: h.pid, uid: h.uid, gid: h.gid };
+        let Some(desc) = ioctl::lookup(io.cmd) else {
+            self.sink.send(frame::reply_ioctl(unique, -(Errno::ENOTTY as i32), &[]));
+            return;
+        };
+        let size = ioc_size(io.cmd) as u64;
+        let kdir = ioc_dir(desc.cmd);
+        let args_in = if kdir & IOC_WRITE != 0 { size } else { 0 };
+        let args_out = if kdir & IOC_READ != 0 { size } else { 0 };
+        let mut kargs = vec![0u8; (size as usize).max(ioc_size(desc.cmd))];
+        let have = (data.len() as u64).min(args_in) as usize;
+        kargs[..have].copy_from_slice(&data[..have]);
+        // Only ranges named by the real arguments count: before they arrive there are none.
+        let ranges = if (data.len() as u64) < args_in { Vec::new() } else { (desc.user_ranges)(&kargs) };
+        let mut ins = Vec::new();
+        let mut outs = Vec::new();
+        if args_in > 0 {
+            ins.push(iov(io.arg, args_in));
+        }
+        if args_out > 0 {
+            outs.push(iov(io.arg, args_out));
+        }
+        for r in &ranges {
+            ins.push(iov(r.addr, r.len));
+            if r.dir != Direction::In {
+                outs.push(iov(r.addr, r.len));
+            }
+        }
+        let total_in: u64 = ins.iter().map(|v| v.len).sum();
+        let total_out: u64 = outs.iter().map(|v| v.len).sum();
+        if total_in > u64::from(MAX_TRANSFER)
+            || total_out > u64::from(MAX_TRANSFER)
+            || ins.len() + outs.len() > FUSE_IOCTL_MAX_IOV as usize
+        {
+            self.sink.send(frame::reply_ioctl(unique, -(Errno::ENOMEM as i32), &[]));
+            return;
+        }
+        if (data.len() as u64) < total_in || u64::from(io.out_size) < total_out {
+            self.sink.send(frame::reply_ioctl_retry(unique, &ins, &outs));
+            return;
+        }
+        // All data is here: [args][range 0][range 1]...
+        let mut staged = Staged { ranges: Vec::with_capacity(ranges.len()) };
+        let mut at = args_in as usize;
+        let mut out_ranges = Vec::new();
+        for r in &ranges {
+            let bytes = &data[at..at + r.len as usize];
+            staged.ranges.push((r.addr, bytes));
+            if r.dir != Direction::In {
+                out_ranges.push((*r, bytes.to_vec()));
+            }
+            at += r.len as usize;
+        }
+        if self.take_interrupt(unique) {
+            self.sink.send(frame::reply_ioctl(unique, -(Errno::EINTR as i32), &[]));
+            return;
+        }
+        let sink = self.sink.clone();
+        let responder = Responder::new(unique, move |reply: Reply| {
+            sink.send(final_reply(unique, reply, args_out as usize, out_ranges));
+        });
+        let request = ioctl::Request { caller, cmd: io.cmd, data: &data[..args_in as usize], tag: unique };
+        self.device.ioctl(FileId(io.fh), &request, &staged, responder);
+    }
+
+    /// Answers every parked request with its failure and forgets all files (shutdown).
+    pub fn shutdown(&self) {
+        lock(&self.files).clear();
+        self.device.shutdown();
+    }
+}
+
+/// The final ioctl reply: the argument struct, then each written range with the device's
+/// writes applied over what the caller had.
+fn final_reply(unique: u64, reply: Reply, args_out: usize, mut ranges: Vec<(UserRange, Vec<u8>)>) -> Vec<u8> {
+    let mut result = reply.result;
+    for w in &reply.user_writes {
+        if !apply(&mut ranges, w) {
+            log::error!("ioctl wrote {} bytes at {:#x} outside its declared ranges", w.data.len(), w.addr);
+            result = -(Errno::EFAULT as i32);
+        }
+    }
+    let mut out = Vec::with_capacity(args_out + ranges.iter().map(|r| r.1.len()).sum::<usize>());
+    if args_out > 0 {
+        let mut args = reply.data;
+        args.resize(args_out, 0);
+        out.extend_from_slice(&args);
+    }
+    for (_, bytes) in ranges {
+        out.extend_from_slice(&bytes);
+    }
+    frame::reply_ioctl(unique, result, &out)
+}
+
+fn apply(ranges: &mut [(UserRange, Vec<u8>)], w: &UserWrite) -> bool {
+    let Some(end) = w.addr.checked_add(w.data.len() as u64) else { return false };
+    for (r, bytes) in ranges.iter_mut() {
+        if r.addr <= w.addr && end <= r.addr + r.len {
+            let off = (w.addr - r.addr) as usize;
+            bytes[off..off + w.data.len()].copy_from_slice(&w.data);
+            return true;
+        }
+    }
+    false
+}
