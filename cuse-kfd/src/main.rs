@@ -1,1 +1,183 @@
-fn main() {}
+//! `cuse-kfd`: serve the device through CUSE, or print its topology.
+
+use clap::{Parser, Subcommand};
+use cuse_kfd::cuse::channel::{self, Channel};
+use cuse_kfd::cuse::session::{Session, SystemProcfs};
+use cuse_kfd::{Device, DeviceConfig};
+use nix::sys::signal::{SigSet, Signal};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(name = "cuse-kfd", version, about = "A software amdkfd: /dev/kfd through CUSE, with a soft command processor")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the device as /dev/<NAME> through CUSE (needs root and a kernel with CUSE).
+    Serve(ServeArgs),
+    /// Print the topology of a profile, or write its sysfs-shaped tree.
+    Topology {
+        #[arg(long, default_value = cuse_kfd::topology::DEFAULT_PROFILE)]
+        profile: String,
+        #[arg(long, default_value_t = 1)]
+        gpus: usize,
+        /// Write the tree (DIR/topology/...) instead of printing it.
+        #[arg(long, value_name = "DIR")]
+        write: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Device node name under /dev (e.g. kfd-soft beside a real GPU's kfd).
+    #[arg(long, default_value = "kfd")]
+    name: String,
+    /// Mode of the device node, octal (devtmpfs creates it 0600 root).
+    #[arg(long, default_value = "0666", value_parser = parse_mode)]
+    mode: u32,
+    /// Group owning the device node (name or number), e.g. render.
+    #[arg(long)]
+    group: Option<String>,
+    /// Device profile (gfx90a or gfx1030).
+    #[arg(long, default_value = cuse_kfd::topology::DEFAULT_PROFILE)]
+    profile: String,
+    /// Number of GPU nodes.
+    #[arg(long, default_value_t = 1)]
+    gpus: usize,
+    /// Where backing files and the topology tree live (default /run/cuse-kfd/<NAME>).
+    #[arg(long)]
+    runtime_dir: Option<PathBuf>,
+    /// Reader threads on the CUSE channel.
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// The CUSE control device.
+    #[arg(long, default_value = "/dev/cuse")]
+    cuse: PathBuf,
+}
+
+fn parse_mode(s: &str) -> Result<u32, String> {
+    u32::from_str_radix(s.trim_start_matches("0o"), 8).map_err(|e| format!("not an octal mode: {e}")).and_then(|m| {
+        if m <= 0o777 {
+            Ok(m)
+        } else {
+            Err("mode must be at most 0777".into())
+        }
+    })
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Serve(a) => serve(a),
+        Command::Topology { profile, gpus, write } => topology(&profile, gpus, write.as_deref()),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cuse-kfd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn topology(profile: &str, gpus: usize, write: Option<&Path>) -> Result<(), String> {
+    let t = cuse_kfd::topology::Topology::from_profile_name(profile, gpus).map_err(|e| e.to_string())?;
+    match write {
+        Some(dir) => t.write_tree(dir).map_err(|e| format!("writing the topology under {}: {e}", dir.display())),
+        None => {
+            for (path, text) in t.files() {
+                println!("== {path}\n{text}");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn group_id(g: &str) -> Result<u32, String> {
+    if let Ok(n) = g.parse() {
+        return Ok(n);
+    }
+    nix::unistd::Group::from_name(g)
+        .map_err(|e| format!("looking up group {g}: {e}"))?
+        .map(|gr| gr.gid.as_raw())
+        .ok_or_else(|| format!("no group named {g}"))
+}
+
+fn serve(a: ServeArgs) -> Result<(), String> {
+    if a.name.is_empty() || a.name.contains("..") || a.name.starts_with('/') {
+        return Err(format!("invalid device name {:?}", a.name));
+    }
+    let gid = a.group.as_deref().map(group_id).transpose()?;
+    if !nix::unistd::geteuid().is_root() {
+        return Err("serving needs root: /dev/cuse is root-only, and the daemon sets up the node".into());
+    }
+    let channel = Arc::new(Channel::open(&a.cuse).map_err(|e| e.to_string())?);
+    let runtime_dir = a.runtime_dir.clone().unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(&a.name));
+    let config = DeviceConfig { profile: a.profile.clone(), gpus: a.gpus, runtime_dir: runtime_dir.clone(), ..Default::default() };
+    let device = Device::new(&config).map_err(|e| e.to_string())?;
+    device
+        .topology()
+        .write_tree(&runtime_dir)
+        .map_err(|e| format!("writing the topology under {}: {e}", runtime_dir.display()))?;
+
+    // Signals are taken by the main thread only: block them before any thread starts.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals.thread_block().map_err(|e| format!("blocking signals: {e}"))?;
+
+    let session = Arc::new(Session::new(device.clone(), channel.clone(), Box::new(SystemProcfs), &a.name));
+    let (s, c, threads) = (session.clone(), channel.clone(), a.threads);
+    let server = std::thread::Builder::new()
+        .name("cuse-serve".into())
+        .spawn(move || {
+            let r = channel::serve(c, s, threads);
+            if let Err(e) = &r {
+                log::error!("the CUSE channel failed: {e}");
+            }
+            // The device is gone: wake the main thread.
+            let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
+        })
+        .map_err(|e| format!("starting the server: {e}"))?;
+
+    let node = Path::new("/dev").join(&a.name);
+    setup_node(&node, a.mode, gid, &session)?;
+    log::info!(
+        "serving {} ({} x{}), runtime directory {}",
+        node.display(),
+        a.profile,
+        a.gpus,
+        runtime_dir.display()
+    );
+    let sig = signals.wait().map_err(|e| format!("waiting for signals: {e}"))?;
+    log::info!("{sig:?}: shutting down");
+    session.shutdown();
+    let _ = std::fs::remove_dir_all(runtime_dir.join("topology"));
+    drop(server);
+    Ok(())
+}
+
+/// Waits for devtmpfs to create the node after CUSE_INIT, then gives it its mode and group.
+fn setup_node(node: &Path, mode: u32, gid: Option<u32>, session: &Session) -> Result<(), String> {
+    let t0 = Instant::now();
+    while !(session.is_initialized() && node.exists()) {
+        if t0.elapsed() > Duration::from_secs(10) {
+            return Err(format!("{} did not appear within 10 s of starting CUSE", node.display()));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(node, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("chmod {:o} {}: {e}", mode, node.display()))?;
+    if let Some(g) = gid {
+        std::os::unix::fs::chown(node, None, Some(g)).map_err(|e| format!("chgrp {g} {}: {e}", node.display()))?;
+    }
+    Ok(())
+}

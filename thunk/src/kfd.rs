@@ -4,7 +4,7 @@ use crate::memory::{open_backing, GpuMemory, Kind, Space};
 use crate::transport::{EmbeddedTransport, Transport};
 use crate::vm;
 use nix::errno::Errno;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use uapi::ioctl::*;
 use uapi::kfd::*;
@@ -41,6 +41,24 @@ pub struct WaitResult {
 impl Kfd {
     pub fn new(transport: Box<dyn Transport>) -> Kfd {
         Kfd { inner: Arc::new(Inner { transport, event_page: Mutex::new(None) }) }
+    }
+
+    /// The device node at `path` (a cuse-kfd daemon's /dev/kfd).
+    pub fn open_node(path: &Path) -> Result<Kfd, Errno> {
+        Ok(Kfd::new(Box::new(crate::node::NodeTransport::open(path)?)))
+    }
+
+    /// The transport the environment asks for: `CUSE_KFD_EMBEDDED=1` an embedded device,
+    /// otherwise the node `CUSE_KFD_DEVICE` (default /dev/kfd).
+    pub fn open_default() -> Result<Kfd, Errno> {
+        if std::env::var_os("CUSE_KFD_EMBEDDED").is_some_and(|v| v == "1") {
+            return Kfd::embedded(&cuse_kfd::DeviceConfig::default()).map_err(|e| {
+                log::error!("cannot create the embedded device: {e}");
+                Errno::ENODEV
+            });
+        }
+        let path = std::env::var_os("CUSE_KFD_DEVICE").map_or_else(|| PathBuf::from("/dev/kfd"), PathBuf::from);
+        Kfd::open_node(&path)
     }
 
     /// A device embedded in this process.

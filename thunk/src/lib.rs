@@ -8,6 +8,7 @@
 
 pub mod kfd;
 pub mod memory;
+pub mod node;
 pub mod queue;
 pub mod signal;
 pub mod transport;
