@@ -1,0 +1,168 @@
+//! Helpers of the real-device tier: the daemon under test, client processes, signals.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The daemon binary if this run is the device tier; otherwise says why the test is skipped.
+pub fn tier() -> Option<PathBuf> {
+    if std::env::var_os("CUSE_KFD_DEVICE_TIER").is_none() {
+        eprintln!("skipped: not the real-device tier (cargo xtask test device sets CUSE_KFD_DEVICE_TIER)");
+        return None;
+    }
+    let bin = std::env::var_os("CUSE_KFD_BIN").map(PathBuf::from).expect("CUSE_KFD_BIN names the cuse-kfd binary");
+    assert!(bin.is_file(), "{} is not a file", bin.display());
+    Some(bin)
+}
+
+/// A `cuse-kfd serve` child and its node.
+pub struct Daemon {
+    child: Child,
+    pub node: PathBuf,
+    pub runtime_dir: PathBuf,
+}
+
+impl Daemon {
+    pub fn start(bin: &Path, name: &str) -> Daemon {
+        let node = Path::new("/dev").join(name);
+        let runtime_dir = std::env::temp_dir().join(format!("cuse-kfd-tier-{name}"));
+        let child = Command::new(bin)
+            .args(["serve", "--name", name, "--mode", "0666", "--runtime-dir"])
+            .arg(&runtime_dir)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .spawn()
+            .expect("start cuse-kfd serve");
+        let mut d = Daemon { child, node, runtime_dir };
+        let t0 = Instant::now();
+        while !d.ready() {
+            if let Some(status) = d.child.try_wait().unwrap() {
+                panic!("cuse-kfd serve exited with {status} before {} appeared", d.node.display());
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "{} did not appear", d.node.display());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        d
+    }
+
+    /// The node exists with the requested mode (set after devtmpfs creates it 0600).
+    fn ready(&self) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(&self.node).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o666)
+    }
+
+    /// SIGKILL: the daemon dies without cleaning up.
+    pub fn kill_hard(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let t0 = Instant::now();
+            while self.child.try_wait().ok().flatten().is_none() {
+                if t0.elapsed() > Duration::from_secs(5) {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.runtime_dir);
+    }
+}
+
+/// Starts this test binary again as a client process in `role` against `node`.
+pub fn client(role: &str, node: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "client_role", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("CUSE_KFD_CLIENT_ROLE", role)
+        .env("CUSE_KFD_DEVICE", node)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start a client process")
+}
+
+/// A line the client printed with the `@@` marker (libtest prints its own lines too).
+pub fn read_line(child: &mut Child) -> String {
+    let out = child.stdout.as_mut().expect("piped stdout");
+    let mut r = BufReader::new(out);
+    loop {
+        let mut line = String::new();
+        assert!(r.read_line(&mut line).unwrap() > 0, "the client exited");
+        if let Some(rest) = line.strip_prefix("@@ ") {
+            return rest.trim().to_string();
+        }
+    }
+}
+
+pub fn write_line(child: &mut Child, s: &str) {
+    writeln!(child.stdin.as_mut().expect("piped stdin"), "{s}").unwrap();
+}
+
+/// Whether process `pid` sits in an ioctl in the kernel (wchan names a fuse wait).
+pub fn is_waiting(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().map(|r| r.trim().starts_with('S')))
+        .unwrap_or(false)
+        && std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| w.contains("fuse") || w.contains("request"))
+}
+
+extern "C" fn noop(_: libc::c_int) {}
+
+/// A SIGUSR1 handler that does nothing, installed without SA_RESTART so blocked calls see EINTR.
+pub fn install_noop_sigusr1() {
+    let sa = nix::sys::signal::SigAction::new(
+        nix::sys::signal::SigHandler::Handler(noop),
+        nix::sys::signal::SaFlags::empty(),
+        nix::sys::signal::SigSet::empty(),
+    );
+    // SAFETY: the handler does nothing, so it is async-signal-safe.
+    unsafe { nix::sys::signal::sigaction(nix::sys::signal::Signal::SIGUSR1, &sa) }.expect("sigaction");
+}
+
+pub fn gettid() -> i32 {
+    nix::unistd::gettid().as_raw()
+}
+
+/// tgkill(2): a signal to one thread of this process.
+pub fn signal_thread(tid: i32, sig: libc::c_int) {
+    // SAFETY: a plain syscall with integer arguments.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, std::process::id() as libc::c_long, tid as libc::c_long, sig as libc::c_long) };
+    assert_eq!(r, 0, "tgkill");
+}
+
+/// The body of the `client_role` test, as the parent test asked through the environment.
+pub fn run_client_role() {
+    use thunk::memory::Kind;
+    let Ok(role) = std::env::var("CUSE_KFD_CLIENT_ROLE") else { return };
+    let kfd = thunk::Kfd::open_default().expect("open the node");
+    let gpu = kfd.gpu_ids().unwrap()[0];
+    match role.as_str() {
+        "wait_forever" => {
+            let _mem = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();
+            let ev = kfd.create_event(gpu, uapi::kfd::KFD_IOC_EVENT_SIGNAL, false).unwrap().event_id;
+            let w = kfd.wait_events(&[ev], false, uapi::kfd::KFD_EVENT_TIMEOUT_INFINITE);
+            panic!("the wait returned: {w:?}");
+        }
+        "hold_objects" => {
+            let mem = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();
+            let ev = kfd.create_event(gpu, uapi::kfd::KFD_IOC_EVENT_SIGNAL, false).unwrap().event_id;
+            let q = thunk::queue::AqlQueue::new(&kfd, gpu, 64).unwrap();
+            println!("@@ {ev:x} {:x} {:x}", mem.handle, q.id);
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).unwrap();
+            let intact = kfd.set_event(ev).is_ok() && kfd.map_to_gpu(mem.handle, &[gpu]).is_ok();
+            println!("@@ {}", if intact { "intact" } else { "damaged" });
+            std::io::stdin().read_line(&mut line).unwrap();
+            drop(q);
+        }
+        other => panic!("unknown client role {other}"),
+    }
+}
