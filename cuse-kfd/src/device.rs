@@ -128,6 +128,8 @@ impl Device {
         })?;
         let topology = Topology::new(profile, config.gpus)?;
         let backing = BackingStore::new(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
+        // Clients read the topology from here whatever their transport (<runtime dir>/topology).
+        topology.write_tree(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
         Ok(Arc::new_cyclic(|weak: &Weak<Device>| {
             let w = weak.clone();
             let timer = Timer::new(Box::new(move |pid, wait| {
@@ -382,6 +384,7 @@ fn gtt_limit() -> u64 {
 impl Drop for Device {
     fn drop(&mut self) {
         self.shutdown();
+        let _ = std::fs::remove_dir_all(self.backing.root().join("topology"));
         let _ = std::fs::remove_dir(self.backing.root());
     }
 }

@@ -122,10 +122,6 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     let runtime_dir = a.runtime_dir.clone().unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(&a.name));
     let config = DeviceConfig { profile: a.profile.clone(), gpus: a.gpus, runtime_dir: runtime_dir.clone(), ..Default::default() };
     let device = Device::new(&config).map_err(|e| e.to_string())?;
-    device
-        .topology()
-        .write_tree(&runtime_dir)
-        .map_err(|e| format!("writing the topology under {}: {e}", runtime_dir.display()))?;
 
     // Signals are taken by the main thread only: block them before any thread starts.
     let mut signals = SigSet::empty();

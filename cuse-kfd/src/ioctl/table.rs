@@ -83,8 +83,10 @@ pub static VENDOR: [IoctlDesc; 2] = [
     row!(CUSE_KFD_IOC_KICK, "CUSE_KFD_KICK", (), vendor::kick),
 ];
 
-/// The row for `cmd` by its type and number, as amdkfd looks up (size and direction of `cmd`
-/// are not compared: old and new struct sizes both reach the handler); then the vendor rows.
+/// The row for `cmd` by its number, as amdkfd looks up (size and direction of `cmd` are not
+/// compared: old and new struct sizes both reach the handler); then the vendor rows. Unlike
+/// amdkfd, the type byte must be 'K': a stray ioctl meant for another driver (isatty's TCGETS
+/// has nr 1) is ENOTTY here, not GET_VERSION.
 pub fn lookup(cmd: u32) -> Option<&'static IoctlDesc> {
     if ioc_type(cmd) != AMDKFD_IOCTL_BASE {
         return None;

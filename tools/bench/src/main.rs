@@ -3,17 +3,29 @@
 //! Machines here are noisy: latencies are medians (p50) and p99 over many round trips.
 
 mod baseline;
+mod cuse;
 mod engine;
 mod stats;
 
-fn main() {
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
     let only: Vec<String> = std::env::args().skip(1).collect();
     if only.iter().any(|a| a == "-h" || a == "--help") {
-        println!("usage: kfd-bench [GROUP...]\n\ngroups: engine (doorbell latency, dispatch latency, barrier throughput, idle CPU)\nPrints BENCH and RATIO lines; with no group, runs all.");
-        return;
+        println!(
+            "usage: kfd-bench [GROUP...]\n\ngroups:\n  engine  doorbell and dispatch latency, barrier throughput, idle CPU (embedded)\n  cuse    GET_VERSION and WAIT_EVENTS round trips against a libfuse3 CUSE device\n          (needs /dev/cuse, root, CUSE_KFD_BIN and KFD_BENCH_CUSE_REF)\nPrints BENCH and RATIO lines; with no group, runs engine."
+        );
+        return ExitCode::SUCCESS;
     }
-    let run = |g: &str| only.is_empty() || only.iter().any(|a| a == g);
+    let run = |g: &str| (only.is_empty() && g == "engine") || only.iter().any(|a| a == g);
     if run("engine") {
         engine::run();
     }
+    if run("cuse") {
+        if let Err(e) = cuse::run() {
+            eprintln!("kfd-bench cuse: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
 }

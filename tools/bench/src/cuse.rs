@@ -1,0 +1,109 @@
+//! CUSE round trips: GET_VERSION and WAIT_EVENTS (timeout 0, one event) through our daemon
+//! against the same ioctls on a minimal libfuse3 CUSE device (cuse-ref/cuse_ref.c), the
+//! reference CUSE server. Needs /dev/cuse and root: `cargo xtask bench` runs it in the
+//! device tier's VM, with CUSE_KFD_BIN and KFD_BENCH_CUSE_REF naming the two servers.
+
+use crate::stats::{bench, ns, percentile, ratio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+use uapi::ioctl::*;
+use uapi::kfd::*;
+use uapi::IntoBytes;
+
+const CALLS: usize = 5_000;
+const ROUNDS: usize = 4;
+
+struct Server {
+    child: Child,
+    node: PathBuf,
+}
+
+impl Server {
+    fn start(cmd: &mut Command, node: &str) -> Result<Server, String> {
+        let child = cmd.spawn().map_err(|e| format!("starting {cmd:?}: {e}"))?;
+        let mut s = Server { child, node: Path::new("/dev").join(node) };
+        let t0 = Instant::now();
+        while std::fs::OpenOptions::new().read(true).write(true).open(&s.node).is_err() {
+            if let Ok(Some(st)) = s.child.try_wait() {
+                return Err(format!("{cmd:?} exited with {st}"));
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                return Err(format!("{} did not appear", s.node.display()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(s)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Times `CALLS` ioctls of `cmd` on `fd`, restoring `args` before each call.
+fn time_ioctl(fd: &std::fs::File, cmd: u32, args: &[u8]) -> Result<Vec<Duration>, String> {
+    use std::os::fd::AsRawFd;
+    let mut buf = args.to_vec();
+    let mut out = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        buf.copy_from_slice(args);
+        let t0 = Instant::now();
+        // SAFETY: `buf` holds `_IOC_SIZE(cmd)` writable bytes; pointers inside it point at live
+        // memory of this function's caller.
+        let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as libc::c_ulong, buf.as_mut_ptr()) };
+        out.push(t0.elapsed());
+        if r < 0 {
+            return Err(format!("ioctl {cmd:#x}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(out)
+}
+
+pub fn run() -> Result<(), String> {
+    let ours = std::env::var_os("CUSE_KFD_BIN").map(PathBuf::from).ok_or("CUSE_KFD_BIN is not set")?;
+    let reference = std::env::var_os("KFD_BENCH_CUSE_REF").map(PathBuf::from).ok_or("KFD_BENCH_CUSE_REF is not set")?;
+    if !Path::new("/dev/cuse").exists() {
+        return Err("no /dev/cuse here (run through cargo xtask bench, which uses the device tier's VM)".into());
+    }
+    let runtime = std::env::temp_dir().join("kfd-bench-cuse");
+    let _ours = Server::start(
+        Command::new(&ours).args(["serve", "--name", "kfd-bench", "--mode", "0666", "--runtime-dir"]).arg(&runtime).env("RUST_LOG", "warn"),
+        "kfd-bench",
+    )?;
+    let _reference = Server::start(Command::new(&reference).arg("kfd-ref"), "kfd-ref")?;
+    let open = |n: &str| std::fs::OpenOptions::new().read(true).write(true).open(Path::new("/dev").join(n)).map_err(|e| format!("{n}: {e}"));
+    let (our_fd, ref_fd) = (open("kfd-bench")?, open("kfd-ref")?);
+
+    // One unsignaled event on our device for the wait (the reference treats any id as one).
+    let kfd = thunk::Kfd::open_node(Path::new("/dev/kfd-bench")).map_err(|e| format!("opening our node: {e}"))?;
+    let gpu = kfd.gpu_ids().map_err(|e| e.to_string())?[0];
+    let event = kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, false).map_err(|e| e.to_string())?.event_id;
+    let data = [EventData { event_id: event, ..Default::default() }];
+    let wait = WaitEventsArgs { events_ptr: data.as_ptr() as u64, num_events: 1, wait_for_all: 0, timeout: 0, wait_result: 0 };
+    let version = GetVersionArgs::default();
+
+    for (name, cmd, args) in [
+        ("get_version", AMDKFD_IOC_GET_VERSION, version.as_bytes()),
+        ("wait_events_t0", AMDKFD_IOC_WAIT_EVENTS, wait.as_bytes()),
+    ] {
+        // Alternate the two servers so drift on a noisy machine hits both alike.
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            a.extend(time_ioctl(&our_fd, cmd, args)?);
+            b.extend(time_ioctl(&ref_fd, cmd, args)?);
+        }
+        let (pa, pb) = (percentile(&mut a, 50.0), percentile(&mut b, 50.0));
+        bench(&format!("cuse_{name}_p50_ours"), ns(pa) / 1000.0, "us");
+        bench(&format!("cuse_{name}_p50_libfuse"), ns(pb) / 1000.0, "us");
+        bench(&format!("cuse_{name}_p99_ours"), ns(percentile(&mut a, 99.0)) / 1000.0, "us");
+        let label = if cmd == AMDKFD_IOC_GET_VERSION { "cuse_ioctl_vs_libfuse".to_string() } else { format!("cuse_{name}_vs_libfuse") };
+        ratio(&label, ns(pa), ns(pb));
+    }
+    drop(kfd);
+    let _ = std::fs::remove_dir_all(&runtime);
+    Ok(())
+}
