@@ -316,6 +316,11 @@ impl QueueRunner {
     /// never run are woken through their events (the signals keep their values).
     pub fn abandon(&mut self) -> Vec<u32> {
         let mut events = Vec::new();
+        // Packets rung since the last poll are pending too.
+        let db = self.hw.doorbell();
+        if db != u64::MAX {
+            self.target = self.target.max(db.wrapping_add(1));
+        }
         let (ring_base, ring_size) = {
             let p = self.hw.queue.props();
             (p.ring_base.0, p.ring_size)
