@@ -98,6 +98,7 @@ impl Kernel {
         FuseOpenOut::read_from_bytes(&r[16..]).unwrap().fh
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn ioctl_frame(&self, unique: u64, pid: u32, fh: u64, cmd: u32, arg: u64, data: &[u8], out_size: u32) -> Vec<u8> {
         let io = FuseIoctlIn { fh, flags: FUSE_IOCTL_UNRESTRICTED, cmd, arg, in_size: data.len() as u32, out_size };
         frame(FUSE_IOCTL, unique, pid, &[io.as_bytes(), data])

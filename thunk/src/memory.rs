@@ -120,21 +120,21 @@ impl GpuMemory {
 
     pub fn u64_at(&self, off: u64) -> &AtomicU64 {
         self.check(off, 8);
-        assert!((self.va + off) % 8 == 0, "misaligned atomic");
+        assert!((self.va + off).is_multiple_of(8), "misaligned atomic");
         // SAFETY: aligned, in bounds, and the mapping lives as long as `self`.
         unsafe { AtomicU64::from_ptr((self.va + off) as *mut u64) }
     }
 
     pub fn i64_at(&self, off: u64) -> &AtomicI64 {
         self.check(off, 8);
-        assert!((self.va + off) % 8 == 0, "misaligned atomic");
+        assert!((self.va + off).is_multiple_of(8), "misaligned atomic");
         // SAFETY: as in `u64_at`.
         unsafe { AtomicI64::from_ptr((self.va + off) as *mut i64) }
     }
 
     pub fn u32_at(&self, off: u64) -> &AtomicU32 {
         self.check(off, 4);
-        assert!((self.va + off) % 4 == 0, "misaligned atomic");
+        assert!((self.va + off).is_multiple_of(4), "misaligned atomic");
         // SAFETY: as in `u64_at`.
         unsafe { AtomicU32::from_ptr((self.va + off) as *mut u32) }
     }

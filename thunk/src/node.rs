@@ -40,9 +40,8 @@ impl NodeTransport {
             .open(path)
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
         let mut info = RuntimeInfo::default();
-        raw_ioctl(&file, CUSE_KFD_IOC_GET_RUNTIME_INFO, info.as_mut_bytes()).map_err(|e| {
+        raw_ioctl(&file, CUSE_KFD_IOC_GET_RUNTIME_INFO, info.as_mut_bytes()).inspect_err(|e| {
             log::warn!("{} does not answer cuse-kfd's runtime-info ioctl ({e}): not a cuse-kfd device", path.display());
-            e
         })?;
         let bytes = info.runtime_dir.as_bytes();
         let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());

@@ -152,7 +152,6 @@ impl QueueRunner {
                 match signal::complete(&mut mem, f.signal, f.start_ts, clock::gpu_clock_counter()) {
                     Ok(ev) => out.events.extend(ev),
                     Err(e) => {
-                        drop(mem);
                         self.fail(e.into(), &mut out);
                         return out;
                     }
@@ -244,7 +243,6 @@ impl QueueRunner {
                 Step::Blocked => unreachable!("handled above"),
             }
         }
-        drop(mem);
         if out.progressed || failure.is_some() {
             self.hw.queue.set_progress(self.read_index, self.target);
         }

@@ -107,7 +107,7 @@ impl<'a> Mem<'a> {
     /// Applies `f` to the atomic word at `va` in a shared file, or returns `Ok(None)` for a
     /// USERPTR word (the caller then goes through process_vm_*).
     fn with_word<R>(&mut self, va: u64, write: bool, f: impl FnOnce(&SharedRegion, usize) -> Result<R, VmFault>) -> Result<Option<R>, VmFault> {
-        if va % 8 != 0 {
+        if !va.is_multiple_of(8) {
             return Err(VmFault::Misaligned { va: GpuVa(va) });
         }
         let i = self.entry_index(va, 8).ok_or(VmFault::Unmapped { va: GpuVa(va) })?;

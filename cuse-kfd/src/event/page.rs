@@ -21,7 +21,7 @@ impl EventPage {
     /// The page at byte `offset` of `file`; `None` if the file cannot hold all slots there.
     pub fn new(file: Arc<BackingFile>, offset: usize) -> Option<EventPage> {
         let fits = offset.checked_add(EVENT_PAGE_SIZE).is_some_and(|end| end <= file.region().len());
-        (fits && offset % 8 == 0).then_some(EventPage { file, offset })
+        (fits && offset.is_multiple_of(8)).then_some(EventPage { file, offset })
     }
 
     pub fn file(&self) -> &Arc<BackingFile> {

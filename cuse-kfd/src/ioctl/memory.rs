@@ -60,7 +60,7 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
     let size = a.size.checked_next_multiple_of(PAGE_SIZE).ok_or(Errno::EINVAL)?;
     let va = GpuVa(a.va_addr);
     let end = va.0.checked_add(size).ok_or(Errno::EINVAL)?;
-    if va.0 % PAGE_SIZE != 0 || va.0 < GPUVM_BASE || end - 1 > GPUVM_LIMIT {
+    if !va.0.is_multiple_of(PAGE_SIZE) || va.0 < GPUVM_BASE || end - 1 > GPUVM_LIMIT {
         return Err(Errno::EINVAL);
     }
     let mut inner = ctx.process.inner();
@@ -90,7 +90,7 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
         BufferKind::Userptr => {
             // For USERPTR, mmap_offset carries the CPU address of the client's pages.
             let cpu = a.mmap_offset;
-            if cpu % PAGE_SIZE != 0 || cpu.checked_add(size).is_none() {
+            if !cpu.is_multiple_of(PAGE_SIZE) || cpu.checked_add(size).is_none() {
                 return Err(Errno::EINVAL);
             }
             let mut probe = [0u8; 1];
@@ -168,7 +168,7 @@ pub fn map(ctx: &Ctx, a: &mut MapMemoryToGpuArgs) -> Result<(), Errno> {
     let b = inner.buffers.get_mut(&a.handle).ok_or(UNKNOWN_HANDLE)?;
     let mut vm = ctx.process.vm_mut();
     for (i, gpu) in ids.iter().enumerate().skip(a.n_success as usize) {
-        if !ctx.device.topology().gpu(*gpu).is_some() {
+        if ctx.device.topology().gpu(*gpu).is_none() {
             return Err(Errno::EINVAL);
         }
         if !b.mapped_on.contains(gpu) {

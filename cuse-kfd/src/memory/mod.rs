@@ -81,6 +81,7 @@ pub struct Buffer {
 }
 
 impl Buffer {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(handle: u64, gpu_id: u32, kind: BufferKind, va: GpuVa, size: u64, flags: u32, mmap_offset: u64, backing: RegionBacking) -> Buffer {
         let region = Arc::new(Region {
             start: va,

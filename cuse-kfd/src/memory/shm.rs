@@ -76,7 +76,7 @@ impl SharedRegion {
         let size = std::mem::size_of::<T>();
         self.check(offset, size)?;
         let ptr = self.map.as_mut_ptr().wrapping_add(offset);
-        if (ptr as usize) % size != 0 {
+        if !(ptr as usize).is_multiple_of(size) {
             return Err(OutOfBounds);
         }
         Ok(ptr.cast())

@@ -183,7 +183,7 @@ impl GpuVm {
 
     /// The naturally aligned 64-bit word at `va`, for atomic access.
     pub fn word(&self, gpu_id: u32, va: GpuVa) -> Result<Word, VmFault> {
-        if va.0 % 8 != 0 {
+        if !va.0.is_multiple_of(8) {
             return Err(VmFault::Misaligned { va });
         }
         let r = self.region(gpu_id, va).ok_or(VmFault::Unmapped { va })?;
