@@ -2,6 +2,8 @@
 //! right process context (kfd_chardev.c's open/release/ioctl, kfd_process.c's process table).
 
 use crate::engine::{Engine, EngineConfig};
+use crate::faults::Faults;
+use crate::trace::Trace;
 use crate::event::timer::Timer;
 use crate::event::wait::{Completion, WaitId, WaitOutcome};
 use crate::ioctl::reply::{Reply, Responder};
@@ -103,6 +105,8 @@ pub struct Device {
     me: Weak<Device>,
     topology: Topology,
     engine: Engine,
+    faults: Arc<Faults>,
+    trace: Arc<Trace>,
     backing: BackingStore,
     clients: Mutex<Clients>,
     /// Parked waits by front-end tag, for interrupts.
@@ -130,6 +134,8 @@ impl Device {
         let backing = BackingStore::new(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
         // Clients read the topology from here whatever their transport (<runtime dir>/topology).
         topology.write_tree(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
+        let faults = Arc::new(Faults::default());
+        let trace = Arc::new(Trace::default());
         Ok(Arc::new_cyclic(|weak: &Weak<Device>| {
             let w = weak.clone();
             let timer = Timer::new(Box::new(move |pid, wait| {
@@ -139,7 +145,9 @@ impl Device {
             }));
             Device {
                 me: weak.clone(),
-                engine: Engine::new(config.engine.clone()),
+                engine: Engine::new(config.engine.clone(), faults.clone(), trace.clone()),
+                faults,
+                trace,
                 topology,
                 backing,
                 clients: Mutex::new(Clients::default()),
@@ -155,6 +163,16 @@ impl Device {
 
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    /// Fault injection settings (see [`crate::faults`]).
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// The ioctl and packet trace (see [`crate::trace`]).
+    pub fn trace(&self) -> &Trace {
+        &self.trace
     }
 
     /// The soft command processor.

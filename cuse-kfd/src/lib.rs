@@ -8,16 +8,20 @@
 //! * [`embedded`]: the in-process front end.
 
 pub mod clock;
+pub mod control;
 pub mod cuse;
 pub mod device;
 pub mod embedded;
 pub mod engine;
 pub mod event;
+pub mod faults;
+pub mod inspect;
 pub mod ioctl;
 pub mod memory;
 pub mod process;
 pub mod queue;
 pub mod topology;
+pub mod trace;
 
 pub use device::{Caller, Device, DeviceConfig, DeviceStats, FileId};
 pub use embedded::{Embedded, EmbeddedFile};

@@ -10,6 +10,8 @@ use super::kernels::{self, Ran, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_
 use super::mem::{Mem, Tlb};
 use super::{signal, HwQueue, QueueFault};
 use crate::clock;
+use crate::faults::Faults;
+use crate::trace::{Kind as TraceKind, Trace};
 use crate::queue::QueueType;
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, Ordering};
@@ -70,8 +72,15 @@ enum Step {
     Blocked,
 }
 
+/// What every poll needs from the engine.
+pub struct PollCtx<'a> {
+    pub grace: Duration,
+    pub trace: &'a Trace,
+}
+
 pub struct QueueRunner {
     pub hw: Arc<HwQueue>,
+    faults: Arc<Faults>,
     tlb: Tlb,
     read_index: u64,
     target: u64,
@@ -84,9 +93,10 @@ pub struct QueueRunner {
 }
 
 impl QueueRunner {
-    pub fn new(hw: Arc<HwQueue>) -> QueueRunner {
+    pub fn new(hw: Arc<HwQueue>, faults: Arc<Faults>) -> QueueRunner {
         let mut r = QueueRunner {
             hw,
+            faults,
             tlb: Tlb::default(),
             read_index: 0,
             target: 0,
@@ -98,7 +108,7 @@ impl QueueRunner {
         };
         // Start from the read pointer the client initialised.
         let rptr = r.hw.queue.read_ptr.0;
-        let mut mem = Mem::new(&r.hw.process, r.hw.queue.gpu_id, &mut r.tlb);
+        let mut mem = Mem::new(&r.hw.process, r.hw.queue.gpu_id, &mut r.tlb, &r.faults);
         if let Ok(rd) = mem.load_u64(rptr, Ordering::Acquire) {
             r.read_index = rd;
             r.target = rd;
@@ -115,11 +125,12 @@ impl QueueRunner {
         (self.props.1, self.props.2, self.props.3)
     }
 
-    pub fn poll(&mut self, now: &LazyNow, grace: Duration) -> Polled {
+    pub fn poll(&mut self, now: &LazyNow, ctx: &PollCtx) -> Polled {
         let mut out = Polled::default();
-        if self.stopped {
+        if self.stopped || self.faults.is_hung(self.hw.queue.id) {
             return out;
         }
+        let grace = ctx.grace;
         let db = self.hw.doorbell();
         if db != self.last_doorbell {
             self.last_doorbell = db;
@@ -139,10 +150,10 @@ impl QueueRunner {
         }
         if self.hw.queue.queue_type != QueueType::ComputeAql {
             let reason = format!("{} queues are not processed by this device (only AQL queues)", self.hw.queue.queue_type.name());
-            self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out);
+            self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out, ctx.trace);
             return out;
         }
-        let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb);
+        let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb, &self.faults);
         // Retire running kernels whose time has come.
         let mut i = 0;
         while i < self.in_flight.len() {
@@ -152,7 +163,7 @@ impl QueueRunner {
                 match signal::complete(&mut mem, f.signal, f.start_ts, clock::gpu_clock_counter()) {
                     Ok(ev) => out.events.extend(ev),
                     Err(e) => {
-                        self.fail(e.into(), &mut out);
+                        self.fail(e.into(), &mut out, ctx.trace);
                         return out;
                     }
                 }
@@ -164,7 +175,13 @@ impl QueueRunner {
         let slots = ring_size / AQL_PACKET_SIZE as u64;
         let mut budget = BUDGET;
         let mut failure = None;
-        while self.read_index < self.target && budget > 0 {
+        while budget > 0 {
+            if self.read_index >= self.target {
+                if !published_past_target(&mut mem, self.hw.queue.write_ptr.0, self.read_index, ring_base, slots) {
+                    break;
+                }
+                self.target = self.read_index + 1;
+            }
             budget -= 1;
             let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
             let first = match mem.load_u64(slot, Ordering::Acquire) {
@@ -200,6 +217,7 @@ impl QueueRunner {
             }
             let signal = u64::from_le_bytes(packet[56..64].try_into().expect("8 bytes"));
             let start_ts = if signal != 0 { clock::gpu_clock_counter() } else { 0 };
+            let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
             let step = match run_packet(&mut mem, ptype, &packet, now) {
                 Ok(s) => s,
                 Err(f) => {
@@ -223,8 +241,20 @@ impl QueueRunner {
                 failure = Some(e.into());
                 break;
             }
+            if ctx.trace.enabled() {
+                let kind = TraceKind::Packet { queue: self.hw.queue.id, index: self.read_index, packet_type: ptype };
+                ctx.trace.record(self.hw.process.pid, trace_start, kind);
+            }
             self.read_index += 1;
             out.progressed = true;
+            // Injected delay: the packet stays running for that long.
+            let step = match (step, self.faults.completion_delay()) {
+                (Step::Done(events), Some(d)) => {
+                    out.events.extend(events);
+                    Step::Running(now.get() + d)
+                }
+                (s, _) => s,
+            };
             match step {
                 Step::Done(events) => {
                     out.events.extend(events);
@@ -247,7 +277,7 @@ impl QueueRunner {
             self.hw.queue.set_progress(self.read_index, self.target);
         }
         if let Some(f) = failure {
-            self.fail(f, &mut out);
+            self.fail(f, &mut out, ctx.trace);
             return out;
         }
         if self.read_index < self.target && budget == 0 {
@@ -262,15 +292,19 @@ impl QueueRunner {
 
     /// Stops the queue and reports why (queue_inactive_signal, HW-exception / queue or memory
     /// events), as the trap handler and KFD do.
-    fn fail(&mut self, fault: QueueFault, out: &mut Polled) {
+    fn fail(&mut self, fault: QueueFault, out: &mut Polled, trace: &Trace) {
         self.stopped = true;
         log::warn!("pid {} queue {}: {}", self.hw.process.pid, self.hw.queue.id, fault);
+        if trace.enabled() {
+            let kind = TraceKind::QueueError { queue: self.hw.queue.id, reason: fault.to_string() };
+            trace.record(self.hw.process.pid, trace.now_ns(), kind);
+        }
         let process = self.hw.process.clone();
         let gpu_id = self.hw.queue.gpu_id;
         if let QueueFault::Invalid { code, .. } = &fault {
             // The queue's amd_queue_t holds the read pointer it was created with; its
             // queue_inactive_signal receives the error code.
-            let mut mem = Mem::new(&process, gpu_id, &mut self.tlb);
+            let mut mem = Mem::new(&process, gpu_id, &mut self.tlb, &self.faults);
             let base = self.hw.queue.read_ptr.0.wrapping_sub(uapi::queue::AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
             let inactive = mem.load_u64(base + uapi::queue::AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64, Ordering::Acquire);
             if let Some(sig) = inactive.ok().filter(|s| *s != 0) {
@@ -323,7 +357,7 @@ impl QueueRunner {
             let p = self.hw.queue.props();
             (p.ring_base.0, p.ring_size)
         };
-        let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb);
+        let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb, &self.faults);
         let mut signals: Vec<u64> = self.in_flight.drain(..).map(|f| f.signal).collect();
         let slots = ring_size / AQL_PACKET_SIZE as u64;
         if ring_base != 0 && slots > 0 {
@@ -405,4 +439,18 @@ fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: &La
         }
         t => Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("unknown packet type {t}"))),
     }
+}
+
+/// Whether packet `read_index`, at or past the doorbell target, is published below the write
+/// index. Producers ring the doorbell with plain stores, so a late, smaller index can overwrite
+/// a larger one before the engine saw it; like the CP, which reads the write pointer and stops at
+/// an INVALID header, the engine still runs what was published. An INVALID slot here is no error:
+/// nobody rang over it.
+fn published_past_target(mem: &mut Mem, write_ptr: u64, read_index: u64, ring_base: u64, slots: u64) -> bool {
+    let Ok(write) = mem.load_u64(write_ptr, Ordering::Acquire) else { return false };
+    if write <= read_index || write - read_index > slots {
+        return false;
+    }
+    let slot = ring_base + (read_index % slots) * AQL_PACKET_SIZE as u64;
+    matches!(mem.load_u64(slot, Ordering::Acquire), Ok(w) if w as u8 != HSA_PACKET_TYPE_INVALID)
 }

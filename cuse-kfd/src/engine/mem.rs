@@ -3,6 +3,7 @@
 //! flushes, so the hot path does not take the VM lock per access.
 
 use crate::memory::shm::SharedRegion;
+use crate::faults::Faults;
 use crate::memory::remote;
 use crate::memory::vm::{GpuVa, RegionBacking, VmFault};
 use crate::process::Process;
@@ -33,16 +34,25 @@ pub struct Mem<'a> {
     pub process: &'a Process,
     pub gpu_id: u32,
     tlb: &'a mut Tlb,
+    faults: &'a Faults,
 }
 
 impl<'a> Mem<'a> {
-    pub fn new(process: &'a Process, gpu_id: u32, tlb: &'a mut Tlb) -> Mem<'a> {
+    pub fn new(process: &'a Process, gpu_id: u32, tlb: &'a mut Tlb, faults: &'a Faults) -> Mem<'a> {
         let g = process.vm_generation();
         if tlb.generation != g {
             tlb.entries.clear();
             tlb.generation = g;
         }
-        Mem { process, gpu_id, tlb }
+        Mem { process, gpu_id, tlb, faults }
+    }
+
+    /// An injected VM fault on `[va, va + len)` (see crate::faults).
+    fn injected(&self, va: u64, len: u64) -> Result<(), VmFault> {
+        match self.faults.vm_fault_in(va, len) {
+            Some(at) => Err(VmFault::Unmapped { va: GpuVa(at) }),
+            None => Ok(()),
+        }
     }
 
     /// The cached region holding `[va, va + len)`, filled from the VM on a miss.
@@ -81,6 +91,7 @@ impl<'a> Mem<'a> {
 
     /// Copies `buf.len()` bytes at `va` out of GPU memory.
     pub fn read(&mut self, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+        self.injected(va, buf.len() as u64)?;
         let hit = self.entry_index(va, buf.len() as u64);
         match hit.map(|i| &self.tlb.entries[i]) {
             Some(Entry { start, backing: RegionBacking::File { file, offset }, .. }) => {
@@ -94,6 +105,7 @@ impl<'a> Mem<'a> {
 
     /// Copies `data` into GPU memory at `va`.
     pub fn write(&mut self, va: u64, data: &[u8]) -> Result<(), VmFault> {
+        self.injected(va, data.len() as u64)?;
         let hit = self.entry_index(va, data.len() as u64);
         match hit.map(|i| &self.tlb.entries[i]) {
             Some(Entry { start, writable: true, backing: RegionBacking::File { file, offset }, .. }) => {
@@ -110,6 +122,7 @@ impl<'a> Mem<'a> {
         if !va.is_multiple_of(8) {
             return Err(VmFault::Misaligned { va: GpuVa(va) });
         }
+        self.injected(va, 8)?;
         let i = self.entry_index(va, 8).ok_or(VmFault::Unmapped { va: GpuVa(va) })?;
         let e = &self.tlb.entries[i];
         if write && !e.writable {

@@ -19,7 +19,9 @@ use crate::memory::backing::BackingFile;
 use crate::memory::vm::VmFault;
 use crate::process::Process;
 use crate::queue::{Queue, QueueError};
-use aql::{LazyNow, QueueRunner};
+use aql::{LazyNow, PollCtx, QueueRunner};
+use crate::faults::Faults;
+use crate::trace::Trace;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -135,6 +137,8 @@ struct Registry {
 
 struct Shared {
     config: EngineConfig,
+    faults: Arc<Faults>,
+    trace: Arc<Trace>,
     registry: Mutex<Registry>,
     generation: AtomicU64,
     acked: Mutex<u64>,
@@ -158,9 +162,11 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(config: EngineConfig) -> Engine {
+    pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>) -> Engine {
         let shared = Arc::new(Shared {
             config,
+            faults,
+            trace,
             registry: Mutex::new(Registry::default()),
             generation: AtomicU64::new(0),
             acked: Mutex::new(0),
@@ -260,7 +266,7 @@ fn run(s: &Shared) {
         let mut pending = false;
         let mut deadline: Option<Instant> = None;
         for r in runners.iter_mut() {
-            let p = r.poll(&now, s.config.invalid_packet_grace);
+            let p = r.poll(&now, &PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace });
             if !p.events.is_empty() {
                 r.hw.raise(&p.events);
             }
@@ -319,7 +325,7 @@ fn adopt(s: &Shared, runners: &mut Vec<QueueRunner>) {
     }
     for q in current {
         if !kept.iter().any(|r| Arc::ptr_eq(&r.hw, &q)) {
-            kept.push(QueueRunner::new(q));
+            kept.push(QueueRunner::new(q, s.faults.clone()));
         }
     }
     *runners = kept;

@@ -144,7 +144,20 @@ pub(crate) fn dispatch(device: &Device, process: &Arc<Process>, req: &Request, u
         writes: RefCell::new(Vec::new()),
         pending: RefCell::new(Some(Pending::new(responder, usize_, copy_out))),
     };
+    let faults = device.faults();
+    if faults.crash_armed() {
+        faults.crash_point(&format!("ioctl:{}", desc.name));
+    }
+    let trace = device.trace();
+    let start = if trace.enabled() { trace.now_ns() } else { 0 };
     let handled = (desc.handler)(&ctx, &mut kdata);
+    if trace.enabled() {
+        let errno = match &handled {
+            Handled::Done(Err(e)) => *e as i32,
+            _ => 0,
+        };
+        trace.record(req.caller.pid, start, crate::trace::Kind::Ioctl { name: desc.name, errno });
+    }
     let pending = ctx.pending.borrow_mut().take();
     match (handled, pending) {
         (Handled::Done(result), Some(pending)) => {

@@ -1,0 +1,93 @@
+//! `cuse-kfd status`: what the device holds, per process, like /sys/class/kfd/kfd/proc.
+
+use crate::device::Device;
+use std::fmt::Write as _;
+
+fn event_type(t: u32) -> &'static str {
+    match t {
+        0 => "signal",
+        1 => "node-change",
+        2 => "device-state-change",
+        3 => "hw-exception",
+        4 => "system",
+        5 => "debug",
+        6 => "profile",
+        7 => "queue",
+        8 => "memory",
+        _ => "?",
+    }
+}
+
+/// A text report of every process's buffers, queues (read/write index, state, error) and
+/// events. Stable line formats, so tests and scripts can read it.
+pub fn status(device: &Device) -> String {
+    let mut out = String::new();
+    let s = device.stats();
+    let _ = writeln!(
+        out,
+        "device: {} x{} ({}), {} processes, {} buffers, {} queues, {} events, {} parked waits",
+        device.topology().profile().name,
+        device.topology().gpus().len(),
+        device.topology().profile().marketing_name,
+        s.processes,
+        s.buffers,
+        s.queues,
+        s.events,
+        s.waiters
+    );
+    let mut procs = device.processes();
+    procs.sort_by_key(|p| p.pid);
+    for p in procs {
+        let _ = writeln!(out, "process {} uid {}", p.pid, p.owner.uid);
+        let inner = p.inner();
+        for b in inner.buffers.values() {
+            let gpus: Vec<String> = b.mapped_on.iter().map(|g| format!("{g:#x}")).collect();
+            let _ = writeln!(
+                out,
+                "  buffer {:#x} {} va {:#x} size {} mapped [{}]",
+                b.handle,
+                b.kind.name(),
+                b.va.0,
+                b.size,
+                gpus.join(",")
+            );
+        }
+        for q in inner.queues.values() {
+            let props = q.props().clone();
+            let st = q.status();
+            let state = match &st.error {
+                Some(e) => format!("error {}: {}", e.code, e.reason),
+                None if !props.is_active() => "stalled".to_string(),
+                None => "active".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "  queue {} {} gpu {:#x} ring {:#x}/{} read {} write {} doorbell {} {}",
+                q.id,
+                q.queue_type.name(),
+                q.gpu_id,
+                props.ring_base.0,
+                props.ring_size,
+                st.read_index,
+                st.write_index,
+                q.doorbell_index,
+                state
+            );
+        }
+        drop(inner);
+        let events = p.events();
+        for e in events.iter() {
+            let _ = writeln!(
+                out,
+                "  event {} {} {} {} age {} waiters {}",
+                e.id,
+                event_type(e.event_type),
+                if e.auto_reset { "auto" } else { "manual" },
+                if e.signaled { "signaled" } else { "unsignaled" },
+                e.age,
+                e.waiters.len()
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,200 @@
+//! A trace of ioctls and packets, exportable as Chrome trace JSON (opens in Perfetto and
+//! chrome://tracing): one track per client process for its ioctls, one per queue for its packets.
+//!
+//! Off by default; when on, every record costs one short lock. Records are kept in a bounded
+//! ring (the oldest go first).
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Records kept at most.
+pub const DEFAULT_CAPACITY: usize = 1 << 20;
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// An ioctl of process `pid`, with its errno (0 for success).
+    Ioctl { name: &'static str, errno: i32 },
+    /// Packet `index` of queue `queue`, of AQL type `packet_type`, consumed by the engine.
+    Packet { queue: u32, index: u64, packet_type: u8 },
+    /// A queue error.
+    QueueError { queue: u32, reason: String },
+}
+
+/// One record: a span of `dur_ns` starting `start_ns` after the trace began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub pid: u32,
+    pub start_ns: u64,
+    pub dur_ns: u64,
+    pub kind: Kind,
+}
+
+pub struct Trace {
+    enabled: AtomicBool,
+    origin: Instant,
+    capacity: usize,
+    records: Mutex<VecDeque<Record>>,
+}
+
+impl Default for Trace {
+    fn default() -> Trace {
+        Trace::new(DEFAULT_CAPACITY)
+    }
+}
+
+impl Trace {
+    pub fn new(capacity: usize) -> Trace {
+        Trace { enabled: AtomicBool::new(false), origin: Instant::now(), capacity, records: Mutex::new(VecDeque::new()) }
+    }
+
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Release);
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Nanoseconds since the trace began (for `start_ns`).
+    pub fn now_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+
+    /// Records a span that started at `start_ns` and ends now.
+    pub fn record(&self, pid: u32, start_ns: u64, kind: Kind) {
+        if !self.enabled() {
+            return;
+        }
+        let dur_ns = self.now_ns().saturating_sub(start_ns);
+        let mut r = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        if r.len() >= self.capacity {
+            r.pop_front();
+        }
+        r.push_back(Record { pid, start_ns, dur_ns, kind });
+    }
+
+    pub fn records(&self) -> Vec<Record> {
+        self.records.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+    }
+
+    /// The Chrome trace event format: complete ("X") events in microseconds, a process per
+    /// client, thread 0 for its ioctls and thread 1000 + queue id for each queue, named by
+    /// metadata events.
+    pub fn to_chrome_json(&self) -> String {
+        let records = self.records();
+        let mut out = String::from("{\"traceEvents\":[\n");
+        let mut tracks = std::collections::BTreeSet::new();
+        let mut first = true;
+        let mut push = |s: String, out: &mut String| {
+            if !std::mem::take(&mut first) {
+                out.push_str(",\n");
+            }
+            out.push_str(&s);
+        };
+        for r in &records {
+            let (name, tid, cat, args) = match &r.kind {
+                Kind::Ioctl { name, errno } => (name.to_string(), 0, "ioctl", format!("{{\"errno\":{errno}}}")),
+                Kind::Packet { queue, index, packet_type } => (
+                    packet_name(*packet_type).to_string(),
+                    1000 + queue,
+                    "packet",
+                    format!("{{\"queue\":{queue},\"index\":{index}}}"),
+                ),
+                Kind::QueueError { queue, reason } => {
+                    ("queue error".to_string(), 1000 + queue, "error", format!("{{\"reason\":{}}}", json_str(reason)))
+                }
+            };
+            tracks.insert((r.pid, tid));
+            push(
+                format!(
+                    "{{\"name\":{},\"cat\":\"{cat}\",\"ph\":\"X\",\"ts\":{:.3},\"dur\":{:.3},\"pid\":{},\"tid\":{tid},\"args\":{args}}}",
+                    json_str(&name),
+                    r.start_ns as f64 / 1000.0,
+                    r.dur_ns as f64 / 1000.0,
+                    r.pid
+                ),
+                &mut out,
+            );
+        }
+        for (pid, tid) in tracks {
+            let tname = if tid == 0 { "ioctls".to_string() } else { format!("queue {}", tid - 1000) };
+            push(
+                format!("{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}", json_str(&tname)),
+                &mut out,
+            );
+            if tid == 0 {
+                push(
+                    format!("{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"args\":{{\"name\":\"client {pid}\"}}}}"),
+                    &mut out,
+                );
+            }
+        }
+        out.push_str("\n]}\n");
+        out
+    }
+}
+
+fn packet_name(t: u8) -> &'static str {
+    match t {
+        0 => "vendor (barrier-value)",
+        2 => "kernel dispatch",
+        3 => "barrier-AND",
+        5 => "barrier-OR",
+        _ => "packet",
+    }
+}
+
+/// A JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disabled_records_nothing_and_the_ring_is_bounded() {
+        let t = Trace::new(2);
+        t.record(1, 0, Kind::Ioctl { name: "GET_VERSION", errno: 0 });
+        assert!(t.records().is_empty());
+        t.set_enabled(true);
+        for i in 0..3 {
+            t.record(1, i, Kind::Packet { queue: 0, index: i, packet_type: 3 });
+        }
+        let r = t.records();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].kind, Kind::Packet { queue: 0, index: 1, packet_type: 3 });
+    }
+
+    #[test]
+    fn chrome_json_names_its_tracks() {
+        let t = Trace::new(16);
+        t.set_enabled(true);
+        t.record(7, 0, Kind::Ioctl { name: "CREATE_QUEUE", errno: 0 });
+        t.record(7, 10, Kind::QueueError { queue: 2, reason: "bad \"packet\"".into() });
+        let j = t.to_chrome_json();
+        assert!(j.contains("\"name\":\"CREATE_QUEUE\""));
+        assert!(j.contains("\"tid\":1002"));
+        assert!(j.contains("\"name\":\"queue 2\""));
+        assert!(j.contains("bad \\\"packet\\\""));
+    }
+}
