@@ -127,11 +127,13 @@ pub fn update(ctx: &Ctx, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
     if a.ring_base_address != 0 && !ctx.process.vm().is_mapped(q.gpu_id, GpuVa(a.ring_base_address), u64::from(ring_size)) {
         return Err(Errno::EFAULT);
     }
-    let mut p = q.props();
-    p.ring_base = GpuVa(a.ring_base_address);
-    p.ring_size = u64::from(ring_size);
-    p.percentage = a.queue_percentage;
-    p.priority = a.queue_priority;
+    // Through set_props, so the command processor sees the change (it caches the props).
+    q.set_props(|p| {
+        p.ring_base = GpuVa(a.ring_base_address);
+        p.ring_size = u64::from(ring_size);
+        p.percentage = a.queue_percentage;
+        p.priority = a.queue_priority;
+    });
     Ok(())
 }
 
