@@ -6,6 +6,7 @@
 //! ([`queue::AqlQueue`]) and signals in GPU memory ([`signal`]). The hsaKmt* API and the C ABI
 //! are built on it.
 
+pub mod hsakmt;
 pub mod kfd;
 pub mod memory;
 pub mod node;

@@ -1,0 +1,255 @@
+//! The memory calls (libhsakmt memory.c) over the memory manager.
+
+use super::types::*;
+use super::{Result, Status, Thunk};
+use uapi::ioctl::{ioc, ioc_size, AMDKFD_IOCTL_BASE, AMDKFD_IOC_GET_DMABUF_INFO, IOC_READ, IOC_WRITE};
+use uapi::kfd::GetDmabufInfoArgs;
+
+/// ROCm's IPC requests (`AMDKFD_IOC_IPC_IMPORT_HANDLE` 0x80, `..._EXPORT_HANDLE` 0x81), which
+/// upstream amdkfd never had. libhsakmt 5.2.3 sends them and reports any failure as ERROR.
+const AMDKFD_IOC_IPC_IMPORT_HANDLE: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x80, 48);
+const AMDKFD_IOC_IPC_EXPORT_HANDLE: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x81, 32);
+
+/// `HsaGraphicsResourceInfo`, for the graphics interop call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GraphicsResourceInfo {
+    pub memory_address: u64,
+    pub size_in_bytes: u64,
+    pub metadata: Vec<u8>,
+}
+
+/// Encodes 32-bit words and 64-bit values little-endian into an ioctl argument buffer.
+fn put(buf: &mut [u8], off: usize, bytes: &[u8]) {
+    buf[off..off + bytes.len()].copy_from_slice(bytes);
+}
+
+fn get_u64(buf: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(buf[off..off + 8].try_into().expect("8 bytes"))
+}
+
+fn get_u32(buf: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(buf[off..off + 4].try_into().expect("4 bytes"))
+}
+
+impl Thunk {
+    /// Maps every GPU's MMIO remap page (at open); a GPU without one just reports one memory
+    /// bank less, as in libhsakmt.
+    pub(super) fn init_mmio(&self) -> Result<()> {
+        for (node, n) in self.nodes.gpus() {
+            if self.fmm.apertures(n.gpu_id).is_some() && self.fmm.map_mmio(&self.kfd, n.gpu_id, node).is_none() {
+                log::error!("cannot map the MMIO remap page of gpu {:#x}", n.gpu_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// `hsaKmtAllocMemory`: `size` bytes (a multiple of the flags' page size) for node `node`.
+    ///
+    /// * `Scratch`: the GPU's scratch backing, an address range whose parts get VRAM when
+    ///   mapped (ROCr reserves 4 GiB of it per GPU);
+    /// * a CPU node, or `NonPaged` clear: system memory (GTT);
+    /// * otherwise VRAM of the node, mapped in the process with `HostAccess`.
+    ///
+    /// The SVM aperture is managed by mmap, so `FixedAddress` is refused, as libhsakmt
+    /// refuses it there.
+    pub fn alloc_memory(&self, node: u32, size: u64, flags: MemFlags, address: Option<u64>) -> Result<u64> {
+        let gpu_id = self.gpu_id(node)?;
+        let page = PageSize(flags.page_size()).bytes();
+        if size == 0 || size & (page - 1) != 0 {
+            return Err(Status::InvalidParameter);
+        }
+        let fixed = flags.fixed_address() != 0;
+        if fixed && address.unwrap_or(0) == 0 {
+            return Err(Status::InvalidParameter);
+        }
+        if flags.scratch() != 0 {
+            let mem = if fixed || gpu_id == 0 { None } else { self.fmm.allocate_scratch(&self.kfd, gpu_id, size) };
+            return mem.ok_or(Status::NoMemory);
+        }
+        if gpu_id == 0 || flags.non_paged() == 0 {
+            let mem = if fixed { None } else { self.fmm.allocate_host(&self.kfd, node, size, flags) };
+            return mem.ok_or(Status::Error);
+        }
+        let mem = if fixed { None } else { self.fmm.allocate_device(&self.kfd, gpu_id, node, size, flags) };
+        mem.ok_or(Status::NoMemory)
+    }
+
+    /// `hsaKmtFreeMemory`. Freeing an address that is not an allocation is
+    /// `MemoryNotRegistered`; freeing a mapped buffer fails as in amdkfd (EBUSY).
+    pub fn free_memory(&self, addr: u64, _size: u64) -> Result<()> {
+        if addr == 0 {
+            return Err(Status::Error);
+        }
+        if let Some(gpu) = self.fmm.scratch_gpu(addr) {
+            self.fmm.release_scratch(&self.kfd, gpu);
+            return Ok(());
+        }
+        self.fmm.release(&self.kfd, addr)
+    }
+
+    /// fmm_register_memory: registers existing memory (user memory becomes a USERPTR object)
+    /// and, with `gpus`, which GPUs it may be mapped on.
+    fn register(&self, addr: u64, size: u64, gpus: &[u32], coarse: bool) -> Result<()> {
+        if !self.fmm.register_existing(addr, size) {
+            self.fmm.register_user(&self.kfd, addr, size, coarse)?;
+            if gpus.is_empty() {
+                return Ok(());
+            }
+        }
+        let nodes = &self.nodes;
+        self.fmm.set_registered(addr, size, gpus, |g| nodes.node_of(g).unwrap_or(INVALID_NODEID)).map(|_| ())
+    }
+
+    /// `hsaKmtRegisterMemoryWithFlags`: ordinary paged host memory (HostAccess set, NonPaged
+    /// clear, else `NotSupported`) becomes GPU-accessible; `CoarseGrain` drops coherence.
+    pub fn register_memory_with_flags(&self, addr: u64, size: u64, flags: MemFlags) -> Result<()> {
+        if flags.host_access() != 1 || flags.non_paged() == 1 {
+            return Err(Status::NotSupported);
+        }
+        self.register(addr, size, &[], flags.coarse_grain() != 0)
+    }
+
+    /// `hsaKmtRegisterMemoryToNodes`: as [`Thunk::register_memory_with_flags`] (coarse
+    /// grained), limited to `nodes`.
+    pub fn register_memory_to_nodes(&self, addr: u64, size: u64, nodes: &[u32]) -> Result<()> {
+        let gpus = self.gpu_ids_of(nodes)?;
+        self.register(addr, size, &gpus, true)
+    }
+
+    /// `hsaKmtDeregisterMemory`: releases a user-pointer registration or an import; forgets an
+    /// allocation's node registration.
+    pub fn deregister_memory(&self, addr: u64) -> Result<()> {
+        self.fmm.deregister(&self.kfd, addr)
+    }
+
+    /// `hsaKmtMapMemoryToGPU`: maps the buffer at `addr` on its registered GPUs (all GPUs if
+    /// none). Returns the alternate GPU address: for registered user memory, its GPU address;
+    /// 0 where the GPU uses the CPU address.
+    pub fn map_memory_to_gpu(&self, addr: u64, size: u64) -> Result<u64> {
+        if addr == 0 {
+            return Err(Status::Error);
+        }
+        if let Some(gpu) = self.fmm.scratch_gpu(addr) {
+            self.fmm.map_scratch(&self.kfd, gpu, addr, size)?;
+            return Ok(0);
+        }
+        self.fmm.map(&self.kfd, addr, size)
+    }
+
+    /// `hsaKmtMapMemoryToGPUNodes`: maps the buffer at `addr` on exactly the GPUs of `nodes`
+    /// (each registered for it), unmapping it from the others.
+    pub fn map_memory_to_gpu_nodes(&self, addr: u64, size: u64, _flags: MemMapFlags, nodes: &[u32]) -> Result<u64> {
+        if addr == 0 {
+            return Err(Status::Error);
+        }
+        let gpus = self.gpu_ids_of(nodes)?;
+        self.fmm.map_nodes(&self.kfd, addr, size, &gpus)
+    }
+
+    /// `hsaKmtUnmapMemoryToGPU`: unmaps the buffer at `addr` from every GPU (a null address is
+    /// accepted, as libhsakmt accepts it).
+    pub fn unmap_memory_to_gpu(&self, addr: u64) -> Result<()> {
+        if addr == 0 {
+            return Ok(());
+        }
+        if let Some(gpu) = self.fmm.scratch_gpu(addr) {
+            return self.fmm.unmap_scratch(&self.kfd, gpu, addr);
+        }
+        self.fmm.unmap(&self.kfd, addr)
+    }
+
+    /// `hsaKmtQueryPointerInfo`: the buffer containing `addr`; `Error` for memory the thunk
+    /// does not know (the C layer then reports HSA_POINTER_UNKNOWN).
+    pub fn query_pointer_info(&self, addr: u64) -> Result<PointerInfo> {
+        self.fmm.query(addr).ok_or(Status::Error)
+    }
+
+    /// `hsaKmtSetMemoryUserData`: attaches an opaque value to the buffer at `addr`.
+    pub fn set_memory_user_data(&self, addr: u64, data: u64) -> Result<()> {
+        self.fmm.set_user_data(addr, data)
+    }
+
+    /// `hsaKmtShareMemory`: an IPC handle for the buffer at `addr`. The device has no IPC (the
+    /// export request is unknown to it), so this is `Error`, as libhsakmt answers on upstream
+    /// amdkfd.
+    pub fn share_memory(&self, addr: u64, size: u64) -> Result<SharedMemoryHandle> {
+        if size >= 1u64 << (32 + 12) {
+            return Err(Status::InvalidParameter);
+        }
+        let (handle, node, flags) = self.fmm.object_at(addr).ok_or(Status::InvalidParameter)?;
+        let mut gpu_id = self.gpu_id(node)?;
+        if gpu_id == 0 {
+            // System memory was made on the first GPU.
+            gpu_id = self.nodes.gpus().next().map(|(_, n)| n.gpu_id).ok_or(Status::Error)?;
+        }
+        let mut a = [0u8; ioc_size(AMDKFD_IOC_IPC_EXPORT_HANDLE)];
+        put(&mut a, 0, &handle.to_le_bytes());
+        put(&mut a, 24, &gpu_id.to_le_bytes());
+        put(&mut a, 28, &flags.0.to_le_bytes());
+        self.raw_ioctl(AMDKFD_IOC_IPC_EXPORT_HANDLE, &mut a).map_err(|e| {
+            log::debug!("IPC export of {addr:#x}: {e}");
+            Status::Error
+        })?;
+        let mut h = SharedMemoryHandle::default();
+        for i in 0..4 {
+            h.0[i] = get_u32(&a, 8 + 4 * i);
+        }
+        // HsaApertureInfo of the SVM aperture (HSA_APERTURE_DGPU, index 0), pages, exporting GPU.
+        h.0[4] = 1;
+        h.0[5] = 0;
+        h.0[6] = (size >> 12) as u32;
+        h.0[7] = gpu_id;
+        Ok(h)
+    }
+
+    /// `hsaKmtRegisterSharedHandle(ToNodes)`: imports an IPC handle; returns (address, size).
+    /// `Error` on this device, which has no IPC.
+    pub fn register_shared_handle(&self, handle: &SharedMemoryHandle, nodes: &[u32]) -> Result<(u64, u64)> {
+        let gpus = if nodes.is_empty() { Vec::new() } else { self.gpu_ids_of(nodes)? };
+        let size = u64::from(handle.0[6]) << 12;
+        let va = self.fmm.reserve_area(size.max(super::PAGE_SIZE)).ok_or(Status::NoMemory)?;
+        let mut a = [0u8; ioc_size(AMDKFD_IOC_IPC_IMPORT_HANDLE)];
+        put(&mut a, 8, &va.to_le_bytes());
+        for i in 0..4 {
+            put(&mut a, 24 + 4 * i, &handle.0[i].to_le_bytes());
+        }
+        put(&mut a, 40, &handle.0[7].to_le_bytes());
+        if let Err(e) = self.raw_ioctl(AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a) {
+            log::debug!("IPC import: {e}");
+            crate::vm::release(va, size.max(super::PAGE_SIZE) as usize);
+            return Err(Status::Error);
+        }
+        let node = self.node_of(get_u32(&a, 40)).unwrap_or(0);
+        self.fmm.add_imported(va, size, get_u64(&a, 0), node, MemFlags(get_u32(&a, 44)), &gpus);
+        Ok((va, size))
+    }
+
+    /// `hsaKmtRegisterGraphicsHandleToNodes`: imports a graphics (dma-buf) buffer. No file
+    /// descriptor can reach the device (CUSE passes none), so this is `NotSupported`; the
+    /// device is still asked (GET_DMABUF_INFO), and refuses.
+    pub fn register_graphics_handle_to_nodes(&self, handle: u64, nodes: &[u32]) -> Result<GraphicsResourceInfo> {
+        self.gpu_ids_of(nodes)?;
+        let mut metadata = vec![0u8; 64];
+        let mut a = GetDmabufInfoArgs {
+            metadata_ptr: metadata.as_mut_ptr() as u64,
+            metadata_size: metadata.len() as u32,
+            dmabuf_fd: handle as u32,
+            ..Default::default()
+        };
+        match self.ioctl(AMDKFD_IOC_GET_DMABUF_INFO, &mut a) {
+            Err(e) => log::debug!("GET_DMABUF_INFO of fd {handle}: {e}"),
+            Ok(()) => log::warn!("the device described dma-buf {handle}, but this thunk cannot import dma-bufs"),
+        }
+        Err(Status::NotSupported)
+    }
+
+    /// A raw ioctl, restarted when interrupted.
+    fn raw_ioctl(&self, cmd: u32, arg: &mut [u8]) -> std::result::Result<(), nix::errno::Errno> {
+        loop {
+            match self.kfd.ioctl(cmd, arg) {
+                Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
+                r => return r,
+            }
+        }
+    }
+}

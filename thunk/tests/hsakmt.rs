@@ -1,0 +1,422 @@
+//! The hsaKmt API against an embedded device: every call ROCr imports, what it fills in and
+//! what it refuses.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use thunk::hsakmt::*;
+use thunk::Kfd;
+use uapi::aql::*;
+use uapi::queue::{AMD_QUEUE_READ_DISPATCH_ID_OFFSET, AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET};
+use uapi::signal::*;
+
+fn thunk() -> Thunk {
+    Thunk::open(Kfd::embedded(&cuse_kfd::DeviceConfig::default()).expect("embedded device")).expect("hsaKmtOpenKFD")
+}
+
+fn thunk_with(profile: &str, gpus: usize) -> Thunk {
+    let config = cuse_kfd::DeviceConfig { profile: profile.to_string(), gpus, ..Default::default() };
+    Thunk::open(Kfd::embedded(&config).expect("embedded device")).expect("hsaKmtOpenKFD")
+}
+
+/// A u64 of thunk-mapped memory.
+fn u64_at(addr: u64) -> &'static AtomicU64 {
+    assert_eq!(addr % 8, 0);
+    // SAFETY: the tests only pass addresses of live host-mapped allocations of the thunk, which
+    // outlive the use; the device may write them concurrently, hence atomics.
+    unsafe { AtomicU64::from_ptr(addr as *mut u64) }
+}
+
+fn i64_at(addr: u64) -> &'static AtomicI64 {
+    assert_eq!(addr % 8, 0);
+    // SAFETY: as in `u64_at`.
+    unsafe { AtomicI64::from_ptr(addr as *mut i64) }
+}
+
+fn host_flags() -> MemFlags {
+    MemFlags(0).with_host_access(1).with_non_paged(1)
+}
+
+#[test]
+fn version_and_topology_come_from_the_device_tree() {
+    let t = thunk();
+    assert_eq!(t.version(), VersionInfo { major: 1, minor: 18 });
+    // Node properties need a snapshot.
+    assert_eq!(t.node_properties(0), Err(Status::InvalidNodeUnit));
+    let sys = t.acquire_system_properties().unwrap();
+    assert_eq!(sys.num_nodes, 2);
+    assert_eq!(sys.platform_oem, u64::from_le_bytes(*b"CUSE-KFD") as u32);
+
+    let cpu = t.node_properties(0).unwrap();
+    assert!(cpu.num_cpu_cores > 0);
+    assert_eq!(cpu.num_fcompute_cores, 0);
+    assert_eq!(cpu.num_memory_banks, 1);
+    let caches = t.node_cache_properties(0, cpu.ccompute_id_lo, cpu.num_caches).unwrap();
+    assert_eq!(caches.len(), cpu.num_caches as usize);
+    assert!(caches.iter().all(|c| c.cache_type.cpu() == 1));
+    assert_eq!(caches[0].sibling_map[0], 1);
+    assert_eq!(t.node_cache_properties(0, 0, cpu.num_caches + 1), Err(Status::InvalidParameter));
+    let mem = t.node_memory_properties(0, 1).unwrap();
+    assert_eq!(mem[0].heap_type, HeapType::SYSTEM);
+    assert!(mem[0].size_in_bytes > 0);
+
+    let gpu = t.node_properties(1).unwrap();
+    assert_eq!(gpu.num_fcompute_cores, 416);
+    assert_eq!(gpu.num_simd_per_cu, 4);
+    assert_eq!(gpu.wave_front_size, 64);
+    assert_eq!(gpu.device_id, 0x740F);
+    assert_eq!((gpu.engine_id.major(), gpu.engine_id.minor(), gpu.engine_id.stepping()), (9, 0, 10));
+    assert_eq!(gpu.engine_id.ucode(), 96);
+    assert_eq!(gpu.amd_name, "Aldebaran");
+    assert_eq!(gpu.drm_render_minor, 128);
+    assert_eq!(gpu.vgpr_size_per_cu, 0x80000);
+    assert_eq!(gpu.capability.svm_api_supported(), 0);
+    if std::path::Path::new("/usr/share/libdrm/amdgpu.ids").exists() {
+        assert_eq!(gpu.marketing_name, "AMD Instinct MI210");
+    }
+    // One VRAM bank from sysfs, then LDS, scratch, SVM and the MMIO page.
+    assert_eq!(gpu.num_memory_banks, 5);
+    let banks = t.node_memory_properties(1, gpu.num_memory_banks + 1).unwrap();
+    let types: Vec<HeapType> = banks.iter().map(|b| b.heap_type).collect();
+    assert_eq!(
+        types,
+        [
+            HeapType::FRAME_BUFFER_PUBLIC,
+            HeapType::GPU_LDS,
+            HeapType::GPU_SCRATCH,
+            HeapType::DEVICE_SVM,
+            HeapType::MMIO_REMAP,
+            HeapType::SYSTEM
+        ]
+    );
+    assert_eq!(banks[0].size_in_bytes, 16 << 30);
+    assert_eq!(banks[1].size_in_bytes, 64 * 1024);
+    assert_eq!(banks[2].size_in_bytes, 1 << 32);
+    assert_eq!(banks[5], MemoryProperties::default(), "entries past the banks are zero");
+    let gcaches = t.node_cache_properties(1, gpu.fcompute_id_lo, gpu.num_caches).unwrap();
+    assert_eq!(gcaches[0].cache_type.0, 9, "data | HSACU");
+    let links = t.node_io_link_properties(1, gpu.num_io_links).unwrap();
+    assert_eq!((links[0].io_link_type, links[0].node_from, links[0].node_to), (IoLinkType::PCIEXPRESS, 1, 0));
+    assert_eq!(t.node_properties(2), Err(Status::InvalidNodeUnit));
+
+    t.release_system_properties().unwrap();
+    assert_eq!(t.node_properties(1), Err(Status::InvalidNodeUnit));
+}
+
+#[test]
+fn two_gpus_are_linked_through_the_cpu() {
+    let t = thunk_with("gfx1030", 2);
+    assert_eq!(t.acquire_system_properties().unwrap().num_nodes, 3);
+    let g1 = t.node_properties(1).unwrap();
+    assert_eq!((g1.engine_id.major(), g1.engine_id.minor()), (10, 3));
+    let links = t.node_io_link_properties(1, g1.num_io_links).unwrap();
+    assert!(links.iter().any(|l| l.node_to == 2 && l.weight > 20), "{links:?}");
+}
+
+#[test]
+fn clocks_xnack_tile_config_and_the_absent_debugger() {
+    let t = thunk();
+    let a = t.clock_counters(1).unwrap();
+    let b = t.clock_counters(1).unwrap();
+    assert!(b.gpu_clock_counter >= a.gpu_clock_counter && a.gpu_clock_counter > 0);
+    assert!(a.system_clock_frequency_hz > 0);
+    assert_eq!(t.clock_counters(0).unwrap().gpu_clock_counter, 0, "the CPU node has no GPU clock");
+    assert_eq!(t.clock_counters(9), Err(Status::InvalidNodeUnit));
+
+    assert_eq!(t.xnack_mode(), Ok(0));
+    t.set_xnack_mode(true).unwrap();
+    assert_eq!(t.xnack_mode(), Ok(1));
+    t.set_xnack_mode(false).unwrap();
+
+    let tc = t.tile_config(1, 4, 4).unwrap();
+    assert_ne!(tc.gb_addr_config, 0);
+    assert!(tc.num_banks > 0);
+
+    // ROCr 5.2.3 accepts NOT_SUPPORTED: no ROCm debugger on this device.
+    assert_eq!(t.runtime_enable(0, false), Err(Status::NotSupported));
+    assert_eq!(t.runtime_disable(), Err(Status::NotSupported));
+    t.set_trap_handler(1, 0x1000, 0x100, 0x2000, 0x100).unwrap();
+    assert_eq!(t.set_trap_handler(7, 0, 0, 0, 0), Err(Status::InvalidNodeUnit));
+    assert_eq!(t.set_memory_policy(1, 0, 0, 0, 0), Err(Status::NotImplemented), "Kaveri only");
+    // No SVM: what amdkfd without SVM answers (the request fails).
+    let mut attrs = [SvmAttribute { attr_type: SvmAttrType::ACCESS, value: 1 }];
+    assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::Error));
+    assert_eq!(t.svm_get_attr(0x10_0000, 0x1000, &mut attrs), Err(Status::Error));
+    assert_eq!(t.svm_set_attr(0x10_0001, 0x1000, &attrs), Err(Status::InvalidParameter));
+    attrs[0].value = 0;
+    assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::InvalidNodeUnit), "CPU node");
+}
+
+#[test]
+fn memory_allocations_follow_their_flags() {
+    let t = thunk();
+    // VRAM, host-visible: the CPU reads and writes it at its GPU address.
+    let vram = t.alloc_memory(1, 1 << 20, host_flags(), None).unwrap();
+    assert_eq!(vram % (1 << 20), 0, "aligned like libhsakmt");
+    u64_at(vram + 8).store(0xABCD, Ordering::Relaxed);
+    assert_eq!(u64_at(vram + 8).load(Ordering::Relaxed), 0xABCD);
+    let info = t.query_pointer_info(vram + 100).unwrap();
+    assert_eq!(info.pointer_type, PointerType::ALLOCATED);
+    assert_eq!((info.node, info.cpu_address, info.gpu_address, info.size_in_bytes), (1, vram, vram, 1 << 20));
+    assert_eq!(info.mem_flags, host_flags());
+    assert!(info.mapped_nodes.is_empty());
+    assert_eq!(t.map_memory_to_gpu(vram, 1 << 20), Ok(0));
+    assert_eq!(&*t.query_pointer_info(vram).unwrap().mapped_nodes, &[1]);
+    t.set_memory_user_data(vram, 0x5555).unwrap();
+    assert_eq!(t.query_pointer_info(vram).unwrap().user_data, 0x5555);
+    assert_eq!(t.free_memory(vram, 1 << 20), Err(Status::Error), "amdkfd refuses to free a mapped buffer");
+    t.unmap_memory_to_gpu(vram).unwrap();
+    t.unmap_memory_to_gpu(vram).unwrap();
+    t.free_memory(vram, 1 << 20).unwrap();
+    assert_eq!(t.free_memory(vram, 1 << 20), Err(Status::MemoryNotRegistered));
+    assert_eq!(t.query_pointer_info(vram), Err(Status::Error));
+
+    // System memory, paged and not; mapped on the nodes asked for.
+    for flags in [host_flags(), MemFlags(0).with_host_access(1), MemFlags(0).with_host_access(1).with_coarse_grain(1)] {
+        let m = t.alloc_memory(0, 8192, flags, None).unwrap();
+        u64_at(m).store(7, Ordering::Relaxed);
+        assert_eq!(t.map_memory_to_gpu_nodes(m, 8192, MemMapFlags(0), &[1]), Ok(0));
+        assert_eq!(&*t.query_pointer_info(m).unwrap().mapped_nodes, &[1]);
+        assert_eq!(t.query_pointer_info(m).unwrap().node, 0);
+        assert_eq!(t.map_memory_to_gpu_nodes(m, 8192, MemMapFlags(0), &[0]), Err(Status::Error), "the CPU is no GPU");
+        assert_eq!(t.map_memory_to_gpu_nodes(m, 8192, MemMapFlags(0), &[5]), Err(Status::InvalidNodeUnit));
+        assert_eq!(t.map_memory_to_gpu_nodes(m, 8192, MemMapFlags(0), &[]), Err(Status::InvalidParameter));
+        t.unmap_memory_to_gpu(m).unwrap();
+        t.free_memory(m, 8192).unwrap();
+    }
+
+    // Device memory without host access is not mapped for the CPU but is mapped for the GPU.
+    let private = t.alloc_memory(1, 4096, MemFlags(0).with_non_paged(1), None).unwrap();
+    t.map_memory_to_gpu(private, 4096).unwrap();
+    t.unmap_memory_to_gpu(private).unwrap();
+    t.free_memory(private, 4096).unwrap();
+
+    assert_eq!(t.alloc_memory(1, 0, host_flags(), None), Err(Status::InvalidParameter));
+    assert_eq!(t.alloc_memory(1, 100, host_flags(), None), Err(Status::InvalidParameter));
+    assert_eq!(t.alloc_memory(1, 4096, host_flags().with_page_size(2), None), Err(Status::InvalidParameter));
+    assert_eq!(t.alloc_memory(3, 4096, host_flags(), None), Err(Status::InvalidNodeUnit));
+    assert_eq!(t.alloc_memory(1, 4096, host_flags().with_fixed_address(1), None), Err(Status::InvalidParameter));
+    assert_eq!(t.alloc_memory(1, 4096, host_flags().with_fixed_address(1), Some(1 << 40)), Err(Status::NoMemory));
+    assert_eq!(t.alloc_memory(1, 32 << 30, host_flags(), None), Err(Status::NoMemory), "more than the VRAM");
+    assert_eq!(t.map_memory_to_gpu(0, 4096), Err(Status::Error));
+    assert_eq!(t.map_memory_to_gpu(0x1000, 4096), Err(Status::Error));
+    assert_eq!(t.unmap_memory_to_gpu(0), Ok(()));
+    assert_eq!(t.free_memory(0, 4096), Err(Status::Error));
+}
+
+#[test]
+fn scratch_is_a_reservation_backed_when_mapped() {
+    let t = thunk();
+    let flags = MemFlags(0).with_scratch(1).with_host_access(1);
+    let base = t.alloc_memory(1, 4 << 30, flags, None).unwrap();
+    assert_eq!(base % 0x10000, 0);
+    assert_eq!(t.alloc_memory(1, 1 << 20, flags, None), Err(Status::NoMemory), "one scratch backing per GPU");
+    assert_eq!(t.alloc_memory(0, 1 << 20, flags, None), Err(Status::NoMemory), "not on the CPU");
+    assert_eq!(t.map_memory_to_gpu(base + (1 << 20), 1 << 20), Ok(0));
+    assert_eq!(t.map_memory_to_gpu(base + (1 << 20), 1 << 20), Err(Status::Error), "already backed");
+    t.unmap_memory_to_gpu(base + (1 << 20)).unwrap();
+    t.map_memory_to_gpu(base, 1 << 16).unwrap();
+    t.free_memory(base, 4 << 30).unwrap();
+    let again = t.alloc_memory(1, 1 << 20, flags, None).unwrap();
+    t.free_memory(again, 1 << 20).unwrap();
+}
+
+#[test]
+fn registered_host_memory_is_a_user_pointer() {
+    let t = thunk();
+    let buf = vec![0x5Au8; 3 * 4096];
+    let addr = buf.as_ptr() as u64 + 100;
+    let len = 2 * 4096;
+    let flags = MemFlags(0).with_host_access(1);
+    assert_eq!(t.register_memory_with_flags(addr, len, flags.with_non_paged(1)), Err(Status::NotSupported));
+    assert_eq!(t.register_memory_with_flags(addr, len, MemFlags(0)), Err(Status::NotSupported));
+    t.register_memory_with_flags(addr, len, flags).unwrap();
+    let info = t.query_pointer_info(addr + 10).unwrap();
+    assert_eq!(info.pointer_type, PointerType::REGISTERED_USER);
+    assert_eq!((info.cpu_address, info.size_in_bytes), (addr, len));
+    assert_eq!(info.gpu_address & 4095, addr & 4095);
+    assert_ne!(info.gpu_address, addr, "a user pointer has a GPU address of its own");
+    let alt = t.map_memory_to_gpu(addr, len).unwrap();
+    assert_eq!(alt, info.gpu_address);
+    t.unmap_memory_to_gpu(addr).unwrap();
+    // Registering twice counts.
+    t.register_memory_with_flags(addr, len, flags).unwrap();
+    t.deregister_memory(addr).unwrap();
+    assert!(t.query_pointer_info(addr).is_ok());
+    t.deregister_memory(addr).unwrap();
+    assert_eq!(t.query_pointer_info(addr), Err(Status::Error));
+    assert_eq!(t.deregister_memory(addr), Err(Status::MemoryNotRegistered));
+    drop(buf);
+
+    // IPC and graphics interop: features the device lacks.
+    let m = t.alloc_memory(0, 4096, host_flags(), None).unwrap();
+    assert_eq!(t.share_memory(m, 4096), Err(Status::Error));
+    assert_eq!(t.share_memory(m + 8, 4096), Err(Status::InvalidParameter));
+    assert_eq!(t.register_shared_handle(&SharedMemoryHandle([0, 0, 0, 0, 1, 0, 1, 0]), &[]), Err(Status::Error));
+    assert_eq!(t.register_graphics_handle_to_nodes(3, &[1]), Err(Status::NotSupported));
+    assert_eq!(t.register_graphics_handle_to_nodes(3, &[]), Err(Status::InvalidParameter));
+    // An allocation registered to nodes may be mapped only there.
+    t.register_memory_to_nodes(m, 4096, &[1]).unwrap();
+    assert_eq!(&*t.query_pointer_info(m).unwrap().registered_nodes, &[1]);
+    assert_eq!(t.register_memory_to_nodes(m, 4096, &[0]), Err(Status::MemoryAlreadyRegistered));
+    t.deregister_memory(m).unwrap();
+    assert_eq!(t.deregister_memory(m), Err(Status::MemoryNotRegistered));
+    t.free_memory(m, 4096).unwrap();
+}
+
+#[test]
+fn events_wait_time_out_and_wake() {
+    let t = thunk();
+    let desc = EventDescriptor { event_type: EventType::SIGNAL, node_id: 1, ..Default::default() };
+    let mut e = t.create_event(&desc, false, false).unwrap();
+    assert_ne!(e.hw_data2, 0, "signal events have a mailbox");
+    assert_eq!(u64_at(e.hw_data2).load(Ordering::Relaxed), u64::MAX, "an unsignaled slot holds all ones");
+    assert_eq!(e.hw_data3, e.event_id);
+    let start = Instant::now();
+    assert_eq!(t.wait_on_event(&mut e, 50), Err(Status::WaitTimeout));
+    assert!(start.elapsed() >= Duration::from_millis(45));
+    assert_eq!(t.wait_on_event(&mut e, 0), Err(Status::WaitTimeout));
+    t.set_event(&e).unwrap();
+    t.wait_on_event(&mut e, 1000).unwrap();
+    assert_eq!(t.wait_on_event(&mut e, 0), Err(Status::WaitTimeout), "auto reset");
+
+    // Created signaled, manual reset: stays set until reset.
+    let mut m = t.create_event(&desc, true, true).unwrap();
+    t.wait_on_event(&mut m, 0).unwrap();
+    t.wait_on_event(&mut m, 0).unwrap();
+    t.reset_event(&m).unwrap();
+    assert_eq!(t.wait_on_event(&mut m, 0), Err(Status::WaitTimeout));
+
+    // A waiter blocked in the device wakes when another thread sets the event.
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut e2 = e.clone();
+            let mut m2 = m.clone();
+            t.wait_on_multiple_events(&mut [&mut e2, &mut m2], false, EVENT_TIMEOUT_INFINITE)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        t.set_event(&m).unwrap();
+        assert_eq!(waiter.join().unwrap(), Ok(()));
+    });
+    t.reset_event(&m).unwrap();
+    assert_eq!(t.wait_on_multiple_events(&mut [&mut e, &mut m], true, 10), Err(Status::WaitTimeout));
+
+    // Memory events are system events: ROCr waits on them, nobody may set them.
+    let mdesc = EventDescriptor { event_type: EventType::MEMORY, node_id: 1, ..Default::default() };
+    let mut mem = t.create_event(&mdesc, true, true).unwrap();
+    assert_eq!(mem.hw_data2, 0);
+    assert_eq!(t.set_event(&mem), Err(Status::Error));
+    assert_eq!(t.wait_on_event(&mut mem, 0), Err(Status::WaitTimeout));
+    assert_eq!(mem.memory_fault, None);
+    let bad = EventDescriptor { event_type: EventType(9), ..Default::default() };
+    assert_eq!(t.create_event(&bad, false, false), Err(Status::InvalidParameter));
+
+    for ev in [&e, &m, &mem] {
+        t.destroy_event(ev).unwrap();
+    }
+    assert_eq!(t.destroy_event(&e), Err(Status::Error));
+    assert_eq!(t.wait_on_event(&mut e, 0), Err(Status::Error), "an unknown event");
+}
+
+/// ROCr's way: an AQL ring and an amd_queue_t in system memory, a barrier packet whose
+/// completion signal has the event mailbox of a signal event; the doorbell from CreateQueue.
+#[test]
+fn an_aql_queue_runs_a_barrier_and_raises_the_signal_event() {
+    let t = thunk();
+    let sys = MemFlags(0).with_host_access(1);
+    let ring = t.alloc_memory(0, 64 * 64, sys.with_execute_access(1), None).unwrap();
+    let desc = t.alloc_memory(0, 4096, sys, None).unwrap();
+    let sig = t.alloc_memory(0, 4096, sys, None).unwrap();
+    for m in [ring, desc, sig] {
+        t.map_memory_to_gpu_nodes(m, 4096, MemMapFlags(0), &[1]).unwrap();
+    }
+    for i in 0..64 {
+        u64_at(ring + i * 64).store(u64::from(HSA_PACKET_TYPE_INVALID), Ordering::Relaxed);
+    }
+    let event = t
+        .create_event(
+            &EventDescriptor { event_type: EventType::SIGNAL, node_id: 1, ..Default::default() },
+            false,
+            false,
+        )
+        .unwrap();
+    i64_at(sig + AMD_SIGNAL_VALUE_OFFSET as u64).store(1, Ordering::Relaxed);
+    u64_at(sig + AMD_SIGNAL_EVENT_ID_OFFSET as u64).store(u64::from(event.event_id), Ordering::Relaxed);
+    u64_at(sig + AMD_SIGNAL_EVENT_MAILBOX_PTR_OFFSET as u64).store(event.hw_data2, Ordering::Relaxed);
+
+    let mut res = QueueResource {
+        write_ptr: desc + AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET as u64,
+        read_ptr: desc + AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64,
+        ..Default::default()
+    };
+    assert_eq!(
+        t.create_queue(1, QueueType::COMPUTE_AQL, 100, QueuePriority(4), ring, 64 * 64, None, &mut res),
+        Err(Status::InvalidParameter)
+    );
+    assert_eq!(
+        t.create_queue(0, QueueType::COMPUTE_AQL, 100, QueuePriority::NORMAL, ring, 64 * 64, None, &mut res),
+        Err(Status::Error),
+        "no queues on the CPU"
+    );
+    t.create_queue(1, QueueType::COMPUTE_AQL, 100, QueuePriority::NORMAL, ring, 64 * 64, None, &mut res).unwrap();
+    assert_ne!(res.queue_id, QueueId(0));
+    assert_ne!(res.doorbell, 0);
+    assert_eq!(
+        t.query_pointer_info(res.doorbell).map(|i| i.mem_flags.reserved()),
+        Ok(0xBE1),
+        "the doorbell slice is GPU-mapped"
+    );
+
+    // A barrier-AND packet with no dependencies completes at once.
+    let header = u64::from(HSA_PACKET_TYPE_BARRIER_AND)
+        | (u64::from(HSA_FENCE_SCOPE_SYSTEM) << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+    u64_at(ring + 56).store(sig, Ordering::Relaxed);
+    u64_at(ring).store(header, Ordering::Release);
+    u64_at(res.write_ptr).store(1, Ordering::Release);
+    u64_at(res.doorbell).store(0, Ordering::Release);
+    let mut ev = event.clone();
+    t.wait_on_event(&mut ev, 5000).unwrap();
+    assert_eq!(i64_at(sig + AMD_SIGNAL_VALUE_OFFSET as u64).load(Ordering::Acquire), 0);
+    assert_eq!(u64_at(event.hw_data2).load(Ordering::Acquire), u64::MAX, "the device acknowledged the mailbox");
+    assert_eq!(u64_at(res.read_ptr).load(Ordering::Acquire), 1);
+
+    t.update_queue(res.queue_id, 50, QueuePriority::HIGH, ring, 64 * 64, None).unwrap();
+    assert_eq!(
+        t.update_queue(QueueId(999), 50, QueuePriority::HIGH, ring, 64 * 64, None),
+        Err(Status::InvalidParameter)
+    );
+    t.set_queue_cu_mask(res.queue_id, &[0xFFFF, 0xFFFF, 0xFFFF, 0xFF]).unwrap();
+    assert_eq!(t.queue_cu_mask(res.queue_id).unwrap(), [0xFFFF, 0xFFFF, 0xFFFF, 0xFF]);
+    assert_eq!(t.set_queue_cu_mask(res.queue_id, &[]), Err(Status::InvalidParameter));
+    assert_eq!(t.alloc_queue_gws(res.queue_id, 1), Err(Status::NotSupported));
+
+    // A PM4 compute queue gets its pointers from the thunk.
+    let mut pm4 = QueueResource::default();
+    t.create_queue(1, QueueType::COMPUTE, 100, QueuePriority::NORMAL, ring, 64 * 64, None, &mut pm4).unwrap();
+    assert_ne!(pm4.read_ptr, 0);
+    assert_eq!(pm4.doorbell & !8191, res.doorbell & !8191, "the same doorbell slice");
+    assert_ne!(pm4.doorbell, res.doorbell, "a doorbell of its own");
+    t.destroy_queue(pm4.queue_id).unwrap();
+    t.destroy_queue(res.queue_id).unwrap();
+    assert_eq!(t.destroy_queue(res.queue_id), Err(Status::InvalidParameter));
+    assert_eq!(
+        t.create_queue(1, QueueType::MULTIMEDIA_DECODE, 100, QueuePriority::NORMAL, ring, 4096, None, &mut pm4),
+        Err(Status::InvalidParameter)
+    );
+    t.destroy_event(&event).unwrap();
+}
+
+#[test]
+fn the_process_instance_is_reference_counted() {
+    std::env::set_var("CUSE_KFD_EMBEDDED", "1");
+    assert_eq!(current().err(), Some(Status::KernelIoChannelNotOpened));
+    assert_eq!(close_kfd(), Err(Status::KernelIoChannelNotOpened));
+    assert_eq!(open_kfd(), Ok(Opened::First));
+    assert_eq!(open_kfd(), Ok(Opened::Again));
+    let t = current().unwrap();
+    assert_eq!(t.version().major, 1);
+    drop(t);
+    close_kfd().unwrap();
+    assert!(current().is_ok());
+    close_kfd().unwrap();
+    assert_eq!(current().err(), Some(Status::KernelIoChannelNotOpened));
+}
