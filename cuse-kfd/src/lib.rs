@@ -5,6 +5,7 @@
 //! * [`process`], [`memory`], [`queue`], [`event`]: the per-process KFD model;
 //! * [`engine`]: the soft command processor (AQL packets, soft kernels, signals);
 //! * [`topology`]: device profiles and the sysfs-shaped topology tree;
+//! * [`sysfs`]: that tree as a read-only FUSE filesystem, to mount over /sys/devices/virtual/kfd/kfd;
 //! * [`embedded`]: the in-process front end.
 
 pub mod clock;
@@ -20,6 +21,7 @@ pub mod ioctl;
 pub mod memory;
 pub mod process;
 pub mod queue;
+pub mod sysfs;
 pub mod topology;
 pub mod trace;
 

@@ -59,6 +59,10 @@ struct ServeArgs {
     /// The CUSE control device.
     #[arg(long, default_value = "/dev/cuse")]
     cuse: PathBuf,
+    /// Also serve the topology read-only through FUSE at DIR (DIR/topology/...), to bind-mount
+    /// over /sys/devices/virtual/kfd/kfd in a mount namespace.
+    #[arg(long, value_name = "DIR")]
+    sysfs_mount: Option<PathBuf>,
 }
 
 fn parse_mode(s: &str) -> Result<u32, String> {
@@ -145,6 +149,13 @@ fn serve(a: ServeArgs) -> Result<(), String> {
 
     let node = Path::new("/dev").join(&a.name);
     setup_node(&node, a.mode, gid, &session)?;
+    let sysfs = match &a.sysfs_mount {
+        Some(dir) => Some(
+            cuse_kfd::sysfs::mount(device.topology(), dir)
+                .map_err(|e| format!("mounting the topology at {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
     log::info!(
         "serving {} ({} x{}), runtime directory {}",
         node.display(),
@@ -155,6 +166,9 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     let sig = signals.wait().map_err(|e| format!("waiting for signals: {e}"))?;
     log::info!("{sig:?}: shutting down");
     session.shutdown();
+    if let Some(Err(e)) = sysfs.map(|m| m.unmount()) {
+        log::warn!("unmounting the topology: {e}");
+    }
     let _ = std::fs::remove_dir_all(runtime_dir.join("topology"));
     drop(server);
     Ok(())
