@@ -21,6 +21,18 @@ struct Cli {
 enum Command {
     /// Serve the device as /dev/<NAME> through CUSE (needs root and a kernel with CUSE).
     Serve(ServeArgs),
+    /// Ask a running daemon what it holds (processes, queues, events, memory), or for its trace.
+    Status {
+        /// The daemon's device name (its runtime directory is /run/cuse-kfd/<NAME>).
+        #[arg(long, default_value = "kfd")]
+        name: String,
+        /// The daemon's runtime directory, if not the default for --name.
+        #[arg(long)]
+        runtime_dir: Option<PathBuf>,
+        /// Write the ioctl and packet trace as Chrome trace JSON (open it in Perfetto) instead.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+    },
     /// Print the topology of a profile, or write its sysfs-shaped tree.
     Topology {
         #[arg(long, default_value = cuse_kfd::topology::DEFAULT_PROFILE)]
@@ -63,6 +75,13 @@ struct ServeArgs {
     /// over /sys/devices/virtual/kfd/kfd in a mount namespace.
     #[arg(long, value_name = "DIR")]
     sysfs_mount: Option<PathBuf>,
+    /// Inject a fault (repeatable): vm-fault=ADDR[+LEN], hang-queue=ID, delay-completions=MS,
+    /// crash-at=ioctl:NAME.
+    #[arg(long = "fault", value_name = "SPEC")]
+    faults: Vec<String>,
+    /// Record ioctls and packets from the start (`cuse-kfd status --trace FILE` exports them).
+    #[arg(long)]
+    trace: bool,
 }
 
 fn parse_mode(s: &str) -> Result<u32, String> {
@@ -81,12 +100,28 @@ fn main() -> ExitCode {
     let r = match cli.command {
         Command::Serve(a) => serve(a),
         Command::Topology { profile, gpus, write } => topology(&profile, gpus, write.as_deref()),
+        Command::Status { name, runtime_dir, trace } => status(&name, runtime_dir, trace.as_deref()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cuse-kfd: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+fn status(name: &str, runtime_dir: Option<PathBuf>, trace: Option<&Path>) -> Result<(), String> {
+    let dir = runtime_dir.unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(name));
+    let ask = |cmd| cuse_kfd::control::request(&dir, cmd).map_err(|e| e.to_string());
+    match trace {
+        Some(file) => {
+            let json = ask("trace")?;
+            std::fs::write(file, json).map_err(|e| format!("writing {}: {e}", file.display()))
+        }
+        None => {
+            print!("{}", ask("status")?);
+            Ok(())
         }
     }
 }
@@ -119,6 +154,10 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         return Err(format!("invalid device name {:?}", a.name));
     }
     let gid = a.group.as_deref().map(group_id).transpose()?;
+    for spec in &a.faults {
+        // Checked before anything is set up, so a typo costs nothing.
+        cuse_kfd::faults::Faults::default().apply(spec).map_err(|e| e.to_string())?;
+    }
     if !nix::unistd::geteuid().is_root() {
         return Err("serving needs root: /dev/cuse is root-only, and the daemon sets up the node".into());
     }
@@ -126,6 +165,12 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     let runtime_dir = a.runtime_dir.clone().unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(&a.name));
     let config = DeviceConfig { profile: a.profile.clone(), gpus: a.gpus, runtime_dir: runtime_dir.clone(), ..Default::default() };
     let device = Device::new(&config).map_err(|e| e.to_string())?;
+    for spec in &a.faults {
+        device.faults().apply(spec).map_err(|e| e.to_string())?;
+    }
+    device.trace().set_enabled(a.trace);
+    cuse_kfd::control::spawn(device.weak(), &runtime_dir)
+        .map_err(|e| format!("starting the control socket in {}: {e}", runtime_dir.display()))?;
 
     // Signals are taken by the main thread only: block them before any thread starts.
     let mut signals = SigSet::empty();

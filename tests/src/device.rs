@@ -25,11 +25,17 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(bin: &Path, name: &str) -> Daemon {
+        Daemon::start_with(bin, name, &[])
+    }
+
+    /// With extra `serve` options.
+    pub fn start_with(bin: &Path, name: &str, extra: &[&str]) -> Daemon {
         let node = Path::new("/dev").join(name);
         let runtime_dir = std::env::temp_dir().join(format!("cuse-kfd-tier-{name}"));
         let child = Command::new(bin)
             .args(["serve", "--name", name, "--mode", "0666", "--runtime-dir"])
             .arg(&runtime_dir)
+            .args(extra)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
             .spawn()
             .expect("start cuse-kfd serve");

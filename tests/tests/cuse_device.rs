@@ -247,3 +247,38 @@ fn negative_requests_through_the_kernel() {
 fn client_role() {
     kfd_tests::device::run_client_role();
 }
+
+#[test]
+fn status_reports_a_clients_queue_and_the_trace_exports() {
+    let Some(bin) = tier() else { return };
+    let d = Daemon::start_with(&bin, "kfd-t-status", &["--trace"]);
+    let kfd = Kfd::open_node(&d.node).unwrap();
+    let gpu = kfd.gpu_ids().unwrap()[0];
+    let q = AqlQueue::new(&kfd, gpu, 64).unwrap();
+    let sig = Signals::new(&kfd, gpu, 1).unwrap();
+    sig.value(0).store(1, Ordering::Release);
+    q.submit(&packet::barrier_and([0; 5], sig.handle(0), false));
+    assert_eq!(sig.wait(0, WAIT, |v| v == 0), Ok(0));
+    let out = std::process::Command::new(&bin).args(["status", "--runtime-dir"]).arg(&d.runtime_dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!("process {}", std::process::id())), "{text}");
+    let line = text.lines().find(|l| l.trim_start().starts_with(&format!("queue {} compute-aql", q.id))).expect(&text);
+    assert!(line.contains("read 1 write 1") && line.ends_with("active"), "{line}");
+    let file = d.runtime_dir.join("trace.json");
+    let out = std::process::Command::new(&bin).args(["status", "--runtime-dir"]).arg(&d.runtime_dir).arg("--trace").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let json = std::fs::read_to_string(&file).unwrap();
+    assert!(json.contains("\"name\":\"CREATE_QUEUE\"") && json.contains("\"name\":\"barrier-AND\""), "{json}");
+}
+
+#[test]
+fn an_injected_daemon_crash_gives_clients_connection_errors() {
+    let Some(bin) = tier() else { return };
+    let d = Daemon::start_with(&bin, "kfd-t-crash", &["--fault", "crash-at=ioctl:CREATE_QUEUE"]);
+    let kfd = Kfd::open_node(&d.node).unwrap();
+    let gpu = kfd.gpu_ids().unwrap()[0];
+    let mut cq = CreateQueueArgs { gpu_id: gpu, queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, ..Default::default() };
+    assert_eq!(kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut cq), Err(Errno::ECONNABORTED), "the request the daemon died in");
+    assert_eq!(kfd.version(), Err(Errno::ENOTCONN), "the fd after the daemon is gone");
+}
