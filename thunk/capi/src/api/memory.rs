@@ -1,0 +1,235 @@
+//! Memory: allocation, GPU mapping, registration, pointer queries, IPC and interop.
+
+use super::{entry, node_array, thunk};
+use crate::ptr;
+use crate::types::*;
+use std::ffi::c_void;
+use thunk::hsakmt::{SharedMemoryHandle, Status};
+
+/// `hsaKmtAllocMemory`: `*memory_address` receives the buffer (with `FixedAddress` it names
+/// the wanted address on entry).
+///
+/// # Safety
+/// `memory_address` is null or points to a readable and writable pointer.
+pub unsafe extern "C" fn hsaKmtAllocMemory(
+    preferred_node: u32,
+    size: u64,
+    flags: HsaMemFlags,
+    memory_address: *mut *mut c_void,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtAllocMemory", || {
+        let t = thunk()?;
+        // SAFETY: the caller's contract.
+        let wanted = unsafe { ptr::read(memory_address) }.ok_or(Status::InvalidParameter)?;
+        let addr = t.alloc_memory(preferred_node, size, flags, Some(wanted as u64).filter(|a| *a != 0))?;
+        // SAFETY: as above.
+        unsafe { ptr::write(memory_address, addr as *mut c_void) }
+    })
+}
+
+/// `hsaKmtFreeMemory`.
+pub extern "C" fn hsaKmtFreeMemory(memory_address: *mut c_void, size: u64) -> HSAKMT_STATUS {
+    entry("hsaKmtFreeMemory", || thunk()?.free_memory(memory_address as u64, size))
+}
+
+/// `hsaKmtMapMemoryToGPU`: `*alternate_va` (if given) receives the GPU address to use when it
+/// differs from the CPU address (registered user memory), else 0.
+///
+/// # Safety
+/// `alternate_va` is null or points to a writable `HSAuint64`.
+pub unsafe extern "C" fn hsaKmtMapMemoryToGPU(
+    memory_address: *mut c_void,
+    size: u64,
+    alternate_va: *mut u64,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtMapMemoryToGPU", || {
+        let t = thunk()?;
+        if !alternate_va.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { ptr::write(alternate_va, 0) }?;
+        }
+        let alt = t.map_memory_to_gpu(memory_address as u64, size)?;
+        if !alternate_va.is_null() {
+            // SAFETY: as above.
+            unsafe { ptr::write(alternate_va, alt) }?;
+        }
+        Ok(())
+    })
+}
+
+/// `hsaKmtMapMemoryToGPUNodes`.
+///
+/// # Safety
+/// `alternate_va` is null or writable; `nodes` is null or points to `num_nodes` u32s.
+pub unsafe extern "C" fn hsaKmtMapMemoryToGPUNodes(
+    memory_address: *mut c_void,
+    size: u64,
+    alternate_va: *mut u64,
+    flags: HsaMemMapFlags,
+    num_nodes: u64,
+    nodes: *mut u32,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtMapMemoryToGPUNodes", || {
+        let t = thunk()?;
+        if memory_address.is_null() {
+            return Err(Status::Error);
+        }
+        // SAFETY: the caller's contract.
+        let nodes = unsafe { node_array(nodes, num_nodes) }?;
+        let alt = t.map_memory_to_gpu_nodes(memory_address as u64, size, flags, &nodes)?;
+        if !alternate_va.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { ptr::write(alternate_va, alt) }?;
+        }
+        Ok(())
+    })
+}
+
+/// `hsaKmtUnmapMemoryToGPU`.
+pub extern "C" fn hsaKmtUnmapMemoryToGPU(memory_address: *mut c_void) -> HSAKMT_STATUS {
+    entry("hsaKmtUnmapMemoryToGPU", || thunk()?.unmap_memory_to_gpu(memory_address as u64))
+}
+
+/// `hsaKmtRegisterMemoryWithFlags`.
+pub extern "C" fn hsaKmtRegisterMemoryWithFlags(
+    memory_address: *mut c_void,
+    size: u64,
+    flags: HsaMemFlags,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtRegisterMemoryWithFlags", || thunk()?.register_memory_with_flags(memory_address as u64, size, flags))
+}
+
+/// `hsaKmtDeregisterMemory`.
+pub extern "C" fn hsaKmtDeregisterMemory(memory_address: *mut c_void) -> HSAKMT_STATUS {
+    entry("hsaKmtDeregisterMemory", || thunk()?.deregister_memory(memory_address as u64))
+}
+
+/// `hsaKmtQueryPointerInfo`: an unknown pointer leaves `HSA_POINTER_UNKNOWN` and answers
+/// `HSAKMT_STATUS_ERROR`. The node arrays it points to belong to the thunk and stay valid until
+/// the memory's mapping or registration changes.
+///
+/// # Safety
+/// `info` is null or points to a writable `HsaPointerInfo`.
+pub unsafe extern "C" fn hsaKmtQueryPointerInfo(pointer: *const c_void, info: *mut HsaPointerInfo) -> HSAKMT_STATUS {
+    entry("hsaKmtQueryPointerInfo", || {
+        // SAFETY: the caller's contract.
+        unsafe { ptr::write(info, HsaPointerInfo::UNKNOWN) }?;
+        let p = thunk()?.query_pointer_info(pointer as u64)?;
+        // SAFETY: as above.
+        unsafe { ptr::write(info, HsaPointerInfo::from(&p)) }
+    })
+}
+
+/// `hsaKmtSetMemoryUserData`.
+pub extern "C" fn hsaKmtSetMemoryUserData(pointer: *const c_void, user_data: *mut c_void) -> HSAKMT_STATUS {
+    entry("hsaKmtSetMemoryUserData", || thunk()?.set_memory_user_data(pointer as u64, user_data as u64))
+}
+
+/// `hsaKmtShareMemory`: `HSAKMT_STATUS_ERROR` here (the device has no IPC).
+///
+/// # Safety
+/// `handle` is null or points to a writable `HsaSharedMemoryHandle`.
+pub unsafe extern "C" fn hsaKmtShareMemory(
+    memory_address: *mut c_void,
+    size: u64,
+    handle: *mut HsaSharedMemoryHandle,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtShareMemory", || {
+        let t = thunk()?;
+        if handle.is_null() {
+            return Err(Status::InvalidParameter);
+        }
+        let h = t.share_memory(memory_address as u64, size)?;
+        // SAFETY: the caller's contract.
+        unsafe { ptr::write(handle, h.0) }
+    })
+}
+
+/// The common body of the two RegisterSharedHandle calls.
+///
+/// # Safety
+/// As [`hsaKmtRegisterSharedHandleToNodes`].
+unsafe fn register_shared(
+    handle: *const HsaSharedMemoryHandle,
+    memory_address: *mut *mut c_void,
+    size: *mut u64,
+    nodes: Option<Vec<u32>>,
+) -> thunk::hsakmt::Result<()> {
+    let t = thunk()?;
+    // SAFETY: the caller's contract.
+    let h = unsafe { ptr::read(handle) }.ok_or(Status::InvalidParameter)?;
+    if memory_address.is_null() || size.is_null() {
+        return Err(Status::InvalidParameter);
+    }
+    let (addr, len) = t.register_shared_handle(&SharedMemoryHandle(h), nodes.as_deref().unwrap_or(&[]))?;
+    // SAFETY: both checked non-null; writable by the caller's contract.
+    unsafe { ptr::write(memory_address, addr as *mut c_void) }?;
+    // SAFETY: as above.
+    unsafe { ptr::write(size, len) }
+}
+
+/// `hsaKmtRegisterSharedHandle`: `HSAKMT_STATUS_ERROR` here (the device has no IPC).
+///
+/// # Safety
+/// `handle` is null or readable; `memory_address` and `size` null or writable.
+pub unsafe extern "C" fn hsaKmtRegisterSharedHandle(
+    handle: *const HsaSharedMemoryHandle,
+    memory_address: *mut *mut c_void,
+    size: *mut u64,
+) -> HSAKMT_STATUS {
+    // SAFETY: the caller's contract.
+    entry("hsaKmtRegisterSharedHandle", || unsafe { register_shared(handle, memory_address, size, None) })
+}
+
+/// `hsaKmtRegisterSharedHandleToNodes`: as RegisterSharedHandle, for `nodes`.
+///
+/// # Safety
+/// As [`hsaKmtRegisterSharedHandle`]; `nodes` null or pointing to `num_nodes` u32s.
+pub unsafe extern "C" fn hsaKmtRegisterSharedHandleToNodes(
+    handle: *const HsaSharedMemoryHandle,
+    memory_address: *mut *mut c_void,
+    size: *mut u64,
+    num_nodes: u64,
+    nodes: *mut u32,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtRegisterSharedHandleToNodes", || {
+        let nodes = if nodes.is_null() {
+            None
+        } else {
+            // SAFETY: the caller's contract.
+            Some(unsafe { node_array(nodes, num_nodes) }?)
+        };
+        // SAFETY: the caller's contract.
+        unsafe { register_shared(handle, memory_address, size, nodes) }
+    })
+}
+
+/// `hsaKmtRegisterGraphicsHandleToNodes`: `HSAKMT_STATUS_NOT_SUPPORTED` (no dma-buf file
+/// descriptor can reach the device).
+///
+/// # Safety
+/// `info` is null or writable; `nodes` null or pointing to `num_nodes` u32s.
+pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodes(
+    graphics_resource_handle: u64,
+    info: *mut HsaGraphicsResourceInfo,
+    num_nodes: u64,
+    nodes: *mut u32,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtRegisterGraphicsHandleToNodes", || {
+        let t = thunk()?;
+        // SAFETY: the caller's contract.
+        let nodes = unsafe { node_array(nodes, num_nodes) }?;
+        let r = t.register_graphics_handle_to_nodes(graphics_resource_handle, &nodes)?;
+        // The thunk never imports one (see above); were it to, the metadata would have to live
+        // as long as the buffer, which this layer does not arrange.
+        let c = HsaGraphicsResourceInfo {
+            MemoryAddress: r.memory_address,
+            SizeInBytes: r.size_in_bytes,
+            Metadata: 0,
+            MetadataSizeInBytes: 0,
+            Reserved: 0,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { ptr::write(info, c) }
+    })
+}

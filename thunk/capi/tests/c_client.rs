@@ -1,0 +1,41 @@
+//! Builds tests/c/client.c against Debian's hsakmt.h, links it with `-lhsakmt` to this crate's
+//! library and runs it with `LD_LIBRARY_PATH` at `target/<profile>/lib` (where `libhsakmt.so.1`
+//! is made) over an embedded device.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn a_c_program_drives_the_device_through_libhsakmt() {
+    assert!(Path::new("/usr/include/hsakmt.h").exists(), "hsakmt.h missing: apt-get install libhsakmt-dev");
+    let profile = hsakmt::libdir::profile_dir().unwrap();
+    let lib_dir = hsakmt::libdir::install(&profile).unwrap();
+    let dir = std::env::temp_dir().join(format!("hsakmt-client-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("client");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/client.c");
+    let out = Command::new("cc")
+        .args(["-std=gnu11", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-L{}", profile.display()))
+        .arg("-lhsakmt")
+        .output()
+        .expect("cc runs");
+    assert!(out.status.success(), "cc failed:\n{}", String::from_utf8_lossy(&out.stderr));
+
+    let needed = Command::new("readelf").arg("-d").arg(&exe).output().unwrap();
+    assert!(String::from_utf8_lossy(&needed.stdout).contains("[libhsakmt.so.1]"), "the client needs libhsakmt.so.1");
+
+    let out = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .env("CUSE_KFD_EMBEDDED", "1")
+        .env("HSAKMT_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success() && stdout.contains("client: ok"), "client failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    println!("{stdout}");
+}
