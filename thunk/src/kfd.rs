@@ -48,11 +48,19 @@ impl Kfd {
         Ok(Kfd::new(Box::new(crate::node::NodeTransport::open(path)?)))
     }
 
-    /// The transport the environment asks for: `CUSE_KFD_EMBEDDED=1` an embedded device,
-    /// otherwise the node `CUSE_KFD_DEVICE` (default /dev/kfd).
+    /// The transport the environment asks for: `CUSE_KFD_EMBEDDED=1` an embedded device (of
+    /// profile `CUSE_KFD_PROFILE` with `CUSE_KFD_GPUS` GPUs, defaults otherwise), else the node
+    /// `CUSE_KFD_DEVICE` (default /dev/kfd).
     pub fn open_default() -> Result<Kfd, Errno> {
         if std::env::var_os("CUSE_KFD_EMBEDDED").is_some_and(|v| v == "1") {
-            return Kfd::embedded(&cuse_kfd::DeviceConfig::default()).map_err(|e| {
+            let mut config = cuse_kfd::DeviceConfig::default();
+            if let Ok(profile) = std::env::var("CUSE_KFD_PROFILE") {
+                config.profile = profile;
+            }
+            if let Some(gpus) = std::env::var("CUSE_KFD_GPUS").ok().and_then(|g| g.parse().ok()) {
+                config.gpus = gpus;
+            }
+            return Kfd::embedded(&config).map_err(|e| {
                 log::error!("cannot create the embedded device: {e}");
                 Errno::ENODEV
             });
@@ -213,7 +221,8 @@ impl Kfd {
 
     /// WAIT_EVENTS on `ids`; `timeout_ms` u32::MAX waits forever.
     pub fn wait_events(&self, ids: &[u32], all: bool, timeout_ms: u32) -> WaitResult {
-        let mut data: Vec<EventData> = ids.iter().map(|&event_id| EventData { event_id, ..Default::default() }).collect();
+        let mut data: Vec<EventData> =
+            ids.iter().map(|&event_id| EventData { event_id, ..Default::default() }).collect();
         let mut a = WaitEventsArgs {
             events_ptr: data.as_mut_ptr() as u64,
             num_events: ids.len() as u32,

@@ -340,7 +340,11 @@ fn structs_match_hsakmttypes_h() {
 /// The names of `hsakmt.ver`'s HSAKMT_1 node.
 fn version_script_names() -> BTreeSet<String> {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("hsakmt.ver")).unwrap();
-    text.lines().map(str::trim).filter(|l| l.starts_with("hsaKmt")).map(|l| l.trim_end_matches(';').to_string()).collect()
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("hsaKmt"))
+        .map(|l| l.trim_end_matches(';').to_string())
+        .collect()
 }
 
 fn library() -> PathBuf {

@@ -36,6 +36,9 @@ fn a_c_program_drives_the_device_through_libhsakmt() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(out.status.success() && stdout.contains("client: ok"), "client failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        out.status.success() && stdout.contains("client: ok"),
+        "client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     println!("{stdout}");
 }
