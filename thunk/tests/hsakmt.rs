@@ -321,7 +321,24 @@ fn events_wait_time_out_and_wake() {
 /// completion signal has the event mailbox of a signal event; the doorbell from CreateQueue.
 #[test]
 fn an_aql_queue_runs_a_barrier_and_raises_the_signal_event() {
-    let t = thunk();
+    aql_barrier(&thunk());
+}
+
+/// The same with paged system memory as user pointers over anonymous memory, as libhsakmt
+/// makes it by default.
+#[test]
+fn paged_memory_as_user_pointers_reaches_the_device_too() {
+    let kfd = Kfd::embedded(&cuse_kfd::DeviceConfig::default()).unwrap();
+    let t = Thunk::open_with(kfd, Options { userptr_for_paged_mem: true, ..Options::default() }).unwrap();
+    let m = t.alloc_memory(0, 8192, MemFlags(0).with_host_access(1), None).unwrap();
+    u64_at(m).store(5, Ordering::Relaxed);
+    let info = t.query_pointer_info(m).unwrap();
+    assert_eq!((info.pointer_type, info.cpu_address, info.gpu_address), (PointerType::ALLOCATED, m, m));
+    t.free_memory(m, 8192).unwrap();
+    aql_barrier(&t);
+}
+
+fn aql_barrier(t: &Thunk) {
     let sys = MemFlags(0).with_host_access(1);
     let ring = t.alloc_memory(0, 64 * 64, sys.with_execute_access(1), None).unwrap();
     let desc = t.alloc_memory(0, 4096, sys, None).unwrap();

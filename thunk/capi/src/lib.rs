@@ -3,7 +3,7 @@
 //! The library exports exactly the 42 `hsaKmt*` functions ROCr 5.2.3 imports, versioned
 //! `HSAKMT_1`, under the soname `libhsakmt.so.1` (see `build.rs` and `hsakmt.ver`), so that an
 //! unmodified `libhsa-runtime64.so.1` loads it through `LD_LIBRARY_PATH`. Each function is a thin
-//! layer over [`thunk::hsakmt`]: it checks the caller's pointers ([`ptr`]), converts the packed C
+//! layer over [`thunk::hsakmt`]: it checks the caller's pointers (`ptr`), converts the packed C
 //! structs ([`types`]) and returns the `HSAKMT_STATUS` the thunk decided.
 //!
 //! The transport is chosen at `hsaKmtOpenKFD`: `CUSE_KFD_EMBEDDED=1` runs the device inside the

@@ -20,6 +20,7 @@ fn a_c_program_drives_the_device_through_libhsakmt() {
         .arg(&src)
         .arg(format!("-L{}", profile.display()))
         .arg("-lhsakmt")
+        .arg("-pthread")
         .output()
         .expect("cc runs");
     assert!(out.status.success(), "cc failed:\n{}", String::from_utf8_lossy(&out.stderr));

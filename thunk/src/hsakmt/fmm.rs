@@ -127,10 +127,6 @@ pub(super) struct Fmm {
     state: Mutex<State>,
 }
 
-fn env_flag(name: &str) -> Option<bool> {
-    std::env::var(name).ok().map(|v| v != "0")
-}
-
 /// HsaMemFlags for what the device was asked (fmm_translate_ioc_to_hsa_flags).
 fn ioc_to_hsa_flags(ioc: u32) -> MemFlags {
     MemFlags(0)
@@ -176,7 +172,7 @@ fn va_align(size: u64) -> u64 {
 
 impl Fmm {
     /// Sets up the apertures of every GPU node (fmm_init_process_apertures).
-    pub fn new(kfd: &Kfd, topo: &super::topology::Topology) -> Result<Fmm> {
+    pub fn new(kfd: &Kfd, topo: &super::topology::Topology, options: &super::Options) -> Result<Fmm> {
         let mut a = GetProcessAperturesNewArgs::default();
         ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a).map_err(|_| Status::Error)?;
         let mut aps = vec![ProcessDeviceApertures::default(); a.num_of_nodes as usize];
@@ -202,8 +198,8 @@ impl Fmm {
             gpus,
             svm_base: base.max(GPU_HUGE_PAGE_SIZE),
             svm_limit: limit,
-            userptr_for_paged: env_flag("HSA_USERPTR_FOR_PAGED_MEM").unwrap_or(false),
-            disable_cache: env_flag("HSA_DISABLE_CACHE").unwrap_or(false),
+            userptr_for_paged: options.userptr_for_paged_mem,
+            disable_cache: options.disable_cache,
             state: Mutex::new(State::default()),
         };
         // The whole SVM aperture is the coherent alternate aperture, as libhsakmt sets it for

@@ -2,7 +2,7 @@
 //!
 //! A [`Thunk`] is one open KFD with everything libhsakmt keeps per process: the interface
 //! version, the topology read from the device's sysfs-shaped tree, the memory manager (address
-//! space and buffer objects, [`fmm`]), the event page and the doorbell mappings. It speaks to the
+//! space and buffer objects, `fmm`), the event page and the doorbell mappings. It speaks to the
 //! device only in ioctl bytes through [`Kfd`], whichever transport that has.
 //!
 //! libhsakmt's API has no handle: `hsaKmtOpenKFD` opens one process-wide instance, reference
@@ -92,6 +92,26 @@ pub type Result<T> = std::result::Result<T, Status>;
 /// The page size libhsakmt works in.
 pub const PAGE_SIZE: u64 = 4096;
 
+/// The memory manager's choices that libhsakmt takes from the environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Paged system memory is anonymous memory registered as a USERPTR object, as in
+    /// libhsakmt (`HSA_USERPTR_FOR_PAGED_MEM=1`). Off by default here: paged memory is then GTT
+    /// in a shared file, which the device reaches directly (atomics included) instead of through
+    /// a cross-process read per access.
+    pub userptr_for_paged_mem: bool,
+    /// Every allocation coherent and uncached (`HSA_DISABLE_CACHE=1`).
+    pub disable_cache: bool,
+}
+
+impl Options {
+    /// From `HSA_USERPTR_FOR_PAGED_MEM` and `HSA_DISABLE_CACHE` (set and not "0": on).
+    pub fn from_env() -> Options {
+        let flag = |name| std::env::var(name).is_ok_and(|v| v != "0");
+        Options { userptr_for_paged_mem: flag("HSA_USERPTR_FOR_PAGED_MEM"), disable_cache: flag("HSA_DISABLE_CACHE") }
+    }
+}
+
 /// What [`open_kfd`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opened {
@@ -127,8 +147,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Thunk {
     /// What `hsaKmtOpenKFD` does on first open, over `kfd`: checks the interface version (major
     /// 1), reads the topology tree, sets up the apertures (GET_PROCESS_APERTURES_NEW, the SVM
-    /// aperture, SET_MEMORY_POLICY) and maps each GPU's MMIO remap page.
+    /// aperture, SET_MEMORY_POLICY) and maps each GPU's MMIO remap page. Options come from the
+    /// environment ([`Options::from_env`]).
     pub fn open(kfd: Kfd) -> Result<Thunk> {
+        Thunk::open_with(kfd, Options::from_env())
+    }
+
+    /// [`Thunk::open`] with explicit options.
+    pub fn open_with(kfd: Kfd, options: Options) -> Result<Thunk> {
         let mut v = GetVersionArgs::default();
         ioctl(&kfd, AMDKFD_IOC_GET_VERSION, &mut v).map_err(|_| Status::Error)?;
         if v.major_version != 1 {
@@ -137,7 +163,7 @@ impl Thunk {
         }
         let version = VersionInfo { major: v.major_version, minor: v.minor_version };
         let nodes = Arc::new(topology::Topology::read(&kfd.runtime_dir().join("topology"))?);
-        let fmm = fmm::Fmm::new(&kfd, &nodes)?;
+        let fmm = fmm::Fmm::new(&kfd, &nodes, &options)?;
         let thunk = Thunk {
             kfd,
             version,

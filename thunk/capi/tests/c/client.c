@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <hsakmt.h>
 #include <hsa/hsa.h>
 #include <hsa/amd_hsa_queue.h>
@@ -30,6 +32,13 @@ static double now_ms(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* ROCr's async-event thread: blocks until another thread sets the event. */
+static void *waiter(void *arg)
+{
+	HsaEvent *list[1] = {arg};
+	return (void *)(long)hsaKmtWaitOnMultipleEvents(list, 1, true, HSA_EVENTTIMEOUT_INFINITE);
 }
 
 static void ascii(char *out, const HSAuint16 *name)
@@ -169,6 +178,13 @@ int main(void)
 	CHECK(waited >= 95);
 	OK(hsaKmtSetEvent(event));
 	OK(hsaKmtWaitOnEvent(event, 1000));
+	pthread_t thread;
+	void *waited_status;
+	CHECK(pthread_create(&thread, NULL, waiter, event) == 0);
+	usleep(50 * 1000);
+	OK(hsaKmtSetEvent(event));
+	CHECK(pthread_join(thread, &waited_status) == 0);
+	CHECK((long)waited_status == HSAKMT_STATUS_SUCCESS);
 
 	/* A memory-fault event, as ROCr makes one at start. */
 	HsaEventDescriptor fdesc = {0};
