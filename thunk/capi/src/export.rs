@@ -9,6 +9,9 @@
 
 use crate::api::*;
 
+#[cfg(not(target_arch = "x86_64"))]
+compile_error!("the export stubs are x86-64 code (a jmp); other architectures need their own branch");
+
 /// Defines each `module::name` as a global function symbol `name` jumping to `api::module::name`.
 macro_rules! export_c {
     ($($module:ident :: $name:ident),* $(,)?) => {

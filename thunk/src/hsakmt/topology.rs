@@ -424,8 +424,9 @@ impl Thunk {
         Ok(props)
     }
 
-    /// `hsaKmtGetNodeMemoryProperties`: `num_banks` entries, the sysfs banks first, then for a
-    /// GPU its LDS, scratch, SVM and MMIO apertures; entries past those are zero.
+    /// `hsaKmtGetNodeMemoryProperties`: up to `num_banks` entries, the sysfs banks first, then
+    /// for a GPU its LDS, scratch, SVM and MMIO apertures. (The C call zeroes the rest of the
+    /// caller's `num_banks`.)
     pub fn node_memory_properties(&self, node: u32, num_banks: u32) -> Result<Vec<MemoryProperties>> {
         let (topo, i) = self.snapshot_node(node)?;
         let n = &topo.nodes[i];
@@ -465,7 +466,6 @@ impl Thunk {
             let room = want.saturating_sub(out.len());
             out.extend(extra.into_iter().take(room));
         }
-        out.resize(want, MemoryProperties::default());
         Ok(out)
     }
 

@@ -96,8 +96,11 @@ pub unsafe extern "C" fn hsaKmtGetNodeMemoryProperties(
             return Err(Status::InvalidParameter);
         }
         let banks = thunk()?.node_memory_properties(node_id, num_banks)?;
-        // SAFETY: `banks` has exactly `num_banks` entries, which the caller provides room for.
-        unsafe { ptr::write_array(props, banks.iter().map(HsaMemoryProperties::from)) }
+        let zero = HsaMemoryProperties::from(&thunk::hsakmt::MemoryProperties::default());
+        let padded = banks.iter().map(HsaMemoryProperties::from).chain(std::iter::repeat(zero));
+        // SAFETY: exactly `num_banks` entries (the banks, then zeros, as libhsakmt leaves them),
+        // which the caller provides room for.
+        unsafe { ptr::write_array(props, padded.take(num_banks as usize)) }
     })
 }
 
