@@ -1,5 +1,7 @@
 //! `cuse-kfd`: serve the device through CUSE, or print its topology.
 
+mod run;
+
 use clap::{Parser, Subcommand};
 use cuse_kfd::cuse::channel::{self, Channel};
 use cuse_kfd::cuse::session::{Session, SystemProcfs};
@@ -21,6 +23,27 @@ struct Cli {
 enum Command {
     /// Serve the device as /dev/<NAME> through CUSE (needs root and a kernel with CUSE).
     Serve(ServeArgs),
+    /// Run an unmodified ROCm program on our device (e.g. `cuse-kfd run --embedded -- rocminfo`).
+    Run {
+        /// The device inside the program's own process (no daemon, no root needed for the device).
+        #[arg(long, conflicts_with = "device")]
+        embedded: bool,
+        /// A cuse-kfd node to use (default /dev/kfd).
+        #[arg(long, value_name = "PATH")]
+        device: Option<PathBuf>,
+        /// HSA runtime: `rocr` keeps the system's real ROCr, `shim` uses ours.
+        #[arg(long, default_value = "rocr")]
+        runtime: String,
+        /// Device profile of the embedded device.
+        #[arg(long, default_value = cuse_kfd::topology::DEFAULT_PROFILE)]
+        profile: String,
+        /// GPU nodes of the embedded device.
+        #[arg(long, default_value_t = 1)]
+        gpus: usize,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        program: Vec<std::ffi::OsString>,
+    },
     /// Ask a running daemon what it holds (processes, queues, events, memory), or for its trace.
     Status {
         /// The daemon's device name (its runtime directory is /run/cuse-kfd/<NAME>).
@@ -101,14 +124,27 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve(a),
         Command::Topology { profile, gpus, write } => topology(&profile, gpus, write.as_deref()),
         Command::Status { name, runtime_dir, trace } => status(&name, runtime_dir, trace.as_deref()),
+        Command::Run { embedded, device, runtime, profile, gpus, program } => {
+            if cuse_kfd::topology::Profile::by_name(&profile).is_none() {
+                return fail(format!("unknown profile {profile:?}"));
+            }
+            let transport = if embedded {
+                run::Transport::Embedded
+            } else {
+                run::Transport::Device(device.unwrap_or_else(|| PathBuf::from("/dev/kfd")))
+            };
+            run::run(run::RunArgs { transport, runtime, profile, gpus, program })
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cuse-kfd: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fail(e),
     }
+}
+
+fn fail(e: String) -> ExitCode {
+    eprintln!("cuse-kfd: {e}");
+    ExitCode::FAILURE
 }
 
 fn status(name: &str, runtime_dir: Option<PathBuf>, trace: Option<&Path>) -> Result<(), String> {

@@ -1,0 +1,53 @@
+//! Real-client runs: Debian's rocminfo (real ROCr 5.2.3) over our libhsakmt.so.1 and the
+//! embedded device, through `cuse-kfd run`. Needs rocminfo (cargo xtask test installs it) and
+//! root or user namespaces (for a private /dev/kfd).
+
+use std::process::Command;
+
+fn rocminfo(profile: &str) -> (bool, String) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["run", "-q", "-p", "cuse-kfd", "--", "run", "--embedded", "--profile", profile, "--", "rocminfo"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("cargo run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+fn agents(text: &str) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    let mut name = None;
+    for l in text.lines().map(str::trim) {
+        if let Some(n) = l.strip_prefix("Name:").filter(|_| name.is_none()) {
+            name = Some(n.trim().to_string());
+        } else if let Some(m) = l.strip_prefix("Marketing Name:") {
+            v.push((name.take().unwrap_or_default(), m.trim().to_string()));
+        } else if l.starts_with("Agent ") {
+            name = None;
+        }
+    }
+    v
+}
+
+fn check(profile: &str, marketing: &str) {
+    assert!(std::path::Path::new("/usr/bin/rocminfo").exists(), "rocminfo is not installed (cargo xtask test installs it)");
+    let (ok, text) = rocminfo(profile);
+    assert!(ok, "rocminfo failed:\n{text}");
+    let a = agents(&text);
+    assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
+    assert_eq!(a[1], (profile.to_string(), marketing.to_string()), "the GPU agent:\n{text}");
+    assert!(text.contains("Device Type:             CPU") && text.contains("Device Type:             GPU"), "{text}");
+    assert!(text.contains("Pool Info:") && text.contains("Segment:                 GLOBAL"), "memory pools:\n{text}");
+    assert!(text.contains("*** Done ***"), "{text}");
+}
+
+#[test]
+fn rocminfo_lists_our_gfx90a_agent() {
+    check("gfx90a", "AMD Instinct MI210");
+}
+
+#[test]
+fn rocminfo_lists_our_gfx1030_agent() {
+    check("gfx1030", "AMD Radeon RX 6900 XT");
+}
