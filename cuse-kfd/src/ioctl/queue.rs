@@ -124,21 +124,25 @@ pub fn update(ctx: &Ctx, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
     let q = inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
     // pqm_update_queue_properties: a new ring must be mapped on the GPU, else EFAULT (create's
     // kfd_queue_acquire_buffers says EINVAL for the same fault).
-    if a.ring_base_address != 0 && !ctx.process.vm().is_mapped(q.gpu_id, GpuVa(a.ring_base_address), u64::from(ring_size)) {
+    if a.ring_base_address != 0
+        && !ctx.process.vm().is_mapped(q.gpu_id, GpuVa(a.ring_base_address), u64::from(ring_size))
+    {
         return Err(Errno::EFAULT);
     }
-    // Through set_props, so the command processor sees the change (it caches the props).
+    // Through set_props, so the command processor sees the change (it caches the props), and a
+    // kick, so a resumed queue does not wait for the next idle poll.
     q.set_props(|p| {
         p.ring_base = GpuVa(a.ring_base_address);
         p.ring_size = u64::from(ring_size);
         p.percentage = a.queue_percentage;
         p.priority = a.queue_priority;
     });
+    ctx.device.kick();
     Ok(())
 }
 
 pub fn set_cu_mask(ctx: &Ctx, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
-    if a.num_cu_mask % 32 != 0 || a.num_cu_mask == 0 {
+    if !a.num_cu_mask.is_multiple_of(32) || a.num_cu_mask == 0 {
         return Err(Errno::EINVAL);
     }
     let mask = ctx.read_user::<u32>(a.cu_mask_ptr, cu_mask_words(a.num_cu_mask) as usize)?;
