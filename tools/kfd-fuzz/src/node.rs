@@ -1,0 +1,412 @@
+//! The node target: real child processes against a cuse-kfd device node, so the kernel's CUSE
+//! path (RETRY rounds, interrupts, a killed client's release) is in the loop.
+//!
+//! The parent starts rounds of children (this binary with `--node-child SEED`), SIGKILLs some
+//! of them at random moments, and after each round checks that the device still answers and
+//! that no client directory is left in its runtime directory. Each child opens the node, runs a
+//! generated sequence of raw requests (with helper threads parked in WAIT_EVENTS) and checks the
+//! errno table and its model itself; it exits 1 on a failure, 3 on a hang. Object counts are not
+//! observable through a node: that oracle is the embedded target's. A failing child is rerun
+//! with `kfd-fuzz --target node --device PATH --node-child SEED`.
+
+use crate::arena::{Arena, ARENA_SIZE};
+use crate::errnos;
+use crate::gen::{Gen, Grade};
+use crate::model::{BufferModel, EventModel, Model, QueueModel};
+use crate::ops::{self, Expect};
+use crate::rng::Rng;
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uapi::ioctl::*;
+use uapi::kfd::*;
+use uapi::{FromBytes, IntoBytes};
+
+/// Children per round.
+const CHILDREN: usize = 3;
+
+fn raw_ioctl(fd: &File, cmd: u32, addr: u64) -> Result<(), Errno> {
+    // SAFETY: `addr` is either a buffer of at least _IOC_SIZE(cmd) bytes the caller owns, or lies
+    // in the fuzzer's arena so that the bytes past a short buffer are the arena or its
+    // never-mapped hole; the kernel copies through it with copy_{from,to}_user, which faults
+    // cleanly. Pointers inside the arguments are safe ones (see crate::arena).
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as libc::c_ulong, addr as *mut libc::c_void) };
+    if r < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(())
+    }
+}
+
+/// The device's runtime directory, asked through the node.
+fn runtime_dir(device: &Path) -> Result<PathBuf, String> {
+    let kfd = thunk::Kfd::open_node(device).map_err(|e| format!("cannot open {}: {e}", device.display()))?;
+    Ok(kfd.runtime_dir().to_path_buf())
+}
+
+/// GET_VERSION on a fresh open, within `timeout`.
+fn device_answers(device: &Path, timeout: Duration) -> Result<(), String> {
+    let d = device.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = thunk::Kfd::open_node(&d).and_then(|k| k.version());
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok((1, _))) => Ok(()),
+        Ok(Ok(v)) => Err(format!("GET_VERSION answered {v:?}")),
+        Ok(Err(e)) => Err(format!("the device no longer answers: {e}")),
+        Err(_) => Err(format!("the device did not answer GET_VERSION within {timeout:?}")),
+    }
+}
+
+/// Client directories (named by pid) left in the runtime directory.
+fn client_dirs(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.parse::<u32>().is_ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The parent: rounds of children until `iterations` operations were planned.
+pub fn run(
+    device: &Path,
+    seed: u64,
+    iterations: u64,
+    case_len: usize,
+    timeout: Duration,
+    progress_secs: u64,
+) -> ExitCode {
+    crate::exec::install_panic_hook();
+    let dir = match runtime_dir(device) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("kfd-fuzz: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("kfd-fuzz: cannot find my own binary: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!(
+        "kfd-fuzz: node {} (runtime directory {}), seed {seed}, {iterations} operations",
+        device.display(),
+        dir.display()
+    );
+    let mut rng = Rng::new(seed);
+    let (start, mut last) = (Instant::now(), Instant::now());
+    let (mut planned, mut children, mut killed, mut failures) = (0u64, 0u64, 0u64, Vec::<String>::new());
+    while planned < iterations && failures.len() < 5 {
+        let mut round: Vec<(u64, Child, Option<Instant>)> = Vec::new();
+        for _ in 0..CHILDREN {
+            let child_seed = rng.next_u64();
+            let spawned = Command::new(&exe)
+                .args(["--target", "node", "--device"])
+                .arg(device)
+                .args(["--node-child", &child_seed.to_string(), "--case-len", &case_len.to_string()])
+                .args(["--timeout-ms", &timeout.as_millis().to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn();
+            match spawned {
+                Ok(c) => {
+                    // Some children are killed at a random moment of their run.
+                    let kill_at = rng.chance(1, 2).then(|| Instant::now() + Duration::from_millis(rng.range(1, 300)));
+                    round.push((child_seed, c, kill_at));
+                }
+                Err(e) => failures.push(format!("cannot start a child: {e}")),
+            }
+            planned += case_len as u64;
+            children += 1;
+        }
+        let deadline = Instant::now() + timeout * 4 + Duration::from_secs(10);
+        while !round.is_empty() {
+            let mut i = 0;
+            while i < round.len() {
+                let (child_seed, c, kill_at) = &mut round[i];
+                if kill_at.is_some_and(|t| Instant::now() >= t) {
+                    let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGKILL);
+                    *kill_at = None;
+                    killed += 1;
+                }
+                match c.try_wait() {
+                    Ok(Some(status)) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        let sig = status.signal();
+                        if !status.success() && sig != Some(libc::SIGKILL) {
+                            let mut out = String::new();
+                            if let Some(mut so) = c.stdout.take() {
+                                let _ = std::io::Read::read_to_string(&mut so, &mut out);
+                            }
+                            failures.push(format!(
+                                "child {child_seed} ended with {status}: {}\n  rerun: kfd-fuzz --target node --device {} --node-child {child_seed} --case-len {case_len}",
+                                out.trim(),
+                                device.display()
+                            ));
+                        }
+                        round.remove(i);
+                    }
+                    Ok(None) if Instant::now() > deadline => {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        failures.push(format!("hang: child {child_seed} did not finish in time"));
+                        round.remove(i);
+                    }
+                    _ => i += 1,
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if let Err(e) = device_answers(device, timeout) {
+            failures.push(format!("hang: {e}"));
+            break;
+        }
+        // Every client of the round has exited: its directory must go (the release of a killed
+        // client's files can take a moment to reach the daemon).
+        let t0 = Instant::now();
+        let mut left = client_dirs(&dir);
+        while !left.is_empty() && t0.elapsed() < timeout {
+            std::thread::sleep(Duration::from_millis(20));
+            left = client_dirs(&dir);
+        }
+        if !left.is_empty() {
+            failures.push(format!("leak: client directories {left:?} are left after their processes exited"));
+        }
+        if last.elapsed() >= Duration::from_secs(progress_secs) {
+            last = Instant::now();
+            println!(
+                "kfd-fuzz: {planned} operations planned, {children} children ({killed} killed), {} failures, {:.0} s",
+                failures.len(),
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    println!(
+        "kfd-fuzz summary: {children} children ({killed} SIGKILLed), about {planned} operations in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    for f in &failures {
+        println!("kfd-fuzz: FAILURE: {f}");
+    }
+    if failures.is_empty() {
+        println!("failures: none");
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// One child: a sequence of raw requests on the node, checked as it goes.
+pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration) -> ExitCode {
+    let heartbeat = Arc::new(AtomicU64::new(0));
+    let hb = heartbeat.clone();
+    std::thread::spawn(move || {
+        let mut last = (u64::MAX, Instant::now());
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let b = hb.load(Ordering::Relaxed);
+            if b != last.0 {
+                last = (b, Instant::now());
+            } else if last.1.elapsed() > timeout {
+                println!("hang: request {b} not answered within {timeout:?}");
+                std::process::exit(3);
+            }
+        }
+    });
+    match child_run(device, seed, len, &heartbeat) {
+        Ok(n) => {
+            println!("ok: {n} requests");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64) -> Result<u64, String> {
+    let fd = File::options()
+        .read(true)
+        .write(true)
+        .open(device)
+        .map_err(|e| format!("cannot open {}: {e}", device.display()))?;
+    let kfd = thunk::Kfd::open_node(device).map_err(|e| format!("cannot open {}: {e}", device.display()))?;
+    let gpus = kfd.gpu_ids().map_err(|e| format!("no GPU ids: {e}"))?;
+    drop(kfd);
+    let arena = Arena::get();
+    let mut gen = Gen::new(seed);
+    let mut model = Model::new();
+    // The model is exact while every object-creating success was learned from its reply.
+    let mut exact = true;
+    let mut helpers = Vec::new();
+    let mut sent = 0u64;
+    for _ in 0..len {
+        heartbeat.fetch_add(1, Ordering::Relaxed);
+        let grade =
+            *gen.rng.pick(&[Grade::Valid, Grade::Valid, Grade::Valid, Grade::Almost, Grade::Mutated, Grade::Random]);
+        if gen.rng.chance(1, 30) && !model.events.is_empty() {
+            // A helper thread parked in WAIT_EVENTS, forever or briefly, while we go on.
+            let ids: Vec<u32> = model.events.keys().copied().collect();
+            let id = *gen.rng.pick(&ids);
+            let t = if gen.rng.chance(1, 2) { KFD_EVENT_TIMEOUT_INFINITE } else { gen.rng.range(1, 50) as u32 };
+            let fd2 = fd.try_clone().map_err(|e| e.to_string())?;
+            helpers.push(std::thread::spawn(move || {
+                let mut data = [EventData { event_id: id, ..Default::default() }];
+                let mut a = WaitEventsArgs {
+                    events_ptr: data.as_mut_ptr() as u64,
+                    num_events: 1,
+                    wait_for_all: 0,
+                    timeout: t,
+                    wait_result: 0,
+                };
+                let r = raw_ioctl(&fd2, AMDKFD_IOC_WAIT_EVENTS, a.as_mut_bytes().as_mut_ptr() as u64);
+                std::hint::black_box(&mut data);
+                r.err()
+            }));
+            continue;
+        }
+        let call = gen.call(&gpus, &model, grade);
+        let mut data = call.data.clone();
+        data.resize(ioc_size(call.cmd), 0);
+        let mut bump = 0;
+        for (off, p) in &call.ptrs {
+            let off = usize::from(*off);
+            if off + 8 <= data.len() {
+                let v = arena.resolve(p, &mut bump);
+                data[off..off + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        crate::exec::sanitize(call.cmd, &mut data);
+        if cuse_kfd::ioctl::lookup(call.cmd).is_some_and(|d| ioc_nr(d.cmd) == 0x0C) && data.len() >= 24 {
+            // This thread must not block for long: helpers do the long waits.
+            let t = u32::from_le_bytes(data[16..20].try_into().expect("4 bytes")).min(100);
+            data[16..20].copy_from_slice(&t.to_le_bytes());
+        }
+        // The argument struct lives at the end of the arena's pointer area, so the bytes past a
+        // short buffer are the never-mapped hole.
+        let n = call.short.map_or(data.len(), usize::from).min(data.len());
+        let at = arena.base() + ARENA_SIZE - n as u64;
+        let addr = if call.short.is_some() {
+            arena.write(at, &data[..n]);
+            at
+        } else {
+            data.as_mut_ptr() as u64
+        };
+        let result = raw_ioctl(&fd, call.cmd, addr);
+        sent += 1;
+        let name = ops::name_of(call.cmd);
+        if let Err(e) = result {
+            if e == Errno::EINTR {
+                continue;
+            }
+            errnos::is_allowed(call.cmd, n, e).map_err(|w| format!("errno: {w}"))?;
+        }
+        let nr = cuse_kfd::ioctl::lookup(call.cmd).map_or(0, |d| ioc_nr(d.cmd));
+        let named = crate::exec::named_object(nr, &data);
+        let owned = named.as_ref().map(|o| match o {
+            crate::exec::Named::Buffer(h) => model.buffers.contains_key(h),
+            crate::exec::Named::Queue(q) => model.queues.contains_key(q),
+            crate::exec::Named::Event(e) => model.events.contains_key(e),
+        });
+        if call.expect == Expect::Ok && result.is_err() {
+            return Err(format!("model: well-formed {name} failed with {result:?}"));
+        }
+        if result.is_err() {
+            continue;
+        }
+        if exact && owned == Some(false) {
+            return Err(format!("isolation: {name} succeeded on {named:?}, which this process does not own"));
+        }
+        let full = call.short.is_none()
+            && ioc_size(call.cmd) == cuse_kfd::ioctl::lookup(call.cmd).map_or(0, |d| ioc_size(d.cmd));
+        let out = |off: usize| u32::from_le_bytes(data[off..off + 4].try_into().expect("4 bytes"));
+        match nr {
+            0x16 if full => {
+                let a = AllocMemoryOfGpuArgs::read_from_prefix(&data).map(|(a, _)| a).unwrap_or_default();
+                if model
+                    .buffers
+                    .insert(
+                        a.handle,
+                        BufferModel {
+                            va: a.va_addr,
+                            size: a.size,
+                            gpu: a.gpu_id,
+                            flags: a.flags,
+                            mmap_offset: a.mmap_offset,
+                            mapped: BTreeSet::new(),
+                        },
+                    )
+                    .is_some()
+                {
+                    return Err(format!("model: ALLOC handed out handle {:#x}, which is live already", a.handle));
+                }
+            }
+            0x02 if full => {
+                let dup = model.queues.insert(out(52), QueueModel { gpu: out(36), doorbell_offset: 0 }).is_some();
+                if dup {
+                    return Err(format!("model: CREATE_QUEUE handed out id {}, which is live already", out(52)));
+                }
+            }
+            0x08 if full => {
+                let dup = model.events.insert(out(24), EventModel { event_type: out(12) }).is_some();
+                if dup {
+                    return Err(format!("model: CREATE_EVENT handed out id {}, which is live already", out(24)));
+                }
+            }
+            0x16 | 0x02 | 0x08 => exact = false,
+            0x17 => {
+                if let Some(crate::exec::Named::Buffer(h)) = named {
+                    model.buffers.remove(&h);
+                }
+            }
+            0x03 => {
+                if let Some(crate::exec::Named::Queue(q)) = named {
+                    model.queues.remove(&q);
+                }
+            }
+            0x09 => {
+                if let Some(crate::exec::Named::Event(e)) = named {
+                    model.events.remove(&e);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Wake every helper: set the events they wait on; infinite waits on destroyed events were
+    // failed by the device. Whatever is still parked goes with the process.
+    for id in model.events.keys() {
+        let mut a = SetEventArgs { event_id: *id, pad: 0 };
+        let _ = raw_ioctl(&fd, AMDKFD_IOC_SET_EVENT, a.as_mut_bytes().as_mut_ptr() as u64);
+    }
+    let t0 = Instant::now();
+    for h in helpers {
+        while !h.is_finished() && t0.elapsed() < Duration::from_millis(200) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if h.is_finished() {
+            if let Ok(Some(e)) = h.join() {
+                if e != Errno::EINTR {
+                    errnos::is_allowed(AMDKFD_IOC_WAIT_EVENTS, 24, e).map_err(|w| format!("errno: {w}"))?;
+                }
+            }
+        }
+    }
+    Ok(sent)
+}
