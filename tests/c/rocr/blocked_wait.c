@@ -1,0 +1,229 @@
+/* Host waits in the BLOCKED state really sleep in the KFD event wait. hsa_signal_create makes
+ * ROCr interrupt signals, each backed by a KFD signal event (amd_signal_t: event_mailbox_ptr and
+ * event_id set). A thread waits HSA_WAIT_STATE_BLOCKED with a long timeout; the main thread
+ * stores (or lets the device decrement) after ~1 s. The waiter's own CPU time
+ * (CLOCK_THREAD_CPUTIME_ID) must stay under 20% of the wall time it waited, its voluntary context
+ * switches few (one sleep, not a polling loop), and it must wake promptly on the store. An ACTIVE
+ * wait is measured alongside for contrast. */
+#define _GNU_SOURCE
+#include "common.h"
+#include <amd_hsa_signal.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define DELAY_S 1.0
+#define MAX_CPU_FRACTION 0.20
+#define MAX_WAKE_S 0.5
+
+static uint64_t hz;
+
+struct waiter {
+    hsa_signal_t sig;
+    hsa_signal_condition_t cond;
+    hsa_signal_value_t compare;
+    hsa_wait_state_t hint;
+    /* Out. */
+    hsa_signal_value_t value;
+    double start, end, cpu;
+    long nvcsw, nivcsw;
+    pthread_t thread;
+    pid_t tid;
+    int started, returned;
+    /* ROCr makes this waiter poll (not the first on its signal): no CPU bound. */
+    int polls;
+};
+
+static void *wait_thread(void *arg) {
+    struct waiter *w = arg;
+    struct rusage r0, r1;
+    getrusage(RUSAGE_THREAD, &r0);
+    double c0 = thread_cpu_s();
+    w->start = now_s();
+    w->tid = (pid_t)syscall(SYS_gettid);
+    __atomic_store_n(&w->started, 1, __ATOMIC_RELEASE);
+    /* 60 s: long enough that only a wake, not the timeout, ends the wait. */
+    w->value = hsa_signal_wait_scacquire(w->sig, w->cond, w->compare, hz * 60, w->hint);
+    w->end = now_s();
+    w->cpu = thread_cpu_s() - c0;
+    getrusage(RUSAGE_THREAD, &r1);
+    w->nvcsw = r1.ru_nvcsw - r0.ru_nvcsw;
+    w->nivcsw = r1.ru_nivcsw - r0.ru_nivcsw;
+    __atomic_store_n(&w->returned, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void start(struct waiter *w, hsa_signal_t sig, hsa_signal_condition_t cond, hsa_signal_value_t compare,
+                  hsa_wait_state_t hint) {
+    w->sig = sig;
+    w->cond = cond;
+    w->compare = compare;
+    w->hint = hint;
+    w->started = 0;
+    w->returned = 0;
+    w->polls = 0;
+    CHECK(pthread_create(&w->thread, NULL, wait_thread, w) == 0, "pthread_create");
+    while (!__atomic_load_n(&w->started, __ATOMIC_ACQUIRE))
+        usleep(100);
+}
+
+/* Joins `w`, which must have seen `want`; checks the sleep and returns the CPU fraction. */
+static double finish(struct waiter *w, double woken_at, hsa_signal_value_t want, const char *what) {
+    CHECK(pthread_join(w->thread, NULL) == 0, "pthread_join");
+    double wall = w->end - w->start, frac = w->cpu / wall, wake = w->end - woken_at;
+    printf("  %s: waited %.3f s, CPU %.4f s (%.2f%%), woke %.1f ms after the store, %ld voluntary / %ld "
+           "involuntary switches\n",
+           what, wall, w->cpu, 100 * frac, wake * 1e3, w->nvcsw, w->nivcsw);
+    CHECK(w->value == want, "%s: the wait returned %ld, want %ld", what, (long)w->value, (long)want);
+    CHECK(wall >= DELAY_S * 0.9, "%s: returned after %.3f s, before the store", what, wall);
+    CHECK(wake < MAX_WAKE_S, "%s: woke %.3f s after the store", what, wake);
+    if (w->hint == HSA_WAIT_STATE_BLOCKED && !w->polls) {
+        CHECK(frac < MAX_CPU_FRACTION, "%s: the BLOCKED waiter used %.1f%% of a CPU: it spun instead of sleeping",
+              what, 100 * frac);
+        CHECK(w->nvcsw < 1000, "%s: %ld voluntary switches in a BLOCKED wait: it polled instead of sleeping", what,
+              w->nvcsw);
+    }
+    return frac;
+}
+
+/* A thread's scheduler state ('S' sleeping, 'R' running) from /proc. */
+static char thread_state(pid_t tid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return '?';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Sleeps `seconds` while sampling the waiter's state 20 times; returns how often it slept. */
+static int sample_sleeping(const struct waiter *w, double seconds) {
+    int sleeping = 0;
+    for (int i = 0; i < 20; i++) {
+        usleep((useconds_t)(seconds * 1e6 / 20));
+        sleeping += thread_state(w->tid) == 'S';
+    }
+    return sleeping;
+}
+
+int main(void) {
+    hsa_agent_t gpu = init_gpu();
+    hz = tick_hz();
+    OK("timestamp frequency %lu Hz", (unsigned long)hz);
+
+    /* The signal is an interrupt signal: a KFD event behind it. */
+    hsa_signal_t sig;
+    HSA(hsa_signal_create(1, 0, NULL, &sig));
+    const amd_signal_t *amd = (const amd_signal_t *)(uintptr_t)sig.handle;
+    CHECK(amd->kind == AMD_SIGNAL_KIND_USER, "signal kind %ld", (long)amd->kind);
+    CHECK(amd->event_mailbox_ptr != 0 && amd->event_id != 0, "not an interrupt signal: mailbox %#lx event %u",
+          (unsigned long)amd->event_mailbox_ptr, amd->event_id);
+    OK("hsa_signal_create made an interrupt signal: KFD event %u, mailbox %#lx", amd->event_id,
+       (unsigned long)amd->event_mailbox_ptr);
+
+    /* 1. One BLOCKED waiter, woken by a host store after ~1 s. */
+    struct waiter w;
+    start(&w, sig, HSA_SIGNAL_CONDITION_EQ, 0, HSA_WAIT_STATE_BLOCKED);
+    int asleep = sample_sleeping(&w, DELAY_S);
+    CHECK(asleep >= 15, "the BLOCKED waiter was asleep (state S) in only %d of 20 samples", asleep);
+    double at = now_s();
+    hsa_signal_store_screlease(sig, 0);
+    double f1 = finish(&w, at, 0, "BLOCKED wait, host store");
+    OK("a BLOCKED waiter slept (state S in %d of 20 samples), used %.2f%% CPU and woke on the host store", asleep,
+       100 * f1);
+
+    /* 2. Four BLOCKED waiters, each on its own signal (its own KFD event), with four conditions:
+     * a store of 2 to each wakes LT 3, NE 5 and EQ 2; GTE 100 sleeps on until 100 arrives. */
+    hsa_signal_t four[4];
+    struct waiter ws[4];
+    hsa_signal_condition_t conds[4] = {HSA_SIGNAL_CONDITION_LT, HSA_SIGNAL_CONDITION_NE, HSA_SIGNAL_CONDITION_EQ,
+                                       HSA_SIGNAL_CONDITION_GTE};
+    hsa_signal_value_t compares[4] = {3, 5, 2, 100};
+    for (int i = 0; i < 4; i++) {
+        HSA(hsa_signal_create(5, 0, NULL, &four[i]));
+        start(&ws[i], four[i], conds[i], compares[i], HSA_WAIT_STATE_BLOCKED);
+    }
+    usleep((useconds_t)(DELAY_S * 1e6));
+    at = now_s();
+    for (int i = 0; i < 4; i++)
+        hsa_signal_store_screlease(four[i], 2);
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "waiter %d of 4", i);
+        double f = finish(&ws[i], at, 2, what);
+        worst = f > worst ? f : worst;
+    }
+    usleep(300 * 1000);
+    CHECK(!__atomic_load_n(&ws[3].returned, __ATOMIC_ACQUIRE), "the GTE 100 waiter returned on 2");
+    char st = thread_state(ws[3].tid);
+    CHECK(st == 'S', "the GTE 100 waiter is in state %c after a store that did not satisfy it", st);
+    at = now_s();
+    hsa_signal_store_screlease(four[3], 100);
+    double f4 = finish(&ws[3], at, 100, "waiter 3 of 4 (GTE 100)");
+    worst = f4 > worst ? f4 : worst;
+    for (int i = 0; i < 4; i++)
+        HSA(hsa_signal_destroy(four[i]));
+    OK("four BLOCKED waiters on four signals: three woke on a store of 2, the GTE-100 one slept on until 100 "
+       "(worst CPU %.2f%%)",
+       100 * worst);
+
+    /* 2b. Three waiters on one signal: one store wakes them all. ROCr 5.2.3 lets only the first
+     * waiter of an interrupt signal sleep in the event ("Allow only the first waiter to sleep";
+     * later ones poll ACTIVE), so only the first one's CPU is held to the bound. */
+    hsa_signal_store_relaxed(sig, 5);
+    struct waiter shared[3];
+    start(&shared[0], sig, HSA_SIGNAL_CONDITION_LT, 3, HSA_WAIT_STATE_BLOCKED);
+    for (int i = 0; i < 200 && thread_state(shared[0].tid) != 'S'; i++)
+        usleep(1000);
+    usleep(20 * 1000);
+    start(&shared[1], sig, HSA_SIGNAL_CONDITION_NE, 5, HSA_WAIT_STATE_BLOCKED);
+    start(&shared[2], sig, HSA_SIGNAL_CONDITION_EQ, 2, HSA_WAIT_STATE_BLOCKED);
+    shared[1].polls = shared[2].polls = 1;
+    usleep((useconds_t)(DELAY_S * 1e6));
+    at = now_s();
+    hsa_signal_store_screlease(sig, 2);
+    double fs = finish(&shared[0], at, 2, "first waiter of three on one signal");
+    finish(&shared[1], at, 2, "second waiter (ROCr polls)");
+    finish(&shared[2], at, 2, "third waiter (ROCr polls)");
+    OK("three waiters on one signal woke on one store; the first slept (%.2f%% CPU)", 100 * fs);
+
+    /* 3. Woken by the device: a barrier's completion signal, the barrier gated on the host. */
+    hsa_queue_t *q;
+    HSA(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q));
+    hsa_signal_t gate, done;
+    HSA(hsa_signal_create(1, 0, NULL, &gate));
+    HSA(hsa_signal_create(1, 0, NULL, &done));
+    submit_barrier(q, HSA_PACKET_TYPE_BARRIER_AND, (hsa_signal_t[5]){gate}, done);
+    start(&w, done, HSA_SIGNAL_CONDITION_EQ, 0, HSA_WAIT_STATE_BLOCKED);
+    usleep((useconds_t)(DELAY_S * 1e6));
+    at = now_s();
+    hsa_signal_store_screlease(gate, 0);
+    double f3 = finish(&w, at, 0, "BLOCKED wait, device decrement");
+    OK("a BLOCKED waiter on a completion signal slept %.2f%% CPU and woke on the device's decrement", 100 * f3);
+
+    /* 4. Contrast: an ACTIVE wait spins (informational; a loaded machine may starve it). */
+    hsa_signal_store_relaxed(sig, 1);
+    start(&w, sig, HSA_SIGNAL_CONDITION_EQ, 0, HSA_WAIT_STATE_ACTIVE);
+    usleep((useconds_t)(DELAY_S * 1e6));
+    at = now_s();
+    hsa_signal_store_screlease(sig, 0);
+    double fa = finish(&w, at, 0, "ACTIVE wait, host store");
+    OK("for contrast, an ACTIVE waiter used %.1f%% CPU", 100 * fa);
+
+    printf("BLOCKED CPU fraction: host store %.2f%%, four waiters worst %.2f%%, device decrement %.2f%%; ACTIVE "
+           "%.1f%%\n",
+           100 * f1, 100 * worst, 100 * f3, 100 * fa);
+    HSA(hsa_queue_destroy(q));
+    HSA(hsa_signal_destroy(gate));
+    HSA(hsa_signal_destroy(done));
+    HSA(hsa_signal_destroy(sig));
+    HSA(hsa_shut_down());
+    printf("PASS blocked_wait\n");
+    return 0;
+}

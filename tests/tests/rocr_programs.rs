@@ -1,0 +1,213 @@
+//! Real ROCr's queue and signal paths on our device: the C programs of tests/c/rocr, built
+//! against Debian's hsa.h and linked with the real libhsa-runtime64 (ROCr 5.2.3), run over our
+//! libhsakmt.so.1 through `cuse-kfd run`. Each program prints what it checks and exits non-zero
+//! on the first failure; a test passes when its program exits 0 having printed `PASS <name>`.
+//!
+//! The transport is a parameter: the device embedded in the program's process
+//! (`cargo run -p cuse-kfd -- run --embedded`, any machine with root or user namespaces), or a
+//! `cuse-kfd serve` node in the real-device tier (`$CUSE_KFD_BIN run --device /dev/<node>`, set up
+//! by `cargo xtask test device`; elsewhere that test says so and returns).
+//!
+//! Needs cc, libhsa-runtime-dev (hsa.h) and libhsa-runtime64-1 (`cargo xtask test` installs them).
+
+use kfd_tests::device::{tier, Daemon};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How a program reaches the device.
+#[derive(Clone, Copy)]
+enum Transport<'a> {
+    /// The device inside the program's process, through `cargo run -p cuse-kfd -- run --embedded`.
+    Embedded,
+    /// A daemon's node, through `<bin> run --device <node>` (`bin` is the cuse-kfd binary).
+    Device { bin: &'a Path, node: &'a Path },
+}
+
+impl Transport<'_> {
+    fn name(&self) -> String {
+        match self {
+            Transport::Embedded => "embedded".into(),
+            Transport::Device { node, .. } => node.display().to_string(),
+        }
+    }
+
+    /// The command that runs `exe` on the device.
+    fn command(&self, exe: &Path) -> Command {
+        let mut cmd = match self {
+            Transport::Embedded => {
+                let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+                c.args(["run", "-q", "-p", "cuse-kfd", "--", "run", "--embedded", "--"]);
+                c
+            }
+            Transport::Device { bin, node } => {
+                let mut c = Command::new(bin);
+                c.args(["run", "--device"]).arg(node).arg("--");
+                c
+            }
+        };
+        cmd.arg(exe).current_dir(workspace());
+        cmd
+    }
+}
+
+/// The programs, in tests/c/rocr/<name>.c, and what each checks.
+const PROGRAMS: [(&str, &str); 5] = [
+    ("queue_create", "hsa_queue_create on the GPU agent and ROCr's ring size rules"),
+    ("barriers", "barrier-AND and barrier-OR with host-set dependencies, completion signals waited"),
+    ("ring_wrap", "300 barrier packets through a 64-slot queue, across the wrap; the read index"),
+    ("blocked_wait", "BLOCKED waits sleep in the KFD event wait (CPU time) and wake on the store"),
+    ("wait_timeout", "signal wait timeouts in timestamp ticks honoured, the old value returned"),
+];
+
+/// A whole program run is killed after this long (a hung wait must fail the test, not CI).
+const RUN_LIMIT: Duration = Duration::from_secs(600);
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
+}
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("c/rocr").join(format!("{name}.c"))
+}
+
+/// Compiles tests/c/rocr/`name`.c against /usr/include/hsa, linked with the real ROCr.
+fn compile(name: &str) -> PathBuf {
+    assert!(
+        Path::new("/usr/include/hsa/hsa.h").is_file(),
+        "/usr/include/hsa/hsa.h is missing: install libhsa-runtime-dev (cargo xtask test installs it)"
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rocr");
+    std::fs::create_dir_all(&dir).expect("create the programs' directory");
+    let exe = dir.join(name);
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-I/usr/include/hsa"])
+        .arg(source(name))
+        .arg("-o")
+        .arg(&exe)
+        .args(["-L/usr/lib/x86_64-linux-gnu", "-lhsa-runtime64", "-lpthread"])
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", cc.to_string_lossy()));
+    assert!(
+        out.status.success(),
+        "compiling {name}.c failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `exe` through `transport`, in a process group of its own that is killed after
+/// [`RUN_LIMIT`]; returns whether it exited 0 and its stdout then stderr.
+fn run(exe: &Path, transport: Transport) -> (bool, String) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = transport.command(exe);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("waiting for the program") {
+            break Some(st);
+        }
+        if t0.elapsed() > RUN_LIMIT {
+            // The whole group: cargo, and the program it started.
+            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut text = stdout.join().unwrap_or_default() + &stderr.join().unwrap_or_default();
+    match status {
+        Some(st) if st.success() => (true, text),
+        Some(st) => {
+            text += &format!("\n[{} exited with {st}]", exe.display());
+            (false, text)
+        }
+        None => {
+            text += &format!("\n[{} killed after {} s]", exe.display(), RUN_LIMIT.as_secs());
+            (false, text)
+        }
+    }
+}
+
+/// Builds and runs program `name` on `transport`; it must exit 0 having printed `PASS <name>`.
+fn check(name: &str, transport: Transport) -> String {
+    let exe = compile(name);
+    let t0 = Instant::now();
+    let (ok, text) = run(&exe, transport);
+    println!("--- {name} ({}), {:.1} s:\n{text}", transport.name(), t0.elapsed().as_secs_f64());
+    assert!(ok, "{name} failed on the {} device:\n{text}", transport.name());
+    assert!(text.lines().any(|l| l.trim() == format!("PASS {name}")), "{name} did not reach its end:\n{text}");
+    text
+}
+
+#[test]
+fn rocr_queue_create_and_size_rules() {
+    check("queue_create", Transport::Embedded);
+}
+
+#[test]
+fn rocr_barrier_and_or_packets() {
+    check("barriers", Transport::Embedded);
+}
+
+#[test]
+fn rocr_packets_across_the_ring_wrap() {
+    check("ring_wrap", Transport::Embedded);
+}
+
+#[test]
+fn rocr_blocked_waits_sleep_in_the_event_wait() {
+    let text = check("blocked_wait", Transport::Embedded);
+    // The program bounds the CPU fraction itself; the summary line is what the report quotes.
+    assert!(text.contains("BLOCKED CPU fraction:"), "{text}");
+}
+
+#[test]
+fn rocr_wait_timeouts_honoured() {
+    check("wait_timeout", Transport::Embedded);
+}
+
+/// Every program against a `cuse-kfd serve` node through the kernel's CUSE.
+#[test]
+fn device_tier_rocr_programs() {
+    let Some(bin) = tier() else { return };
+    // The line xtask counts to know that a device test really ran (straight to stdout).
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "CUSE_KFD_DEVICE_TEST_RAN device_tier_rocr_programs").and_then(|()| out.flush()).unwrap();
+    drop(out);
+    let d = Daemon::start(&bin, "kfd-t-rocr");
+    for (name, what) in PROGRAMS {
+        println!("{name}: {what}");
+        check(name, Transport::Device { bin: &bin, node: &d.node });
+    }
+}
+
+/// The list above names every program in tests/c/rocr, and each exists.
+#[test]
+fn every_program_is_listed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("c/rocr");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/c/rocr")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".c").map(str::to_owned))
+        .collect();
+    found.sort();
+    let mut listed: Vec<String> = PROGRAMS.iter().map(|(n, _)| n.to_string()).collect();
+    listed.sort();
+    assert_eq!(found, listed, "tests/c/rocr/*.c and PROGRAMS");
+}
