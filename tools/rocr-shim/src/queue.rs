@@ -1,0 +1,283 @@
+//! HSA queues: an AQL queue of the thunk whose amd_queue_t starts with the `hsa_queue_t` the
+//! caller sees, a doorbell signal whose store rings the queue's doorbell, and a
+//! queue_inactive_signal the device writes its error code to.
+
+use crate::agent::Agent;
+use crate::hsa::*;
+use crate::monitor::Monitor;
+use crate::runtime::Runtime;
+use crate::signal::slot::{Slot, SlotInit};
+use crate::status::{Error, Result, Status};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use thunk::memory::{open_backing, HostMapping, Space};
+use thunk::queue::AqlQueue;
+use uapi::aql::AQL_PACKET_SIZE;
+use uapi::signal::{AMD_SIGNAL_KIND_DOORBELL, AMD_SIGNAL_KIND_USER};
+
+/// Bytes of a process doorbell slice (two pages on SOC15, as the thunk maps it).
+const DOORBELL_SLICE: u64 = 8192;
+/// hsa_queue_t field offsets.
+const HSA_QUEUE_TYPE: u64 = 0;
+const HSA_QUEUE_DOORBELL_SIGNAL: u64 = 16;
+const HSA_QUEUE_ID: u64 = 32;
+
+/// Called once when the device stops a queue: the status and the `hsa_queue_t` address.
+pub type QueueCallback = Box<dyn Fn(Status, u64) + Send + Sync>;
+
+static NEXT_QUEUE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// ROCr's size rules: a power of two of at least 64 packets (else INVALID_ARGUMENT), at most
+/// 131072 (else OUT_OF_RESOURCES).
+pub fn check_size(size: u32) -> Result<()> {
+    if !size.is_power_of_two() || size < QUEUE_MIN_PACKETS {
+        return Err(Error::invalid_argument(format!(
+            "queue size {size}: must be a power of two of at least {QUEUE_MIN_PACKETS} packets"
+        )));
+    }
+    if size > QUEUE_MAX_PACKETS {
+        return Err(Error::new(
+            Status::OUT_OF_RESOURCES,
+            format!("queue size {size}: this agent's queues hold at most {QUEUE_MAX_PACKETS} packets"),
+        ));
+    }
+    Ok(())
+}
+
+/// One queue.
+pub struct QueueState {
+    pub(crate) aql: AqlQueue,
+    _doorbell_map: HostMapping,
+    pub agent: Agent,
+    pub doorbell_signal: u64,
+    pub inactive_signal: u64,
+    pub id: u64,
+    callback: Option<QueueCallback>,
+    reported: AtomicBool,
+    pub(crate) copy_lock: Mutex<()>,
+}
+
+impl QueueState {
+    /// The `hsa_queue_t *` (the amd_queue_t's first member).
+    pub fn address(&self) -> u64 {
+        self.aql.desc.va
+    }
+
+    pub fn size(&self) -> u32 {
+        self.aql.slots as u32
+    }
+
+    /// Reserves a slot (waiting while the ring is full), writes `p` with its header last, and
+    /// rings the doorbell; returns the packet's index.
+    pub fn submit(&self, rt: &Runtime, p: &[u8; AQL_PACKET_SIZE]) -> u64 {
+        let index = self.aql.reserve();
+        self.aql.publish(index, p);
+        self.aql.ring_doorbell(index);
+        rt.after(crate::signal::After::Kick);
+        index
+    }
+
+    pub fn read_index(&self) -> u64 {
+        self.aql.read_index()
+    }
+
+    pub fn write_index(&self) -> &std::sync::atomic::AtomicU64 {
+        self.aql.write_index()
+    }
+
+    /// The error code the device wrote to queue_inactive_signal (0: none).
+    pub fn error_code(&self) -> i64 {
+        // SAFETY: the inactive signal is a pool slot of the runtime, which outlives its queues.
+        unsafe { Slot::new(self.inactive_signal) }.value().load(Ordering::Acquire)
+    }
+
+    /// Calls the error callback once if the device stopped the queue.
+    pub(crate) fn report_error(&self) {
+        let code = self.error_code();
+        if code == 0 {
+            return;
+        }
+        if let Some(cb) = &self.callback {
+            if !self.reported.swap(true, Ordering::AcqRel) {
+                let status = crate::kernels::queue_error_status(code);
+                log::warn!("queue {} stopped: {status} (code {code})", self.id);
+                cb(status, self.address());
+            }
+        }
+    }
+}
+
+impl Runtime {
+    pub(crate) fn new_queue_state(
+        &self,
+        agent: Agent,
+        size: u32,
+        queue_type: u32,
+        callback: Option<QueueCallback>,
+    ) -> Result<QueueState> {
+        if !self.agent_desc(agent)?.is_gpu() {
+            return Err(Error::new(Status::INVALID_QUEUE_CREATION, "CPU agents take no AQL queues in this runtime"));
+        }
+        let gpu = self.gpu_desc(agent)?.gpu_id();
+        match queue_type {
+            HSA_QUEUE_TYPE_MULTI | HSA_QUEUE_TYPE_SINGLE => {}
+            HSA_QUEUE_TYPE_COOPERATIVE => {
+                return Err(Error::new(
+                    Status::INVALID_QUEUE_CREATION,
+                    "cooperative queues need global wave sync (GWS), which this runtime does not allocate",
+                ))
+            }
+            t => return Err(Error::invalid_argument(format!("queue type {t} is not an hsa_queue_type_t"))),
+        }
+        check_size(size)?;
+        let kfd = self.kfd();
+        let aql =
+            AqlQueue::new(kfd, gpu, u64::from(size)).map_err(|e| Error::from_errno("creating the AQL queue", e))?;
+        let slice = aql.doorbell_offset & !(DOORBELL_SLICE - 1);
+        let file =
+            open_backing(kfd, Space::Kfd, slice).map_err(|e| Error::from_errno("opening the doorbell page", e))?;
+        let map = HostMapping::map(&file, DOORBELL_SLICE as usize)
+            .map_err(|e| Error::from_errno("mapping the doorbells", e))?;
+        let doorbell = map.addr() + (aql.doorbell_offset & (DOORBELL_SLICE - 1));
+        let db_init = SlotInit {
+            kind: AMD_SIGNAL_KIND_DOORBELL,
+            value: doorbell as i64,
+            queue_ptr: aql.desc.va,
+            ..Default::default()
+        };
+        let doorbell_signal = self.create_internal_signal(db_init, false)?;
+        let inactive_signal =
+            match self.create_internal_signal(SlotInit { kind: AMD_SIGNAL_KIND_USER, ..Default::default() }, false) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = self.destroy_signal_raw(doorbell_signal);
+                    return Err(e);
+                }
+            };
+        aql.set_inactive_signal(inactive_signal);
+        let id = NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed);
+        aql.desc.u32_at(HSA_QUEUE_TYPE).store(queue_type, Ordering::Relaxed);
+        aql.desc.u64_at(HSA_QUEUE_ID).store(id, Ordering::Relaxed);
+        aql.desc.u64_at(HSA_QUEUE_DOORBELL_SIGNAL).store(doorbell_signal, Ordering::Release);
+        Ok(QueueState {
+            aql,
+            _doorbell_map: map,
+            agent,
+            doorbell_signal,
+            inactive_signal,
+            id,
+            callback,
+            reported: AtomicBool::new(false),
+            copy_lock: Mutex::new(()),
+        })
+    }
+
+    /// hsa_queue_create: returns the queue, also entered in the runtime's table under its
+    /// `hsa_queue_t` address.
+    pub fn create_queue_raw(
+        &self,
+        agent: Agent,
+        size: u32,
+        queue_type: u32,
+        callback: Option<QueueCallback>,
+    ) -> Result<Arc<QueueState>> {
+        {
+            let queues = self.inner.queues.lock().unwrap_or_else(|e| e.into_inner());
+            if queues.values().filter(|q| q.agent == agent).count() >= QUEUES_MAX as usize {
+                return Err(Error::new(Status::OUT_OF_RESOURCES, format!("an agent has at most {QUEUES_MAX} queues")));
+            }
+        }
+        self.start_monitor()?;
+        let q = Arc::new(self.new_queue_state(agent, size, queue_type, callback)?);
+        self.inner.queues.lock().unwrap_or_else(|e| e.into_inner()).insert(q.address(), q.clone());
+        Ok(q)
+    }
+
+    /// hsa_queue_destroy of the queue at `hsa_queue_t` address `addr`.
+    pub fn destroy_queue_raw(&self, addr: u64) -> Result<()> {
+        let q =
+            self.inner.queues.lock().unwrap_or_else(|e| e.into_inner()).remove(&addr).ok_or_else(|| {
+                Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime"))
+            })?;
+        self.release_queue(q);
+        Ok(())
+    }
+
+    fn release_queue(&self, q: Arc<QueueState>) {
+        let (db, inactive) = (q.doorbell_signal, q.inactive_signal);
+        // The KFD queue goes first, then the signals it pointed at.
+        drop(q);
+        for s in [db, inactive] {
+            if let Err(e) = self.destroy_signal_raw(s) {
+                log::warn!("destroying a queue signal: {e}");
+            }
+        }
+    }
+
+    /// The queue at `hsa_queue_t` address `addr`.
+    pub fn queue(&self, addr: u64) -> Result<Arc<QueueState>> {
+        self.inner
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&addr)
+            .cloned()
+            .ok_or_else(|| Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime")))
+    }
+
+    /// hsa_queue_inactivate: the queue stops processing packets (KFD UPDATE_QUEUE to 0%).
+    pub fn inactivate_queue(&self, addr: u64) -> Result<()> {
+        let q = self.queue(addr)?;
+        let ring = &q.aql.ring;
+        q.aql.update(0, ring.va, ring.size as u32).map_err(|e| Error::from_errno("UPDATE_QUEUE", e))
+    }
+
+    fn start_monitor(&self) -> Result<()> {
+        let mut m = self.inner.monitor.lock().unwrap_or_else(|e| e.into_inner());
+        if m.is_none() {
+            *m = Some(Monitor::start(self)?);
+        }
+        Ok(())
+    }
+
+    /// An owned queue (destroyed on drop).
+    pub fn create_queue(&self, agent: Agent, size: u32, callback: Option<QueueCallback>) -> Result<Queue> {
+        let q = self.create_queue_raw(agent, size, HSA_QUEUE_TYPE_MULTI, callback)?;
+        Ok(Queue { rt: self.clone(), q })
+    }
+}
+
+/// An owned queue.
+pub struct Queue {
+    rt: Runtime,
+    q: Arc<QueueState>,
+}
+
+impl Queue {
+    pub fn state(&self) -> &QueueState {
+        &self.q
+    }
+
+    /// The `hsa_queue_t *`.
+    pub fn address(&self) -> u64 {
+        self.q.address()
+    }
+
+    /// Submits one packet (see [`thunk::queue::packet`] for builders); returns its index.
+    pub fn submit(&self, p: &[u8; AQL_PACKET_SIZE]) -> u64 {
+        self.q.submit(&self.rt, p)
+    }
+
+    /// Runs builtin `b` over `grid` work-items and waits for it (`timeout` in ns).
+    pub fn dispatch_sync(&self, b: crate::Builtin, args: &[u8], grid: u32, timeout: u64) -> Result<()> {
+        self.rt.dispatch_sync(&self.q, b, args, grid, 64, timeout)
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        if let Err(e) = self.rt.destroy_queue_raw(self.q.address()) {
+            log::warn!("destroying queue {}: {e}", self.q.id);
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The Rust API over an embedded device: agents and pools, signals and waits, a batch, queues
+//! with barrier packets and soft kernels, copies.
+
+use rocr_shim::hsa::*;
+use rocr_shim::{Builtin, Condition, Config, Order, Placement, Rmw, Runtime, Status, WaitHint};
+use std::time::{Duration, Instant};
+use thunk::queue::packet;
+use uapi::soft::FillArgs;
+use uapi::IntoBytes;
+
+const SECOND: u64 = 1_000_000_000;
+
+fn runtime() -> Runtime {
+    let kfd = thunk::Kfd::embedded(&Default::default()).expect("embedded device");
+    Runtime::new(Config { kfd: Some(kfd), ..Default::default() }).expect("runtime")
+}
+
+#[test]
+fn agents_pools_and_info() {
+    let rt = runtime();
+    let agents = rt.agents();
+    assert_eq!(agents.len(), 2, "a CPU and a GPU");
+    let gpu = rt.gpu_agents()[0];
+    let cpu = rt.cpu_agent().expect("cpu");
+    assert_eq!(rt.agent_info(gpu, HSA_AGENT_INFO_NAME).unwrap().as_text().as_deref(), Some("gfx90a"));
+    assert_eq!(rt.agent_info(gpu, HSA_AGENT_INFO_DEVICE).unwrap().as_u64(), Some(HSA_DEVICE_TYPE_GPU.into()));
+    assert_eq!(rt.agent_info(cpu, HSA_AGENT_INFO_DEVICE).unwrap().as_u64(), Some(HSA_DEVICE_TYPE_CPU.into()));
+    assert_eq!(rt.agent_info(gpu, HSA_AGENT_INFO_QUEUE_MAX_SIZE).unwrap().as_u64(), Some(131_072));
+    let isa = rt.agent_info(gpu, HSA_AGENT_INFO_ISA).unwrap_err();
+    assert_eq!(isa.status, Status::INVALID_ARGUMENT);
+    assert!(isa.reason.contains("loader"), "{isa}");
+    let pool = rt.pools(gpu).unwrap()[0];
+    assert_eq!(rt.pool_info(pool, HSA_AMD_MEMORY_POOL_INFO_SIGNAL_CAPABLE).unwrap(), rocr_shim::Info::Bool(true));
+    assert_eq!(rt.signal_pool(gpu), Some(pool));
+    assert_eq!(rt.system_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY).unwrap().as_u64(), Some(1_000_000_000));
+}
+
+#[test]
+fn signal_ops_and_waits() {
+    let rt = runtime();
+    let s = rt.create_signal(5, &[]).unwrap();
+    assert_eq!(s.info().unwrap().interrupt, 1);
+    assert_eq!(s.rmw(Rmw::Add, 3, Order::AcqRel), 5);
+    assert_eq!(s.rmw(Rmw::Exchange, 1, Order::Relaxed), 8);
+    assert_eq!(s.cas(1, 9, Order::AcqRel), 1);
+    assert_eq!(s.cas(1, 7, Order::AcqRel), 9, "failed cas returns what it saw");
+    assert_eq!(s.load(Order::Acquire), 9);
+    // Timeout: the unsatisfied value comes back after at least the timeout.
+    let t0 = Instant::now();
+    assert_eq!(s.wait(Condition::Eq, 0, 20_000_000, WaitHint::Blocked), 9);
+    assert!(t0.elapsed() >= Duration::from_millis(20));
+    // A host store from another thread wakes a blocked waiter.
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            std::thread::sleep(Duration::from_millis(30));
+            s.store(0, Order::Release);
+        });
+        assert_eq!(s.wait(Condition::Eq, 0, 10 * SECOND, WaitHint::Blocked), 0);
+    });
+    // GPU-only consumers need no event.
+    let g = rt.create_signal(1, &[rt.gpu_agents()[0]]).unwrap();
+    assert_eq!(g.info().unwrap().interrupt, 0);
+}
+
+#[test]
+fn batch_lifetime() {
+    let rt = runtime();
+    let gpu = rt.gpu_agents()[0];
+    let batch = rt.create_batch(64, 1, Some(gpu)).unwrap();
+    assert_eq!(batch.placement, Placement::Device);
+    let c = rt.counters();
+    assert_eq!((c.batch_arenas_created, c.batch_arenas_freed), (1, 0));
+    let mut members = batch.into_signals();
+    assert_eq!(rt.counters().batch_arenas_freed, 0, "members keep the arena");
+    let flushes = rt.counters().hdp_flushes;
+    members[3].store(0, Order::Release);
+    assert_eq!(rt.counters().hdp_flushes, flushes + 1, "one HDP flush per device-memory store");
+    assert_eq!(members[3].wait(Condition::Eq, 0, SECOND, WaitHint::Active), 0);
+    while let Some(s) = members.pop() {
+        assert_eq!(rt.counters().batch_arenas_freed, 0);
+        drop(s);
+    }
+    let c = rt.counters();
+    assert_eq!((c.batch_arenas_freed, c.arena_double_frees), (1, 0));
+}
+
+#[test]
+fn queues_barriers_and_soft_kernels() {
+    let rt = runtime();
+    let gpu = rt.gpu_agents()[0];
+    assert_eq!(rt.create_queue(gpu, 100, None).err().map(|e| e.status), Some(Status::INVALID_ARGUMENT));
+    assert_eq!(rt.create_queue(gpu, 1 << 18, None).err().map(|e| e.status), Some(Status::OUT_OF_RESOURCES));
+    let q = rt.create_queue(gpu, 64, None).unwrap();
+    let dep = rt.create_signal(1, &[]).unwrap();
+    let done = rt.create_signal(1, &[]).unwrap();
+    q.submit(&packet::barrier_and([dep.handle(), 0, 0, 0, 0], done.handle(), false));
+    assert_eq!(done.wait(Condition::Eq, 0, 20_000_000, WaitHint::Blocked), 1, "AND waits for its dependency");
+    dep.store(0, Order::Release);
+    assert_eq!(done.wait(Condition::Eq, 0, 10 * SECOND, WaitHint::Blocked), 0);
+
+    let system = rt.pools(rt.cpu_agent().unwrap()).unwrap()[0];
+    let vram = rt.pools(gpu).unwrap()[0];
+    let dst = rt.allocate(vram, 4096).unwrap();
+    let host = rt.allocate(system, 4096).unwrap();
+    let args = FillArgs { dst, value: 0xC0FFEE, reserved: 0 };
+    q.dispatch_sync(Builtin::FillU32, args.as_bytes(), 1024, 10 * SECOND).unwrap();
+    rt.copy(host, dst, 4096).unwrap();
+    let mut buf = [0u8; 4096];
+    rt.allocation(host, 4096).unwrap().mem().read(0, &mut buf);
+    assert!(buf.chunks(4).all(|w| w == 0xC0FFEEu32.to_le_bytes()));
+    let bad = rt.copy(host, 0x1000, 16).unwrap_err();
+    assert_eq!(bad.status, Status::INVALID_ARGUMENT);
+    rt.free(dst).unwrap();
+    rt.free(host).unwrap();
+    assert_eq!(rt.free(host).unwrap_err().status, Status::INVALID_ARGUMENT);
+}
