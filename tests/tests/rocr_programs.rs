@@ -53,12 +53,13 @@ impl Transport<'_> {
 }
 
 /// The programs, in tests/c/rocr/<name>.c, and what each checks.
-const PROGRAMS: [(&str, &str); 5] = [
+const PROGRAMS: [(&str, &str); 6] = [
     ("queue_create", "hsa_queue_create on the GPU agent and ROCr's ring size rules"),
     ("barriers", "barrier-AND and barrier-OR with host-set dependencies, completion signals waited"),
     ("ring_wrap", "300 barrier packets through a 64-slot queue, across the wrap; the read index"),
     ("blocked_wait", "BLOCKED waits sleep in the KFD event wait (CPU time) and wake on the store"),
     ("wait_timeout", "signal wait timeouts in timestamp ticks honoured, the old value returned"),
+    ("queue_error", "a packet the device cannot run is a queue error through ROCr's callback"),
 ];
 
 /// A whole program run is killed after this long (a hung wait must fail the test, not CI).
@@ -180,6 +181,11 @@ fn rocr_blocked_waits_sleep_in_the_event_wait() {
 #[test]
 fn rocr_wait_timeouts_honoured() {
     check("wait_timeout", Transport::Embedded);
+}
+
+#[test]
+fn rocr_queue_errors_reach_the_callback() {
+    check("queue_error", Transport::Embedded);
 }
 
 /// Every program against a `cuse-kfd serve` node through the kernel's CUSE.

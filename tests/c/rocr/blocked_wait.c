@@ -101,6 +101,21 @@ static char thread_state(pid_t tid) {
     return p && p[1] == ' ' ? p[2] : '?';
 }
 
+/* Where a sleeping thread waits in the kernel (/proc wchan): a futex for the embedded device,
+ * a FUSE request for a CUSE node. */
+static const char *thread_wchan(pid_t tid) {
+    static char buf[128];
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/wchan", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return "?";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
 /* Sleeps `seconds` while sampling the waiter's state 20 times; returns how often it slept. */
 static int sample_sleeping(const struct waiter *w, double seconds) {
     int sleeping = 0;
@@ -130,6 +145,7 @@ int main(void) {
     struct waiter w;
     start(&w, sig, HSA_SIGNAL_CONDITION_EQ, 0, HSA_WAIT_STATE_BLOCKED);
     int asleep = sample_sleeping(&w, DELAY_S);
+    printf("  the waiter sleeps in the kernel at %s\n", thread_wchan(w.tid));
     CHECK(asleep >= 15, "the BLOCKED waiter was asleep (state S) in only %d of 20 samples", asleep);
     double at = now_s();
     hsa_signal_store_screlease(sig, 0);
