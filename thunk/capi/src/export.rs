@@ -5,12 +5,12 @@
 //! out unversioned. So the `api` functions keep Rust (mangled, unexported) names, and each C name
 //! is defined here as a tail jump to its function: rustc does not know these symbols, and
 //! `hsakmt.ver` alone exports them, at version HSAKMT_1. A `jmp` leaves every argument register
-//! and the stack as the caller set them, so the stub is ABI-transparent.
+//! and the stack as the caller set them, so the trampoline is ABI-transparent.
 
 use crate::api::*;
 
 #[cfg(not(target_arch = "x86_64"))]
-compile_error!("the export stubs are x86-64 code (a jmp); other architectures need their own branch");
+compile_error!("the export trampolines are x86-64 code (a jmp); other architectures need their own branch");
 
 /// Defines each `module::name` as a global function symbol `name` jumping to `api::module::name`.
 macro_rules! export_c {
