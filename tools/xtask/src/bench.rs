@@ -3,12 +3,8 @@
 use crate::steps::{Ctx, Outcome, Step};
 
 /// Every bench. A new bench is one entry here and one function below.
-pub const BENCHES: [Step; 1] = [Step {
-    name: "engine",
-    aliases: &[],
-    needs: "the kfd-bench binary (tools/bench)",
-    run: engine_bench,
-}];
+pub const BENCHES: [Step; 1] =
+    [Step { name: "engine", aliases: &[], needs: "the kfd-bench binary (tools/bench)", run: engine_bench }];
 
 /// The soft command processor on the embedded device (tools/bench/src/engine.rs).
 fn engine_bench(ctx: &Ctx) -> Outcome {
@@ -23,10 +19,6 @@ fn engine_bench(ctx: &Ctx) -> Outcome {
 fn has_bin(ctx: &Ctx, package: &str, bin: &str) -> bool {
     let dir = ctx.root.join(package);
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
-    let declared = manifest
-        .lines()
-        .any(|l| l.replace(' ', "") == format!("name=\"{bin}\""));
-    declared
-        || dir.join(format!("src/bin/{bin}.rs")).is_file()
-        || dir.join(format!("src/bin/{bin}/main.rs")).is_file()
+    let declared = manifest.lines().any(|l| l.replace(' ', "") == format!("name=\"{bin}\""));
+    declared || dir.join(format!("src/bin/{bin}.rs")).is_file() || dir.join(format!("src/bin/{bin}/main.rs")).is_file()
 }

@@ -3,9 +3,12 @@
 //! Plain std, no dependencies: arguments are a subcommand and a few names.
 
 mod bench;
+mod device;
+mod json;
 mod packages;
 mod steps;
 mod tiers;
+mod vm;
 
 use std::process::ExitCode;
 use steps::{Ctx, Step};
@@ -19,14 +22,14 @@ fn main() -> ExitCode {
         print_help();
         return ExitCode::SUCCESS;
     }
-    let ctx = Ctx::new();
+    let mut ctx = Ctx::new();
     match command {
         Some("-h" | "--help" | "help") => {
             print_help();
             ExitCode::SUCCESS
         }
         Some("demo") => demo(&ctx, &rest),
-        Some("test") => test(&ctx, &rest),
+        Some("test") => test(&mut ctx, &rest),
         Some("bench") => bench(&ctx, &rest),
         Some(other) => usage_error(&format!("unknown command `{other}`")),
         None => usage_error("no command given"),
@@ -63,7 +66,7 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
 }
 
 /// `cargo xtask test [--no-install] [TIER...]`.
-fn test(ctx: &Ctx, rest: &[&str]) -> ExitCode {
+fn test(ctx: &mut Ctx, rest: &[&str]) -> ExitCode {
     let (flags, names): (Vec<&str>, Vec<&str>) = rest.iter().partition(|a| a.starts_with('-'));
     let no_install = match flags.as_slice() {
         [] => false,
@@ -77,11 +80,8 @@ fn test(ctx: &Ctx, rest: &[&str]) -> ExitCode {
             return usage_error(&format!("unknown tier `{name}` (tiers: {known})"));
         }
     };
-    let packages = if no_install {
-        "not checked (--no-install)".to_owned()
-    } else {
-        packages::ensure()
-    };
+    ctx.no_install = no_install;
+    let packages = if no_install { "not checked (--no-install)".to_owned() } else { packages::ensure() };
     let records = steps::run_steps(ctx, "tier", &tiers);
     let preface = [format!("packages: {packages}")];
     status(steps::print_summary("tier", &preface, &records))
@@ -141,6 +141,14 @@ USAGE:
         FAILED or skipped (with the reason) and its seconds. Exits non-zero if a tier failed.
         A tier may be named by its name or an alias (`cargo xtask test unit`).
 
+        The device tier needs root. It runs its test binaries natively when /dev/cuse exists
+        or `modprobe cuse` makes it; otherwise it boots a virtme-ng VM (QEMU, TCG) with a
+        Debian kernel that has CUSE, first installing the VM's packages below (apt-get) and
+        virtme-ng (pip, in a venv of its own). Environment: CUSE_KFD_DEVICE_RUNNER=native|vm
+        forces the choice; CUSE_KFD_VM_KVM=1 lets the VM use KVM; CUSE_KFD_VNG=PATH uses
+        that vng instead of the venv's; CUSE_KFD_DEVICE_EXTRA_TESTS='package/target ...' runs
+        more test targets than the table below.
+
     cargo xtask bench [BENCH...]
         Runs the benches (release builds) and prints the same kind of table. A bench whose
         binary does not exist yet is reported as skipped.
@@ -157,18 +165,24 @@ TIERS:"
     for b in &bench::BENCHES {
         print_step(b);
     }
+    println!("\nDEVICE TIER TEST BINARIES (cargo test -p PACKAGE --test TARGET):");
+    for t in &device::DEVICE_TESTS {
+        println!("    {:<24} {}", format!("{}/{}", t.package, t.target), t.what);
+    }
     println!("\nSYSTEM PACKAGES (Debian):");
     for p in &packages::REQUIRED {
         println!("    {:<20} {}", p.name, p.why);
     }
+    println!("\nDEVICE TIER VM PACKAGES (installed by the device tier when it boots a VM):");
+    for p in &packages::DEVICE_VM {
+        println!("    {:<20} {}", p.name, p.why);
+    }
+    let v = &packages::VIRTME_NG;
+    println!("    {:<20} {} (PyPI {}=={}, in {})", v.name, v.why, v.name, v.version, vm::VENV);
 }
 
 fn print_step(s: &Step) {
-    let aliases = if s.aliases.is_empty() {
-        String::new()
-    } else {
-        format!(" (also: {})", s.aliases.join(", "))
-    };
+    let aliases = if s.aliases.is_empty() { String::new() } else { format!(" (also: {})", s.aliases.join(", ")) };
     println!("    {}{aliases}\n        needs {}", s.name, s.needs);
 }
 

@@ -11,69 +11,99 @@ pub struct Package {
 /// Every package the tests need.
 pub const REQUIRED: [Package; 7] = [
     // /usr/include/linux/kfd_ioctl.h (KFD 1.11 on bookworm) and linux/fuse.h.
-    Package {
-        name: "linux-libc-dev",
-        why: "linux/kfd_ioctl.h for the uapi ABI test",
-    },
+    Package { name: "linux-libc-dev", why: "linux/kfd_ioctl.h for the uapi ABI test" },
     // /usr/include/libdrm/drm.h: kfd_ioctl.h includes <drm/drm.h>.
-    Package {
-        name: "libdrm-dev",
-        why: "drm/drm.h, which kfd_ioctl.h includes",
-    },
+    Package { name: "libdrm-dev", why: "drm/drm.h, which kfd_ioctl.h includes" },
     // /usr/include/hsa/*.h of ROCr 5.2.3: AQL packets, amd_queue_t, amd_signal_t.
-    Package {
-        name: "libhsa-runtime-dev",
-        why: "hsa/*.h for the uapi ABI test",
-    },
+    Package { name: "libhsa-runtime-dev", why: "hsa/*.h for the uapi ABI test" },
     // /usr/include/hsakmt/*.h: the hsaKmt* API the thunk implements.
-    Package {
-        name: "libhsakmt-dev",
-        why: "hsakmt.h for the thunk's C ABI checks",
-    },
+    Package { name: "libhsakmt-dev", why: "hsakmt.h for the thunk's C ABI checks" },
     // /usr/bin/rocminfo, with libhsa-runtime64-1: an unmodified ROCm client.
-    Package {
-        name: "rocminfo",
-        why: "a real ROCm client for the real-client tests",
-    },
+    Package { name: "rocminfo", why: "a real ROCm client for the real-client tests" },
     // libfuse3 and its headers, fusermount3: FUSE mounts (the sysfs-shaped topology tree).
-    Package {
-        name: "libfuse3-dev",
-        why: "libfuse3 and fusermount3 for FUSE mounts",
-    },
+    Package { name: "libfuse3-dev", why: "libfuse3 and fusermount3 for FUSE mounts" },
     // cc: compiles the ABI test's C program and the C clients.
-    Package {
-        name: "gcc",
-        why: "the C compiler for the ABI test and C clients",
-    },
+    Package { name: "gcc", why: "the C compiler for the ABI test and C clients" },
 ];
 
-/// Checks every package; as root installs the missing ones, otherwise says which were skipped.
-/// Returns one line for the summary: all present, installed, or what is missing and why.
+/// The packages the device tier needs when it boots a VM (the running kernel has no CUSE).
+/// Installed by the device tier itself, and only when it takes the VM path.
+pub const DEVICE_VM: [Package; 4] = [
+    // /usr/bin/qemu-system-x86_64; the VM runs under TCG where nested KVM does not work.
+    Package { name: "qemu-system-x86", why: "the device tier's VM (qemu-system-x86_64)" },
+    // /boot/vmlinuz-* and /lib/modules/*/kernel/fs/fuse/cuse.ko: CONFIG_CUSE=m. It pulls
+    // initramfs-tools, kmod (modprobe in the guest) and udev.
+    Package { name: "linux-image-amd64", why: "a stock Debian kernel with CUSE (cuse.ko) for the VM" },
+    // virtme-ng packs busybox into the initramfs it builds for the guest.
+    Package { name: "busybox-static", why: "busybox for virtme-ng's initramfs" },
+    // Debian's python3 -m venv: virtme-ng (PyPI) lives in a venv of its own.
+    Package { name: "python3-venv", why: "the venv that holds virtme-ng (PyPI)" },
+];
+
+/// A package from PyPI, installed with pip into a venv of its own.
+pub struct PipPackage {
+    pub name: &'static str,
+    /// The exact version: virtme-ng's flags and guest init change between releases.
+    pub version: &'static str,
+    pub why: &'static str,
+}
+
+/// virtme-ng (`vng`): boots a kernel in QEMU on a copy-on-write view of the host's root file
+/// system. Installed by the device tier into `vm::VENV`.
+pub const VIRTME_NG: PipPackage = PipPackage {
+    name: "virtme-ng",
+    version: "1.42",
+    why: "vng boots the device tier's VM on the host's root file system",
+};
+
+/// Checks every package of the test gate; as root installs the missing ones, otherwise says
+/// which were skipped. Returns one line for the summary: all present, installed, or what is
+/// missing and why.
 pub fn ensure() -> String {
     println!("==> system packages");
+    ensure_set(&REQUIRED, true).line
+}
+
+/// What [`ensure_set`] found and did.
+pub struct Ensured {
+    /// One line for the summary.
+    pub line: String,
+    /// The packages still missing afterwards (empty when all are installed; unknown when
+    /// dpkg-query could not run, which also leaves this empty: see `line`).
+    pub missing: Vec<&'static str>,
+}
+
+/// Checks `packages`; when `install` and root, installs the missing ones with apt-get.
+pub fn ensure_set(packages: &[Package], install: bool) -> Ensured {
     let mut missing = Vec::new();
-    for p in &REQUIRED {
+    for p in packages {
         match installed(p) {
             Ok(true) => {}
             Ok(false) => missing.push(p),
             Err(why) => {
                 let line = format!("not checked: {why}; tests that need them may fail");
                 println!("{line}");
-                return line;
+                return Ensured { line, missing: Vec::new() };
             }
         }
     }
     if missing.is_empty() {
-        let line = format!("all {} present", REQUIRED.len());
+        let line = format!("all {} present", packages.len());
         println!("{line}");
-        return line;
+        return Ensured { line, missing: Vec::new() };
     }
     for p in &missing {
         println!("missing: {} ({})", p.name, p.why);
     }
-    let list = missing.iter().map(|p| p.name).collect::<Vec<_>>().join(" ");
+    let names: Vec<&'static str> = missing.iter().map(|p| p.name).collect();
+    let list = names.join(" ");
+    if !install {
+        let line = format!("not installing {list} (--no-install)");
+        println!("{line}");
+        return Ensured { line, missing: names };
+    }
     match effective_uid() {
-        Some(0) => install(&missing),
+        Some(0) => install_missing(&missing),
         uid => {
             let who = uid.map_or("unknown uid".to_owned(), |u| format!("uid {u}"));
             let line = format!(
@@ -81,7 +111,7 @@ pub fn ensure() -> String {
                  `sudo apt-get install --no-install-recommends {list}`; tests that need them fail"
             );
             println!("{line}");
-            line
+            Ensured { line, missing: names }
         }
     }
 }
@@ -92,14 +122,11 @@ fn installed(p: &Package) -> Result<bool, String> {
         .args(["-W", "-f=${Status}", p.name])
         .output()
         .map_err(|e| format!("cannot run dpkg-query ({e}): not a Debian system?"))?;
-    Ok(out.status.success()
-        && String::from_utf8_lossy(&out.stdout)
-            .trim_end()
-            .ends_with("ok installed"))
+    Ok(out.status.success() && String::from_utf8_lossy(&out.stdout).trim_end().ends_with("ok installed"))
 }
 
 /// The effective uid, from /proc/self/status.
-fn effective_uid() -> Option<u32> {
+pub fn effective_uid() -> Option<u32> {
     uid_from_status(&std::fs::read_to_string("/proc/self/status").ok()?)
 }
 
@@ -110,7 +137,7 @@ fn uid_from_status(status: &str) -> Option<u32> {
 }
 
 /// `apt-get update` once, then one `apt-get install` of every missing package.
-fn install(missing: &[&Package]) -> String {
+fn install_missing(missing: &[&Package]) -> Ensured {
     let apt = |args: &[&str]| -> Result<(), String> {
         println!("$ apt-get {}", args.join(" "));
         let status = Command::new("apt-get")
@@ -127,18 +154,15 @@ fn install(missing: &[&Package]) -> String {
     let mut args = vec!["install", "-y", "--no-install-recommends"];
     args.extend(missing.iter().map(|p| p.name));
     let result = apt(&["update"]).and_then(|()| apt(&args));
-    let still: Vec<&str> = missing
-        .iter()
-        .filter(|p| !matches!(installed(p), Ok(true)))
-        .map(|p| p.name)
-        .collect();
+    let still: Vec<&'static str> =
+        missing.iter().filter(|p| !matches!(installed(p), Ok(true))).map(|p| p.name).collect();
     let line = match (result, still.is_empty()) {
         (Ok(()), true) => format!("installed {}", args[3..].join(" ")),
         (Ok(()), false) => format!("apt-get succeeded but still missing: {}", still.join(" ")),
         (Err(e), _) => format!("{e}; still missing: {}", still.join(" ")),
     };
     println!("{line}");
-    line
+    Ensured { line, missing: still }
 }
 
 #[cfg(test)]
@@ -154,12 +178,9 @@ mod tests {
 
     #[test]
     fn package_names_are_unique() {
-        for (i, p) in REQUIRED.iter().enumerate() {
-            assert!(
-                REQUIRED[..i].iter().all(|q| q.name != p.name),
-                "{} twice",
-                p.name
-            );
+        let all: Vec<&Package> = REQUIRED.iter().chain(&DEVICE_VM).collect();
+        for (i, p) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|q| q.name != p.name), "{} twice", p.name);
         }
     }
 }

@@ -11,6 +11,8 @@ pub struct Ctx {
     pub root: PathBuf,
     /// The cargo that runs xtask (`$CARGO`), so that every step uses the same toolchain.
     cargo: OsString,
+    /// `cargo xtask test --no-install`: steps install nothing either.
+    pub no_install: bool,
 }
 
 impl Ctx {
@@ -19,7 +21,15 @@ impl Ctx {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let root = root.canonicalize().unwrap_or(root);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        Ctx { root, cargo }
+        Ctx { root, cargo, no_install: false }
+    }
+
+    /// Cargo's target directory: `$CARGO_TARGET_DIR`, else `target` in the workspace root.
+    pub fn target_dir(&self) -> PathBuf {
+        match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(dir) => self.root.join(dir),
+            None => self.root.join("target"),
+        }
     }
 
     /// A `cargo <args>` command in the workspace root.
@@ -37,11 +47,7 @@ impl Ctx {
 
     /// Whether `cargo <args>` runs and succeeds; its output is discarded (for `--version` probes).
     pub fn cargo_works(&self, args: &[&str]) -> bool {
-        self.cargo_cmd(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        self.cargo_cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
     }
 }
 
@@ -57,6 +63,8 @@ pub fn status_outcome(status: std::io::Result<std::process::ExitStatus>, program
 /// How a step ended.
 pub enum Outcome {
     Passed,
+    /// Passed, with a line for the summary table (what ran, where).
+    PassedWith(String),
     Failed(String),
     /// Not run, with the reason.
     Skipped(String),
@@ -94,11 +102,7 @@ pub fn run_steps(ctx: &Ctx, kind: &str, steps: &[&Step]) -> Vec<Record> {
             let start = Instant::now();
             let outcome = (step.run)(ctx);
             let elapsed = start.elapsed();
-            Record {
-                name: step.name,
-                outcome,
-                elapsed,
-            }
+            Record { name: step.name, outcome, elapsed }
         })
         .collect()
 }
@@ -109,26 +113,17 @@ pub fn print_summary(kind: &str, preface: &[String], records: &[Record]) -> bool
     for line in preface {
         println!("{line}");
     }
-    let width = records
-        .iter()
-        .map(|r| r.name.len())
-        .chain([kind.len()])
-        .max()
-        .unwrap_or(0);
-    println!(
-        "{:<width$}  {:<7}  {:>8}  detail",
-        kind, "result", "seconds"
-    );
+    let width = records.iter().map(|r| r.name.len()).chain([kind.len()]).max().unwrap_or(0);
+    println!("{:<width$}  {:<7}  {:>8}  detail", kind, "result", "seconds");
     for r in records {
         let (result, detail) = match &r.outcome {
             Outcome::Passed => ("passed", ""),
+            Outcome::PassedWith(detail) => ("passed", detail.as_str()),
             Outcome::Failed(why) => ("FAILED", why.as_str()),
             Outcome::Skipped(why) => ("skipped", why.as_str()),
         };
         let secs = r.elapsed.as_secs_f64();
         println!("{:<width$}  {result:<7}  {secs:>8.1}  {detail}", r.name);
     }
-    !records
-        .iter()
-        .any(|r| matches!(r.outcome, Outcome::Failed(_)))
+    !records.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)))
 }

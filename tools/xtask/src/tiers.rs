@@ -25,7 +25,7 @@ pub const TIERS: [Step; 4] = [
     Step {
         name: "device",
         aliases: &["real-device"],
-        needs: "a kernel with CUSE, natively or in a virtme-ng VM; a placeholder for now, always skipped",
+        needs: "root, and a kernel with CUSE: natively (/dev/cuse) or in a virtme-ng VM that it provisions",
         run: device,
     },
 ];
@@ -37,18 +37,9 @@ fn unit_and_integration(ctx: &Ctx) -> Outcome {
 
 fn clippy(ctx: &Ctx) -> Outcome {
     if !ctx.cargo_works(&["clippy", "--version"]) {
-        return Outcome::Skipped(
-            "cargo clippy is not installed (rustup component add clippy)".into(),
-        );
+        return Outcome::Skipped("cargo clippy is not installed (rustup component add clippy)".into());
     }
-    ctx.cargo(&[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ])
+    ctx.cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
 }
 
 fn fmt(ctx: &Ctx) -> Outcome {
@@ -58,8 +49,7 @@ fn fmt(ctx: &Ctx) -> Outcome {
     ctx.cargo(&["fmt", "--all", "--", "--check"])
 }
 
-/// The real-device tier: /dev/kfd served over CUSE to real clients. Not built yet.
-fn device(_: &Ctx) -> Outcome {
-    println!("device tier: not built yet (issue 4)");
-    Outcome::Skipped("not built yet (issue 4)".into())
+/// The real-device tier: /dev/kfd served over CUSE to real clients (device.rs).
+fn device(ctx: &Ctx) -> Outcome {
+    crate::device::run(ctx)
 }

@@ -1,0 +1,720 @@
+//! The real-device tier: test binaries that need a kernel with CUSE, run natively where
+//! /dev/cuse exists (or `modprobe cuse` makes it) and we are root, otherwise inside a virtme-ng
+//! VM that boots a stock Debian kernel (see vm.rs).
+//!
+//! Every test binary is built on the host first (`cargo test --no-run`, executables from
+//! cargo's JSON messages), with the daemon (`cargo build -p cuse-kfd --bins`). The tests get
+//! CUSE_KFD_DEVICE_TIER=1 and CUSE_KFD_BIN=<the cuse-kfd binary>; without the first they
+//! return early, so a plain `cargo test` passes anywhere. The tier fails when no test really
+//! ran: a test that runs for real prints [`RAN_MARKER`] straight to stdout (not captured by
+//! libtest).
+
+use crate::json;
+use crate::packages;
+use crate::steps::{Ctx, Outcome};
+use crate::vm::{self, GuestTest};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A test target of the tier: `cargo test -p <package> --test <target>`, run with `args`.
+pub struct DeviceTest {
+    pub package: &'static str,
+    pub target: &'static str,
+    /// Arguments for the test binary (libtest's: filters, --test-threads=N).
+    pub args: &'static [&'static str],
+    pub what: &'static str,
+}
+
+/// Every test binary of the tier, in the order they run. A new one is a line here: an
+/// integration test target whose tests return early unless CUSE_KFD_DEVICE_TIER is set.
+/// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
+/// one in the VM before it joins the table).
+pub const DEVICE_TESTS: [DeviceTest; 1] = [DeviceTest {
+    package: "kfd-tests",
+    target: "device",
+    args: &[],
+    what: "CUSE itself: CUSE_INIT answered by hand makes a node, closing removes it",
+}];
+
+/// A test target to build and run: the table's, then the extra ones.
+struct Target {
+    package: String,
+    target: String,
+    args: Vec<String>,
+}
+
+/// [`DEVICE_TESTS`] and the targets of `CUSE_KFD_DEVICE_EXTRA_TESTS`.
+fn targets() -> Result<Vec<Target>, String> {
+    let mut all: Vec<Target> = DEVICE_TESTS
+        .iter()
+        .map(|t| Target {
+            package: t.package.into(),
+            target: t.target.into(),
+            args: t.args.iter().map(|a| a.to_string()).collect(),
+        })
+        .collect();
+    let extra = std::env::var("CUSE_KFD_DEVICE_EXTRA_TESTS").unwrap_or_default();
+    for item in extra.split([' ', ',']).filter(|i| !i.is_empty()) {
+        let Some((package, target)) = item.split_once('/') else {
+            return Err(format!("CUSE_KFD_DEVICE_EXTRA_TESTS: `{item}` is not package/target"));
+        };
+        if !all.iter().any(|t| t.package == package && t.target == target) {
+            println!("extra device test {item} (CUSE_KFD_DEVICE_EXTRA_TESTS)");
+            all.push(Target { package: package.into(), target: target.into(), args: Vec::new() });
+        }
+    }
+    Ok(all)
+}
+
+/// The line a device test prints when it really runs (tests/tests/device.rs), one per test.
+pub const RAN_MARKER: &str = "CUSE_KFD_DEVICE_TEST_RAN";
+
+/// The whole VM run (boot, tests, power-off) is killed after this long; CI must never hang.
+const VM_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// Each test binary is killed after this long (natively, and in the guest with `timeout`), so
+/// that one hung binary still leaves the others' results.
+const BINARY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// The tier: build, choose where to run, run, summarize.
+pub fn run(ctx: &Ctx) -> Outcome {
+    for t in &DEVICE_TESTS {
+        println!("device test {}/{}: {}", t.package, t.target, t.what);
+    }
+    let targets = match targets() {
+        Ok(t) => t,
+        Err(why) => return Outcome::Failed(why),
+    };
+    let runner = match choose_runner() {
+        Ok(r) => r,
+        Err(outcome) => return outcome,
+    };
+    // Provision the VM before building, so that a missing package fails fast.
+    let vm_setup = match &runner {
+        Runner::Native(_) => None,
+        Runner::Vm(_) => match provision(ctx) {
+            Ok(setup) => Some(setup),
+            Err(why) => return Outcome::Failed(why),
+        },
+    };
+    let build_start = Instant::now();
+    let built = match build(ctx, &targets) {
+        Ok(b) => b,
+        Err(why) => return Outcome::Failed(why),
+    };
+    println!(
+        "built the daemon and {} test binaries in {:.1} s",
+        built.tests.len(),
+        build_start.elapsed().as_secs_f64()
+    );
+    let mut env = vec![
+        ("CUSE_KFD_DEVICE_TIER", "1".to_owned()),
+        ("CUSE_KFD_BIN", built.daemon.to_string_lossy().into_owned()),
+        ("RUST_BACKTRACE", "1".to_owned()),
+    ];
+    if let Ok(log) = std::env::var("RUST_LOG") {
+        env.push(("RUST_LOG", log));
+    }
+    let report = match (&runner, vm_setup) {
+        (Runner::Native(why), _) => {
+            println!("running natively: {why}");
+            run_native(&built.tests, &env)
+        }
+        (Runner::Vm(why), Some((vng, kernel))) => {
+            println!("running in a VM: {why}");
+            run_vm(ctx, &vng, &kernel, &built.tests, &env)
+        }
+        (Runner::Vm(_), None) => unreachable!("the VM path is provisioned above"),
+    };
+    report.print_and_judge()
+}
+
+/// Where the tests run, and why there.
+enum Runner {
+    Native(String),
+    Vm(String),
+}
+
+/// Natively when root and /dev/cuse exists or `modprobe cuse` makes it; otherwise the VM.
+/// `CUSE_KFD_DEVICE_RUNNER=native|vm` forces one (to try the VM path on a CUSE machine).
+fn choose_runner() -> Result<Runner, Outcome> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
+    let forced = std::env::var("CUSE_KFD_DEVICE_RUNNER").unwrap_or_default();
+    match forced.as_str() {
+        "native" => return Ok(Runner::Native("CUSE_KFD_DEVICE_RUNNER=native".into())),
+        "vm" => return Ok(Runner::Vm("CUSE_KFD_DEVICE_RUNNER=vm".into())),
+        "" | "auto" => {}
+        other => {
+            return Err(Outcome::Failed(format!("CUSE_KFD_DEVICE_RUNNER={other}: expected native, vm or auto")));
+        }
+    }
+    match packages::effective_uid() {
+        Some(0) => {}
+        uid => {
+            let who = uid.map_or("unknown uid".to_owned(), |u| format!("uid {u}"));
+            let why = format!(
+                "not root ({who}): natively the tests open /dev/cuse, and the VM path installs packages and \
+                 boots /boot/vmlinuz-* (readable by root only); run `sudo cargo xtask test device`"
+            );
+            println!("device tier skipped: {why}");
+            return Err(Outcome::Skipped(why));
+        }
+    }
+    if is_char_device("/dev/cuse") {
+        return Ok(Runner::Native(format!("/dev/cuse exists (kernel {release})")));
+    }
+    println!("$ modprobe cuse");
+    let modprobe = Command::new("modprobe").arg("cuse").stdin(Stdio::null()).output();
+    let said = match &modprobe {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+            if out.status.success() {
+                text
+            } else {
+                format!("{}: {text}", out.status)
+            }
+        }
+        Err(e) => format!("cannot run modprobe: {e}"),
+    };
+    if !said.is_empty() {
+        println!("{said}");
+    }
+    if is_char_device("/dev/cuse") {
+        return Ok(Runner::Native(format!("`modprobe cuse` made /dev/cuse (kernel {release})")));
+    }
+    Ok(Runner::Vm(format!("the running kernel {release} has no CUSE (no /dev/cuse; modprobe cuse: {said})")))
+}
+
+fn is_char_device(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+/// The VM's packages (apt, as root), virtme-ng (pip, in its venv), and a kernel with CUSE.
+fn provision(ctx: &Ctx) -> Result<(vm::Vng, vm::Kernel), String> {
+    println!("==> device tier: VM packages");
+    let install = !ctx.no_install;
+    let ensured = packages::ensure_set(&packages::DEVICE_VM, install);
+    if !ensured.missing.is_empty() {
+        return Err(format!("VM packages missing: {} ({})", ensured.missing.join(" "), ensured.line));
+    }
+    let vng = vm::ensure_vng(install)?;
+    let kernel = vm::find_kernel(Path::new("/boot"), Path::new("/lib/modules"))?;
+    println!("kernel: {} (cuse.ko in /lib/modules/{})", kernel.image.display(), kernel.version);
+    Ok((vng, kernel))
+}
+
+/// What the build produced.
+struct Built {
+    daemon: PathBuf,
+    tests: Vec<GuestTest>,
+}
+
+/// `cargo build -p cuse-kfd --bins`, then `cargo test --no-run -p P --test T` for each target;
+/// the paths come from cargo's JSON messages (diagnostics rendered as usual).
+fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
+    let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "--bins"])?;
+    let daemon = artifacts(&messages)
+        .find(|a| a.name == "cuse-kfd" && a.kinds.iter().any(|k| k == "bin") && !a.test)
+        .map(|a| a.executable)
+        .ok_or("cargo build -p cuse-kfd --bins produced no cuse-kfd executable")?;
+    let mut tests = Vec::new();
+    for t in targets {
+        let messages = cargo_json(ctx, &["test", "--no-run", "-p", &t.package, "--test", &t.target])?;
+        let artifact = artifacts(&messages).find(|a| a.test && a.name == t.target).ok_or_else(|| {
+            format!("cargo test --no-run -p {} --test {} produced no test executable", t.package, t.target)
+        })?;
+        tests.push(GuestTest {
+            label: format!("{}/{}", t.package, t.target),
+            exe: artifact.executable,
+            args: t.args.clone(),
+            cwd: artifact.package_dir.unwrap_or_else(|| ctx.root.clone()),
+        });
+    }
+    Ok(Built { daemon, tests })
+}
+
+/// Runs `cargo <args> --message-format=json-render-diagnostics`: compiler output goes to the
+/// terminal as usual, the JSON messages (stdout) are returned.
+fn cargo_json(ctx: &Ctx, args: &[&str]) -> Result<Vec<json::Value>, String> {
+    let mut args = args.to_vec();
+    args.push("--message-format=json-render-diagnostics");
+    println!("$ cargo {}", args.join(" "));
+    let out = ctx
+        .cargo_cmd(&args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo {}: {}", args[..args.len() - 1].join(" "), out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| json::parse(l).map_err(|e| format!("cargo's message {l:.80}: {e}")))
+        .collect()
+}
+
+/// A compiler-artifact message with an executable.
+struct Artifact {
+    name: String,
+    kinds: Vec<String>,
+    /// profile.test: built with the test harness.
+    test: bool,
+    executable: PathBuf,
+    /// The directory of manifest_path.
+    package_dir: Option<PathBuf>,
+}
+
+fn artifacts(messages: &[json::Value]) -> impl Iterator<Item = Artifact> + '_ {
+    messages.iter().filter_map(|m| {
+        if m.get("reason")?.as_str()? != "compiler-artifact" {
+            return None;
+        }
+        let target = m.get("target")?;
+        Some(Artifact {
+            name: target.get("name")?.as_str()?.to_owned(),
+            kinds: target.get("kind")?.as_array()?.iter().filter_map(|k| k.as_str().map(str::to_owned)).collect(),
+            test: m.get("profile")?.get("test")?.as_bool()?,
+            executable: PathBuf::from(m.get("executable")?.as_str()?),
+            package_dir: m
+                .get("manifest_path")
+                .and_then(json::Value::as_str)
+                .and_then(|p| Some(Path::new(p).parent()?.to_owned())),
+        })
+    })
+}
+
+/// One test binary's result, from its BEGIN/END lines and libtest's `test result:` lines.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct BinaryResult {
+    label: String,
+    exit: Option<i32>,
+    passed: u32,
+    failed: u32,
+    ignored: u32,
+    /// Tests that printed [`RAN_MARKER`]: really ran, not returned early.
+    marked: u32,
+}
+
+/// What the output of a run told, line by line.
+#[derive(Debug, Default)]
+struct Tally {
+    binaries: Vec<BinaryResult>,
+    /// The guest script started (its first line), and when the host saw it.
+    guest_up: Option<(String, Duration)>,
+    /// The guest script's own exit code, from its last line.
+    guest_exit: Option<i32>,
+}
+
+impl Tally {
+    fn feed(&mut self, line: &str, since_start: Duration) {
+        let line = line.trim_end_matches('\r');
+        if let Some(rest) = line.strip_prefix(vm::UP) {
+            self.guest_up = Some((rest.trim().to_owned(), since_start));
+        } else if let Some(rest) = line.strip_prefix(vm::EXIT) {
+            self.guest_exit = rest.trim().parse().ok();
+        } else if let Some(label) = line.strip_prefix(vm::BEGIN) {
+            self.binaries.push(BinaryResult { label: label.trim().to_owned(), ..Default::default() });
+        } else if let Some(rest) = line.strip_prefix(vm::END) {
+            let mut words = rest.split_whitespace();
+            let (label, code) = (words.next().unwrap_or(""), words.next().and_then(|c| c.parse().ok()));
+            if let Some(b) = self.binaries.iter_mut().rev().find(|b| b.label == label) {
+                b.exit = code;
+            }
+        } else if let Some(b) = self.binaries.last_mut() {
+            // Anywhere in the line: with one test thread libtest prints "test name ... " first.
+            if line.contains(RAN_MARKER) {
+                b.marked += line.matches(RAN_MARKER).count() as u32;
+            } else if let Some(result) = line.strip_prefix("test result: ") {
+                // "ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s"
+                for part in result.split([';', '.']) {
+                    let mut words = part.split_whitespace();
+                    if let (Some(n), Some(what)) = (words.next().and_then(|n| n.parse::<u32>().ok()), words.next()) {
+                        match what {
+                            "passed" => b.passed += n,
+                            "failed" => b.failed += n,
+                            "ignored" => b.ignored += n,
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The outcome of running the tests somewhere.
+struct Report {
+    place: String,
+    tally: Tally,
+    expected: Vec<String>,
+    /// A failure of the run itself (timeout, VM did not boot, cannot spawn), if any.
+    trouble: Option<String>,
+    elapsed: Duration,
+}
+
+impl Report {
+    /// Prints the tier's own summary; the tier's outcome.
+    fn print_and_judge(&self) -> Outcome {
+        let t = &self.tally;
+        println!("\n== device tier: {}", self.place);
+        if let Some((info, at)) = &t.guest_up {
+            println!("VM boot: {:.1} s from starting vng to the guest script ({info})", at.as_secs_f64());
+        }
+        let (mut passed, mut failed, mut marked) = (0, 0, 0);
+        let mut problems = Vec::new();
+        for label in &self.expected {
+            match t.binaries.iter().find(|b| &b.label == label) {
+                Some(b) => {
+                    let exit = b.exit.map_or("no exit line".to_owned(), |c| format!("exit {c}"));
+                    println!(
+                        "{label:<28} {exit:<12} {} passed, {} failed, {} ignored; {} really ran",
+                        b.passed, b.failed, b.ignored, b.marked
+                    );
+                    passed += b.passed;
+                    failed += b.failed;
+                    marked += b.marked;
+                    if b.exit != Some(0) {
+                        problems.push(format!("{label} {exit}"));
+                    }
+                }
+                None => {
+                    println!("{label:<28} did not run");
+                    problems.push(format!("{label} did not run"));
+                }
+            }
+        }
+        let total = format!("{passed} passed, {failed} failed");
+        println!("total: {total}; really ran (printed {RAN_MARKER}): {marked}; {:.1} s", self.elapsed.as_secs_f64());
+        if let Some(trouble) = &self.trouble {
+            problems.insert(0, trouble.clone());
+        }
+        if passed + failed == 0 {
+            problems.push("no test ran (libtest reported none)".into());
+        } else if marked == 0 {
+            problems.push(format!(
+                "no test really ran: none printed {RAN_MARKER}, so CUSE_KFD_DEVICE_TIER did not reach them"
+            ));
+        }
+        let boot = t.guest_up.as_ref().map_or(String::new(), |(_, at)| format!("; boot {:.0} s", at.as_secs_f64()));
+        if problems.is_empty() {
+            let detail = format!("{}: {total}, {marked} really ran{boot}", self.place);
+            println!("device tier passed: {detail}");
+            Outcome::PassedWith(detail)
+        } else {
+            let why = format!("{}: {total}{boot}; {}", self.place, problems.join("; "));
+            println!("device tier FAILED: {why}");
+            Outcome::Failed(why)
+        }
+    }
+}
+
+/// Each test binary in turn on this machine, with the same BEGIN/END lines the guest prints.
+fn run_native(tests: &[GuestTest], env: &[(&str, String)]) -> Report {
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    let mut troubles = Vec::new();
+    for t in tests {
+        let begin = format!("{} {}", vm::BEGIN, t.label);
+        println!("{begin}");
+        tally.feed(&begin, start.elapsed());
+        println!("$ (cd {} && {} {})", t.cwd.display(), t.exe.display(), t.args.join(" "));
+        let mut cmd = Command::new(&t.exe);
+        cmd.args(&t.args).current_dir(&t.cwd).envs(env.iter().map(|(k, v)| (k, v)));
+        let deadline = Instant::now() + BINARY_TIMEOUT;
+        let code = match run_streamed(cmd, deadline, |line| tally.feed(line, start.elapsed())) {
+            Ok(status) => status.code().unwrap_or(-1),
+            Err(why) => {
+                troubles.push(format!("{}: {why}", t.label));
+                -1
+            }
+        };
+        let end = format!("{} {} {code}", vm::END, t.label);
+        println!("{end}");
+        tally.feed(&end, start.elapsed());
+    }
+    Report {
+        place: "native".into(),
+        tally,
+        expected: tests.iter().map(|t| t.label.clone()).collect(),
+        trouble: (!troubles.is_empty()).then(|| troubles.join("; ")),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// One `vng` boot that runs the guest script; its output is streamed and read as it comes.
+fn run_vm(ctx: &Ctx, vng: &vm::Vng, kernel: &vm::Kernel, tests: &[GuestTest], env: &[(&str, String)]) -> Report {
+    let expected = tests.iter().map(|t| t.label.clone()).collect();
+    let kvm = std::env::var_os("CUSE_KFD_VM_KVM").is_some_and(|v| v == "1");
+    let place = format!("VM ({}, {}, vng {})", kernel.version, if kvm { "KVM" } else { "TCG" }, vng.version);
+    let mut report = Report { place, tally: Tally::default(), expected, trouble: None, elapsed: Duration::ZERO };
+    let script_path = ctx.target_dir().join("xtask/device-guest.sh");
+    let script = vm::guest_script(tests, env, BINARY_TIMEOUT);
+    let written = script_path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&script_path, script));
+    if let Err(e) = written {
+        report.trouble = Some(format!("cannot write {}: {e}", script_path.display()));
+        return report;
+    }
+    let args = vm::vng_args(kernel, &script_path, kvm);
+    println!("$ {} {}", vng.exe.display(), args.join(" "));
+    let mut cmd = vng.command();
+    cmd.args(&args).current_dir(&ctx.root);
+    let start = Instant::now();
+    let result = run_streamed(cmd, start + VM_TIMEOUT, |line| report.tally.feed(line, start.elapsed()));
+    report.elapsed = start.elapsed();
+    let t = &report.tally;
+    report.trouble = match (result, t.guest_up.is_some(), t.guest_exit) {
+        (Err(why), _, _) => Some(why),
+        (Ok(status), false, _) => {
+            Some(format!("the VM never reached the guest script (vng: {status}); see the output above"))
+        }
+        (Ok(_), true, Some(vm::EXIT_NO_MODPROBE)) => {
+            Some(format!("modprobe cuse failed in the guest ({})", kernel.version))
+        }
+        (Ok(_), true, Some(vm::EXIT_NO_CUSE_NODE)) => Some("no /dev/cuse in the guest after modprobe cuse".into()),
+        (Ok(status), true, None) => Some(format!("the guest script ended without its exit line (vng: {status})")),
+        // vng passes the script's exit code on (virtme's ret port); a mismatch means trouble.
+        (Ok(status), true, Some(code)) if status.code() != Some(code) => {
+            Some(format!("the guest script exited {code} but vng {status}"))
+        }
+        (Ok(_), true, Some(_)) => None,
+    };
+    report
+}
+
+/// Runs `cmd` with stdin from /dev/null, stdout read line by line (each printed, then given to
+/// `on_line`) and stderr copied to ours. At `deadline` the child and all its descendants are
+/// killed (vng -> virtme-run -> qemu). Err for a spawn failure or a timeout.
+///
+/// Both outputs are pipes, never our own descriptors: QEMU reopens /proc/self/fd/1 and 2 for the
+/// guest's output with O_TRUNC, which would clobber a log file that xtask's output goes to.
+fn run_streamed(mut cmd: Command, deadline: Instant, mut on_line: impl FnMut(&str)) -> Result<ExitStatus, String> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let limit = deadline.saturating_duration_since(Instant::now());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    // Copied as it comes, in chunks (a partial line, a progress bar), on a detached thread.
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stderr.read(&mut buf) {
+            let mut err = std::io::stderr().lock();
+            if err.write_all(&buf[..n]).and_then(|()| err.flush()).is_err() {
+                break;
+            }
+        }
+    });
+    let (tx, rx) = mpsc::channel::<String>();
+    // A detached reader: if some orphan keeps the pipe open, we stop listening instead of joining.
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        while reader.by_ref().read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+            let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_owned();
+            buf.clear();
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut show = |line: String| {
+        println!("{line}");
+        on_line(&line);
+    };
+    let mut exited: Option<(ExitStatus, Instant)> = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => show(line),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        match exited {
+            // Output still buffered in the pipe is read after the exit, for a little while.
+            Some((_, at)) if at.elapsed() > Duration::from_secs(5) => break,
+            Some(_) => {}
+            None => match child.try_wait() {
+                Ok(Some(status)) => exited = Some((status, Instant::now())),
+                Ok(None) if Instant::now() >= deadline => {
+                    let killed = kill_tree(&mut child);
+                    while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+                        show(line);
+                    }
+                    let secs = limit.as_secs();
+                    return Err(format!("{program} timed out after {secs} s; killed it and {killed} descendants"));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(format!("waiting for {program}: {e}")),
+            },
+        }
+    }
+    match exited {
+        Some((status, _)) => Ok(status),
+        None => child.wait().map_err(|e| format!("waiting for {program}: {e}")),
+    }
+}
+
+/// SIGKILLs `child` and every descendant of it (found through /proc before the tree is cut);
+/// reaps the child. First prints each one's state and kernel wait channel,
+/// to show where it hung. Returns how many descendants there were.
+fn kill_tree(child: &mut Child) -> usize {
+    let pids = descendants(child.id());
+    println!("timed out: killing pid {} and its descendants:", child.id());
+    for pid in std::iter::once(child.id()).chain(pids.iter().copied()) {
+        let read = |what: &str| std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default();
+        let state = read("stat").rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("?").to_owned();
+        let cmdline = read("cmdline").replace('\0', " ");
+        println!("  {pid} {state} wchan={} {cmdline:.160}", read("wchan"));
+    }
+    // Parents before children: a killed parent cannot react to its children's deaths.
+    let list: Vec<String> = std::iter::once(child.id()).chain(pids.iter().copied()).map(|p| p.to_string()).collect();
+    // The shell's kill builtin: std has no kill(2) for other processes, xtask has no libc.
+    let _ = Command::new("sh").arg("-c").arg(format!("kill -KILL {} 2>/dev/null", list.join(" "))).status();
+    let _ = child.kill();
+    let _ = child.wait();
+    pids.len()
+}
+
+/// Every live descendant of `root`, by the parent pid in /proc/PID/stat.
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            // "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ')'.
+            let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(pid, _)| *pid));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(lines: &str) -> Tally {
+        let mut t = Tally::default();
+        for l in lines.lines() {
+            t.feed(l, Duration::from_secs(40));
+        }
+        t
+    }
+
+    #[test]
+    fn the_tally_reads_guest_lines_and_libtest_results() {
+        let t = feed_all(
+            "CUSE_KFD_GUEST_UP kernel 6.1.0-57-amd64, 2 cpus, uptime 44.1 s\n\
+             CUSE_KFD_TEST_BEGIN kfd-tests/device\r\n\
+             running 2 tests\n\
+             test cuse_init_makes_a_node ... CUSE_KFD_DEVICE_TEST_RAN cuse_init_makes_a_node\n\
+             ok\n\
+             test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.31s\n\
+             CUSE_KFD_TEST_END kfd-tests/device 0\n\
+             CUSE_KFD_TEST_BEGIN kfd-tests/cuse_device\n\
+             test result: FAILED. 7 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 9.00s\n\
+             CUSE_KFD_TEST_END kfd-tests/cuse_device 101\n\
+             CUSE_KFD_GUEST_EXIT=1\n",
+        );
+        assert_eq!(t.guest_up, Some(("kernel 6.1.0-57-amd64, 2 cpus, uptime 44.1 s".into(), Duration::from_secs(40))));
+        assert_eq!(t.guest_exit, Some(1));
+        let device = BinaryResult {
+            label: "kfd-tests/device".into(),
+            exit: Some(0),
+            passed: 2,
+            failed: 0,
+            ignored: 1,
+            marked: 1,
+        };
+        assert_eq!(t.binaries[0], device);
+        assert_eq!((t.binaries[1].exit, t.binaries[1].passed, t.binaries[1].failed), (Some(101), 7, 1));
+    }
+
+    #[test]
+    fn the_tier_fails_when_no_test_really_ran() {
+        let report = |lines: &str| Report {
+            place: "VM".into(),
+            tally: feed_all(lines),
+            expected: vec!["kfd-tests/device".into()],
+            trouble: None,
+            elapsed: Duration::from_secs(60),
+        };
+        let ok = "CUSE_KFD_TEST_BEGIN kfd-tests/device\nCUSE_KFD_DEVICE_TEST_RAN x\n\
+                  test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\
+                  CUSE_KFD_TEST_END kfd-tests/device 0\n";
+        assert!(matches!(report(ok).print_and_judge(), Outcome::PassedWith(_)));
+        let unmarked = "CUSE_KFD_TEST_BEGIN kfd-tests/device\n\
+                        test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\
+                        CUSE_KFD_TEST_END kfd-tests/device 0\n";
+        assert!(matches!(report(unmarked).print_and_judge(), Outcome::Failed(w) if w.contains("no test really ran")));
+        let empty = "CUSE_KFD_TEST_BEGIN kfd-tests/device\nCUSE_KFD_TEST_END kfd-tests/device 0\n";
+        assert!(matches!(report(empty).print_and_judge(), Outcome::Failed(w) if w.contains("no test ran")));
+        assert!(matches!(report("").print_and_judge(), Outcome::Failed(w) if w.contains("did not run")));
+    }
+
+    #[test]
+    fn artifacts_come_from_compiler_artifact_messages() {
+        let lines = [
+            r#"{"reason":"compiler-artifact","manifest_path":"/w/tests/Cargo.toml","target":{"kind":["test"],"name":"device"},"profile":{"test":true},"executable":"/w/target/debug/deps/device-1f"}"#,
+            r#"{"reason":"compiler-artifact","manifest_path":"/w/tests/Cargo.toml","target":{"kind":["lib"],"name":"kfd_tests"},"profile":{"test":false},"executable":null}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+        ];
+        let messages: Vec<json::Value> = lines.iter().map(|l| json::parse(l).unwrap()).collect();
+        let found: Vec<Artifact> = artifacts(&messages).collect();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].executable, Path::new("/w/target/debug/deps/device-1f"));
+        assert_eq!(found[0].package_dir.as_deref(), Some(Path::new("/w/tests")));
+        assert!(found[0].test && found[0].name == "device" && found[0].kinds == ["test"]);
+    }
+
+    #[test]
+    fn a_timed_out_child_and_its_descendants_are_killed() {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg("echo started; sleep 300 & sleep 300; echo never");
+        let mut lines = Vec::new();
+        let t0 = Instant::now();
+        let err = run_streamed(cmd, Instant::now() + Duration::from_secs(1), |l| lines.push(l.to_owned())).unwrap_err();
+        assert!(err.contains("timed out") && err.contains("2 descendants"), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        assert_eq!(lines, ["started"]);
+    }
+
+    #[test]
+    fn the_exit_status_and_every_line_come_through() {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg("printf 'a\\nb\\r\\nc'; exit 3");
+        let mut lines = Vec::new();
+        let status = run_streamed(cmd, Instant::now() + Duration::from_secs(30), |l| lines.push(l.to_owned())).unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(lines, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn the_device_test_table_names_each_target_once() {
+        for (i, t) in DEVICE_TESTS.iter().enumerate() {
+            assert!(!DEVICE_TESTS[..i].iter().any(|u| u.package == t.package && u.target == t.target));
+        }
+    }
+}
