@@ -108,10 +108,15 @@ fn run_in_place(config: &Config, source: &Source, heartbeat: Arc<AtomicU64>, jou
             return CaseResult { ops, stats, failure };
         }
     }
-    let failure = h.finish().err().map(|(kind, what)| Failure { kind, at: len, what });
+    let mut failure = h.finish().err().map(|(kind, what)| Failure { kind, at: len, what });
     let mut stats = std::mem::take(&mut h.stats);
     stats.cases = 1;
+    let root = h.root().to_path_buf();
     drop(h);
+    if failure.is_none() && root.exists() {
+        let what = format!("the device is gone but its runtime directory {} is still there", root.display());
+        failure = Some(Failure { kind: Kind::Leak, at: len, what });
+    }
     CaseResult { ops, stats, failure }
 }
 
@@ -181,6 +186,13 @@ pub fn run_ops(config: &Config, ops: &[Op]) -> CaseResult {
 pub fn replay(file: &ReplayFile, runs: usize) -> Option<Failure> {
     let config = file.config();
     (0..runs.max(1)).find_map(|_| run_ops(&config, &file.ops).failure)
+}
+
+/// Threads and open file descriptors of this process: devices that are gone must not leave
+/// either behind.
+pub fn threads_and_fds() -> (usize, usize) {
+    let count = |d: &str| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
+    (count("/proc/self/task"), count("/proc/self/fd"))
 }
 
 /// Counts every request sent, for the progress line.

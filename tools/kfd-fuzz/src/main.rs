@@ -135,6 +135,7 @@ fn embedded(args: &Args, seed: u64) -> ExitCode {
     let mut last_progress = Instant::now();
     let mut case = 0u64;
     let mut failures = 0u64;
+    let baseline = kfd_fuzz::threads_and_fds();
     while total.ops < args.iterations && failures < args.max_failures {
         let len = args.case_len.min((args.iterations - total.ops) as usize).max(1);
         let r = kfd_fuzz::fuzz_case(&config, seed, case, len);
@@ -148,6 +149,17 @@ fn embedded(args: &Args, seed: u64) -> ExitCode {
             save_failure(args, &config, seed, case, &r.ops, &f);
         }
         case += 1;
+        // Every case's device is gone by now: threads and fds must not pile up (a hang leaves
+        // its stuck thread behind, so only while nothing failed).
+        let (threads, fds) = kfd_fuzz::threads_and_fds();
+        if failures == 0 && (threads > baseline.0 + 32 || fds > baseline.1 + 64) {
+            failures += 1;
+            *total.failures.entry("leak".to_string()).or_insert(0) += 1;
+            println!(
+                "kfd-fuzz: FAILURE after case {case}: {threads} threads and {fds} fds, {} and {} at the start: devices leave them behind",
+                baseline.0, baseline.1
+            );
+        }
         if last_progress.elapsed() >= Duration::from_secs(args.progress_secs) {
             last_progress = Instant::now();
             let secs = start.elapsed().as_secs_f64();

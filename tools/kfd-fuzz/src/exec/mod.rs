@@ -227,6 +227,11 @@ impl Harness {
         })
     }
 
+    /// The device's runtime directory.
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
     pub fn device(&self) -> &Arc<Device> {
         self.emb.device()
     }
@@ -465,6 +470,7 @@ impl Harness {
         let before = self.ids(p);
         let mem = CheckedMemory { declared: declared.clone(), undeclared: Mutex::new(Vec::new()) };
         let name = ops::name_of(call.cmd);
+        let started = Instant::now();
         let reply = match send(self.emb.device(), file, caller, call.cmd, &data, &mem) {
             Sent::Replied(r) => r,
             Sent::Parked(tag, rx) => {
@@ -485,6 +491,8 @@ impl Harness {
                         sent: data.len(),
                         declared,
                         due: due(timeout, self.config.wait_slack),
+                        started,
+                        timeout_ms: timeout,
                         interrupted: false,
                     });
                     return Ok(());
@@ -497,6 +505,10 @@ impl Harness {
             return fail(Kind::Errno, format!("{name} read {len} bytes of caller memory at {addr:#x}, outside its declared ranges (CUSE would not have fetched them)"));
         }
         check_reply(call.cmd, data.len(), &reply, &declared)?;
+        if ioc_nr(call.cmd) == 0x0C && cuse_kfd::ioctl::lookup(call.cmd).is_some() && data.len() >= 24 {
+            let timeout = WaitEventsArgs::read_from_prefix(&data).map_or(0, |(a, _)| a.timeout);
+            waits::check_not_early(&reply, timeout, started)?;
+        }
         let after = self.ids(p);
         self.learn(p, call, &data, &reply, &before, &after)
     }

@@ -24,6 +24,9 @@ pub(super) struct Parked {
     pub(super) declared: Vec<UserRange>,
     /// Answer due by then (finite timeouts).
     pub(super) due: Option<Instant>,
+    /// When it was sent, and its timeout: a TIMEOUT answer must not come before.
+    pub(super) started: Instant,
+    pub(super) timeout_ms: u32,
     /// Interrupted: the answer must be EINTR.
     pub(super) interrupted: bool,
 }
@@ -158,7 +161,22 @@ pub(super) fn due(timeout: u32, slack: Duration) -> Option<Instant> {
 
 pub(super) fn check_parked(w: &Parked, reply: &Reply) -> Check {
     check_reply(w.cmd, w.sent, reply, &w.declared)?;
-    check_wait(reply, w.sent, w.interrupted)
+    check_wait(reply, w.sent, w.interrupted)?;
+    check_not_early(reply, w.timeout_ms, w.started)
+}
+
+/// A wait answered TIMEOUT must have waited its timeout (the timer may be late, never early).
+pub(super) fn check_not_early(reply: &Reply, timeout_ms: u32, started: Instant) -> Check {
+    let Ok((a, _)) = WaitEventsArgs::read_from_prefix(&reply.data) else { return Ok(()) };
+    let waited = started.elapsed();
+    let want = Duration::from_millis(u64::from(timeout_ms));
+    if reply.result == 0 && a.wait_result == KFD_IOC_WAIT_RESULT_TIMEOUT && waited + Duration::from_millis(1) < want {
+        return fail(
+            Kind::Errno,
+            format!("WAIT_EVENTS answered TIMEOUT after {waited:?} of a {timeout_ms} ms timeout"),
+        );
+    }
+    Ok(())
 }
 
 /// A WAIT_EVENTS answer: success with COMPLETE or TIMEOUT, or failure with FAIL; EINTR if it was
