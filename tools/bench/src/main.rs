@@ -5,6 +5,7 @@
 mod baseline;
 mod cuse;
 mod engine;
+mod signals;
 mod stats;
 
 use std::process::ExitCode;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
     if run("engine") {
         engine::run();
     }
+    run("signals").then(signals::run); // rocr-shim: batch vs single creates, wake-up latency
     if run("cuse") {
         if let Err(e) = cuse::run() {
             eprintln!("kfd-bench cuse: {e}");

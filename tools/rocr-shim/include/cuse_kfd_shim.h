@@ -58,7 +58,9 @@ typedef enum {
  *
  * `signals` receives `count` handles. Each member is destroyed with hsa_signal_destroy, in any
  * order; the batch handle may be destroyed at once (hsa_amd_signal_batch_destroy) while members
- * live on. The arena is freed exactly once, when the handle and every member are gone.
+ * live on. The arena is freed exactly once, when the handle and every member are gone (its
+ * memory may then serve a later batch of the same size and placement: fresh memory costs a KFD
+ * allocation and a page fault per page; hsa_amd_memory_pool_allocate takes it back when short).
  */
 hsa_status_t hsa_amd_signal_batch_create(hsa_signal_value_t initial_value, uint32_t count,
                                          uint32_t num_consumers, const hsa_agent_t* consumers,
@@ -118,6 +120,7 @@ typedef struct {
   uint64_t events_created;       /* KFD signal events made for interrupt signals (pooled) */
   uint64_t live_queues;
   uint64_t live_allocations;
+  uint64_t arena_memory_reused;  /* batches whose arena memory was a released batch's (recycled) */
 } cuse_kfd_shim_counters_t;
 
 hsa_status_t cuse_kfd_shim_get_counters(cuse_kfd_shim_counters_t* counters);

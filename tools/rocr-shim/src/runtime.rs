@@ -284,7 +284,13 @@ impl Runtime {
         let p = self.pool_desc(pool)?;
         memory::check_request(size, p.size)?;
         let gpus: &[u32] = if p.kind == PoolKind::Vram { &[p.gpu_id] } else { &self.inner.gpus };
-        let mut a = Allocation::new(&self.inner.kfd, p.gpu_id, size, memory::kind_of(p.kind), gpus).map_err(|e| {
+        let new = || Allocation::new(&self.inner.kfd, p.gpu_id, size, memory::kind_of(p.kind), gpus);
+        // Memory kept for signal batches gives way to the caller's.
+        let a = new().or_else(|_| {
+            self.inner.signals.cache.trim();
+            new()
+        });
+        let mut a = a.map_err(|e| {
             Error::new(Status::OUT_OF_RESOURCES, format!("allocating {size} bytes from pool {:#x}: {e}", pool.0))
         })?;
         a.pool = Some(pool);
@@ -314,6 +320,7 @@ impl Runtime {
             arena_double_frees: get(&c.arena_double_frees),
             hdp_flushes: crate::signal::hdp::flushes(),
             events_created: self.inner.signals.events.created(),
+            arena_memory_reused: get(&self.inner.signals.cache.reused),
             live_queues: lock(&self.inner.queues).len() as u64,
             live_allocations: self.inner.memory.len() as u64,
         }
@@ -334,4 +341,6 @@ pub struct Counters {
     pub events_created: u64,
     pub live_queues: u64,
     pub live_allocations: u64,
+    /// Batches whose arena memory came from a released batch (no new allocation).
+    pub arena_memory_reused: u64,
 }

@@ -6,11 +6,13 @@
 //!   host memory or in a GPU's signal-capable VRAM pool. It counts N members plus the batch
 //!   handle; whichever of them goes last frees it, exactly once. Its members share one KFD
 //!   event (one CREATE_EVENT per batch, not per signal): a waiter woken for another member
-//!   re-checks its own value and sleeps again.
+//!   re-checks its own value and sleeps again. Its memory, once nobody can see it any more,
+//!   goes to the [`super::cache`] for the next batch of the same size class and placement.
 //!
 //! The registry maps an address range to its arena: it validates handles on destroy and keeps
 //! an arena's memory alive (an `Arc`) while a waiter still looks at one of its slots.
 
+use super::cache::{ArenaCache, ArenaMemory, Key};
 use super::events::{Event, EventPool};
 use super::hdp::HdpPage;
 use super::slot::{Slot, SlotInit, FLAG_BATCH_MEMBER, FLAG_DEVICE_MEMORY, SLOT_BYTES};
@@ -44,7 +46,7 @@ pub struct DeviceRequest {
 }
 
 pub struct Arena {
-    alloc: Allocation,
+    mem: ArenaMemory,
     slots: u64,
     pub placement: Placement,
     batch: Option<BatchState>,
@@ -60,7 +62,7 @@ struct BatchState {
 
 impl Arena {
     fn base(&self) -> u64 {
-        self.alloc.va()
+        self.mem.va()
     }
 
     fn holds(&self, handle: u64) -> bool {
@@ -112,6 +114,7 @@ pub struct SignalManager {
     next_tag: AtomicU64,
     next_batch: AtomicU64,
     pub counters: Counters,
+    pub cache: Arc<ArenaCache>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -130,6 +133,7 @@ impl SignalManager {
             next_tag: AtomicU64::new(1),
             next_batch: AtomicU64::new(1),
             counters: Counters::default(),
+            cache: Arc::default(),
         }
     }
 
@@ -159,7 +163,9 @@ impl SignalManager {
             return Ok(h);
         }
         let alloc = self.host_alloc(kfd, POOL_SLOTS * SLOT_BYTES)?;
-        let arena = Arc::new(Arena { alloc, slots: POOL_SLOTS, placement: Placement::Host, batch: None, _hdp: None });
+        // Pool arenas live as long as the runtime: nothing to give back.
+        let mem = ArenaMemory::new(alloc, Key::new(None, 0), std::sync::Weak::new());
+        let arena = Arc::new(Arena { mem, slots: POOL_SLOTS, placement: Placement::Host, batch: None, _hdp: None });
         free.extend((0..POOL_SLOTS).rev().map(|i| arena.base() + i * SLOT_BYTES));
         self.counters.pool_arenas.fetch_add(1, Ordering::Relaxed);
         self.register(arena);
@@ -240,18 +246,32 @@ impl SignalManager {
         let bytes = u64::from(count) * SLOT_BYTES;
         let mut placed = None;
         if let Some(d) = device {
-            match Allocation::new(kfd, d.gpu_id, bytes, Kind::Vram, &[d.gpu_id]) {
-                Ok(a) => placed = Some((a, Placement::Device, d.hdp)),
+            let key = Key::new(Some(d.gpu_id), bytes);
+            let alloc = match self.cache.take(key) {
+                Some(a) => Ok(a),
+                None => Allocation::new(kfd, d.gpu_id, key.bytes, Kind::Vram, &[d.gpu_id]),
+            };
+            match alloc {
+                Ok(a) => {
+                    placed = Some((ArenaMemory::new(a, key, Arc::downgrade(&self.cache)), Placement::Device, d.hdp))
+                }
                 Err(e) => log::debug!("batch of {count} signals: device memory failed ({e}), using host memory"),
             }
         }
-        let (alloc, placement, hdp) = match placed {
+        let (mem, placement, hdp) = match placed {
             Some(p) => p,
-            None => (self.host_alloc(kfd, bytes)?, Placement::Host, None),
+            None => {
+                let key = Key::new(None, bytes);
+                let alloc = match self.cache.take(key) {
+                    Some(a) => a,
+                    None => self.host_alloc(kfd, key.bytes)?,
+                };
+                (ArenaMemory::new(alloc, key, Arc::downgrade(&self.cache)), Placement::Host, None)
+            }
         };
         let event = if interrupt { self.events.get(kfd)? } else { None };
         let arena = Arc::new(Arena {
-            alloc,
+            mem,
             slots: u64::from(count),
             placement,
             batch: Some(BatchState { refs: AtomicU32::new(count + 1), released: AtomicBool::new(false), event }),
@@ -315,5 +335,6 @@ impl SignalManager {
         lock(&self.batches).clear();
         lock(&self.free).clear();
         self.registry.write().unwrap_or_else(|e| e.into_inner()).clear();
+        self.cache.trim();
     }
 }

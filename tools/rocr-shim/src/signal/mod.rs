@@ -2,6 +2,7 @@
 //! (KFD event) wake-ups; the runtime's signal calls and the owning Rust [`Signal`] type.
 
 pub mod arena;
+pub mod cache;
 pub mod events;
 pub mod hdp;
 pub mod ops;

@@ -1,0 +1,244 @@
+//! Signal figures of the HSA runtime (rocr-shim, embedded device): creating 1024 signals as
+//! one batch (with fresh memory, and in the steady state where a released batch's arena serves
+//! the next) against 1024 pooled single creates, and the wake-up latency from a host store to the
+//! waiter's return, ACTIVE and BLOCKED, against raw futex baselines measured in this run.
+//!
+//! * ping-pong: two threads bounce a value through two signals (two futex words for the
+//!   baseline); one-way latency is half the round trip. BLOCKED waiters mostly catch the store
+//!   in their short spin here, as ROCr's do.
+//! * asleep: the store comes 300 us after the waiter started, so a BLOCKED waiter is asleep in
+//!   WAIT_EVENTS (the baseline asleep in FUTEX_WAIT); the latency is store to return.
+
+use crate::stats::{bench, ns, percentile, ratio};
+use rocr_shim::{Condition, Config, Order, Runtime, WaitHint};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const COUNT: u32 = 1024;
+const ROUNDS: usize = 11;
+const PINGS: usize = 20_000;
+const ASLEEP: usize = 300;
+const FOREVER: u64 = u64::MAX;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    percentile(&mut v, 50.0)
+}
+
+pub fn run() {
+    let kfd = thunk::Kfd::embedded(&cuse_kfd::DeviceConfig::default()).expect("embedded device");
+    let rt = Runtime::new(Config { kfd: Some(kfd), ..Default::default() }).expect("runtime");
+    creates(&rt);
+    wake_latency(&rt);
+}
+
+fn creates(rt: &Runtime) {
+    // The first round creates the pool's slots and KFD events; later rounds reuse them.
+    let mut per_round = Vec::new();
+    for round in 0..=ROUNDS {
+        let t0 = Instant::now();
+        let handles: Vec<u64> = (0..COUNT).map(|_| rt.create_signal_raw(0, &[], 0).expect("signal")).collect();
+        let took = t0.elapsed();
+        for h in handles {
+            rt.destroy_signal_raw(h).expect("destroy");
+        }
+        if round == 0 {
+            bench("signal_create_single_cold_ns", ns(took) / f64::from(COUNT), "ns");
+        } else {
+            per_round.push(took);
+        }
+    }
+    let singles = median(per_round);
+    bench("signal_create_single_pooled_ns", ns(singles) / f64::from(COUNT), "ns");
+    bench("signal_create_1024_singles_us", ns(singles) / 1e3, "us");
+
+    // Batches: fresh memory first (every batch kept alive, so each needs a new allocation),
+    // then the steady state, where a released batch's arena memory serves the next one.
+    let gpu = rt.gpu_agents()[0];
+    for (place, device) in [("", None), ("_device", Some(gpu))] {
+        let mut fresh = Vec::new();
+        let mut live = Vec::new();
+        for _ in 0..ROUNDS {
+            let t0 = Instant::now();
+            live.push(rt.create_batch_raw(COUNT, 0, &[], 0, device).expect("batch"));
+            fresh.push(t0.elapsed());
+        }
+        for b in live {
+            release(rt, b);
+        }
+        let mut steady = Vec::new();
+        for _ in 0..ROUNDS {
+            let t0 = Instant::now();
+            let b = rt.create_batch_raw(COUNT, 0, &[], 0, device).expect("batch");
+            steady.push(t0.elapsed());
+            release(rt, b);
+        }
+        let (fresh, steady) = (median(fresh), median(steady));
+        bench(&format!("signal_batch_create_1024{place}_fresh_us"), ns(fresh) / 1e3, "us");
+        bench(&format!("signal_batch_create_1024{place}_us"), ns(steady) / 1e3, "us");
+        if device.is_none() {
+            ratio("signal_batch_1024_vs_1024_singles", ns(steady), ns(singles));
+        }
+    }
+}
+
+/// Releases the batch handle first, then the members.
+fn release(rt: &Runtime, b: rocr_shim::signal::NewBatch) {
+    rt.destroy_batch_raw(b.id).expect("batch destroy");
+    for h in b.handles {
+        rt.destroy_signal_raw(h).expect("member destroy");
+    }
+}
+
+/// FUTEX_WAIT while `*word == expected`.
+fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 that outlives the call; no timeout pointer.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32; wakes at most one waiter.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+    }
+}
+
+/// One-way latencies (half round trips) of a futex ping-pong.
+fn futex_ping_pong(iters: usize) -> Vec<Duration> {
+    let words = Arc::new((AtomicU32::new(0), AtomicU32::new(0)));
+    let w2 = words.clone();
+    let peer = std::thread::spawn(move || {
+        for i in 1..=iters as u32 {
+            loop {
+                let v = w2.0.load(Ordering::Acquire);
+                if v == i {
+                    break;
+                }
+                futex_wait(&w2.0, v);
+            }
+            w2.1.store(i, Ordering::Release);
+            futex_wake(&w2.1);
+        }
+    });
+    let mut out = Vec::with_capacity(iters);
+    for i in 1..=iters as u32 {
+        let t0 = Instant::now();
+        words.0.store(i, Ordering::Release);
+        futex_wake(&words.0);
+        loop {
+            let v = words.1.load(Ordering::Acquire);
+            if v == i {
+                break;
+            }
+            futex_wait(&words.1, v);
+        }
+        out.push(t0.elapsed() / 2);
+    }
+    peer.join().expect("futex peer");
+    out
+}
+
+/// One-way latencies of a ping-pong through two signals, both sides waiting with `hint`.
+fn signal_ping_pong(rt: &Runtime, iters: usize, hint: WaitHint) -> Vec<Duration> {
+    let ping = Arc::new(rt.create_signal(0, &[]).expect("signal"));
+    let pong = Arc::new(rt.create_signal(0, &[]).expect("signal"));
+    let (p2, q2) = (ping.clone(), pong.clone());
+    let peer = std::thread::spawn(move || {
+        for i in 1..=iters as i64 {
+            p2.wait(Condition::Eq, i, FOREVER, hint);
+            q2.store(i, Order::Release);
+        }
+    });
+    let mut out = Vec::with_capacity(iters);
+    for i in 1..=iters as i64 {
+        let t0 = Instant::now();
+        ping.store(i, Order::Release);
+        pong.wait(Condition::Eq, i, FOREVER, hint);
+        out.push(t0.elapsed() / 2);
+    }
+    peer.join().expect("signal peer");
+    out
+}
+
+/// Store-to-return latency of a waiter that has been waiting 300 us: `wait(i)` blocks until
+/// the value reaches i, `store(i)` stores it. The storer then sleeps rather than spins while
+/// it waits for the waiter's timestamp, so the woken thread can have its CPU (on a 2-CPU box
+/// a spinning storer delays it by a whole time slice, for futexes and signals alike).
+fn asleep(wait: impl Fn(u64) + Send + 'static, store: impl Fn(u64)) -> Vec<Duration> {
+    let base = Instant::now();
+    let returned = Arc::new(AtomicU64::new(0));
+    let r2 = returned.clone();
+    let peer = std::thread::spawn(move || {
+        for i in 1..=ASLEEP as u64 {
+            wait(i);
+            r2.store(base.elapsed().as_nanos() as u64, Ordering::Release);
+        }
+    });
+    let mut out = Vec::with_capacity(ASLEEP);
+    for i in 1..=ASLEEP as u64 {
+        std::thread::sleep(Duration::from_micros(300));
+        let before = returned.load(Ordering::Acquire);
+        let t = base.elapsed().as_nanos() as u64;
+        store(i);
+        let mut back = returned.load(Ordering::Acquire);
+        while back == before {
+            std::thread::sleep(Duration::from_micros(50));
+            back = returned.load(Ordering::Acquire);
+        }
+        out.push(Duration::from_nanos(back.saturating_sub(t)));
+    }
+    peer.join().expect("asleep peer");
+    out
+}
+
+fn wake_latency(rt: &Runtime) {
+    let mut futex = futex_ping_pong(PINGS);
+    let base = percentile(&mut futex, 50.0);
+    bench("baseline_futex_pingpong_oneway_p50", ns(base), "ns");
+    bench("baseline_futex_pingpong_oneway_p99", ns(percentile(&mut futex, 99.0)), "ns");
+    for (name, hint) in [("active", WaitHint::Active), ("blocked", WaitHint::Blocked)] {
+        let mut v = signal_ping_pong(rt, PINGS, hint);
+        let p50 = percentile(&mut v, 50.0);
+        bench(&format!("signal_wake_{name}_p50"), ns(p50), "ns");
+        bench(&format!("signal_wake_{name}_p99"), ns(percentile(&mut v, 99.0)), "ns");
+        ratio(&format!("signal_wake_{name}_p50_vs_futex"), ns(p50), ns(base));
+    }
+
+    let word = Arc::new(AtomicU32::new(0));
+    let w2 = word.clone();
+    let mut f = asleep(
+        move |i| loop {
+            let v = w2.load(Ordering::Acquire);
+            if u64::from(v) >= i {
+                break;
+            }
+            futex_wait(&w2, v);
+        },
+        |i| {
+            word.store(i as u32, Ordering::Release);
+            futex_wake(&word);
+        },
+    );
+    let fbase = percentile(&mut f, 50.0);
+    bench("baseline_futex_wake_asleep_p50", ns(fbase), "ns");
+    let s = Arc::new(rt.create_signal(0, &[]).expect("signal"));
+    let s2 = s.clone();
+    let mut w = asleep(
+        move |i| {
+            s2.wait(Condition::Gte, i as i64, FOREVER, WaitHint::Blocked);
+        },
+        |i| s.store(i as i64, Order::Release),
+    );
+    let p50 = percentile(&mut w, 50.0);
+    bench("signal_wake_blocked_asleep_p50", ns(p50), "ns");
+    bench("signal_wake_blocked_asleep_p99", ns(percentile(&mut w, 99.0)), "ns");
+    ratio("signal_wake_blocked_asleep_p50_vs_futex", ns(p50), ns(fbase));
+}
