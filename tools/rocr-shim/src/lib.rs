@@ -29,6 +29,7 @@ pub mod topology;
 pub use agent::{Agent, Pool};
 pub use info::Info;
 pub use kernels::Builtin;
+pub use memory::Buffer;
 pub use queue::{Queue, QueueCallback, QueueState};
 pub use runtime::{Config, Counters, Runtime};
 pub use signal::{Condition, Order, Placement, Rmw, Signal, SignalBatch, SignalInfo, WaitEnd, WaitHint};

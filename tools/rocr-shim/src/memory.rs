@@ -140,3 +140,52 @@ pub fn check_request(size: u64, pool_size: u64) -> Result<()> {
     }
     Ok(())
 }
+
+/// An owned allocation of the runtime (freed on drop), for Rust callers.
+pub struct Buffer {
+    pub(crate) rt: crate::Runtime,
+    pub(crate) alloc: Arc<Allocation>,
+}
+
+impl Buffer {
+    /// Its address (GPU virtual address and host address alike).
+    pub fn addr(&self) -> u64 {
+        self.alloc.va()
+    }
+
+    /// The bytes asked for.
+    pub fn len(&self) -> u64 {
+        self.alloc.requested
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The mapping, for reads, writes and atomics at byte offsets.
+    pub fn mem(&self) -> &GpuMemory {
+        self.alloc.mem()
+    }
+
+    pub fn read(&self, off: u64, buf: &mut [u8]) {
+        self.mem().read(off, buf);
+    }
+
+    pub fn write(&self, off: u64, data: &[u8]) {
+        self.mem().write(off, data);
+    }
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Buffer({:#x}, {} bytes)", self.addr(), self.len())
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Err(e) = self.rt.free(self.addr()) {
+            log::warn!("freeing {self:?}: {e}");
+        }
+    }
+}

@@ -52,7 +52,10 @@ impl Monitor {
     pub fn stop(self, kfd: &Kfd) {
         self.stop.store(true, Ordering::Release);
         let _ = kfd.set_event(self.events[2]);
-        if self.thread.join().is_err() {
+        if self.thread.thread().id() == std::thread::current().id() {
+            // The runtime's last reference went on this very thread (inside a queue callback):
+            // the loop sees `stop` when the callback returns, and the thread ends by itself.
+        } else if self.thread.join().is_err() {
             log::error!("the async-event thread panicked");
         }
         for id in self.events {
@@ -87,9 +90,11 @@ fn run(kfd: &Kfd, rt: Weak<Inner>, stop: &AtomicBool, events: [u32; 3]) {
         }
         let Some(inner) = rt.upgrade() else { break };
         let queues: Vec<_> = inner.queues.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
-        drop(inner);
-        for q in queues {
+        for q in &queues {
             q.report_error();
         }
+        // Queues before the runtime: if this was its last reference, the queues still find it.
+        drop(queues);
+        drop(inner);
     }
 }

@@ -5,13 +5,14 @@
 use crate::agent::Agent;
 use crate::hsa::*;
 use crate::monitor::Monitor;
-use crate::runtime::Runtime;
-use crate::signal::slot::{Slot, SlotInit};
+use crate::runtime::{Inner, Runtime};
+use crate::signal::slot::{Slot, SlotInit, FLAG_INTERNAL};
+use crate::signal::Signal;
 use crate::status::{Error, Result, Status};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use thunk::memory::{open_backing, HostMapping, Space};
-use thunk::queue::AqlQueue;
+use thunk::queue::{packet, AqlQueue};
 use uapi::aql::AQL_PACKET_SIZE;
 use uapi::signal::{AMD_SIGNAL_KIND_DOORBELL, AMD_SIGNAL_KIND_USER};
 
@@ -44,10 +45,13 @@ pub fn check_size(size: u32) -> Result<()> {
     Ok(())
 }
 
-/// One queue.
+/// One queue. Its doorbell and inactive signals live as long as it does (the async-event
+/// thread may still look at a queue the caller has just destroyed).
 pub struct QueueState {
-    pub(crate) aql: AqlQueue,
+    /// Always `Some` until dropped: the KFD queue goes before its signals.
+    aql: Option<AqlQueue>,
     _doorbell_map: HostMapping,
+    rt: Weak<Inner>,
     pub agent: Agent,
     pub doorbell_signal: u64,
     pub inactive_signal: u64,
@@ -58,31 +62,36 @@ pub struct QueueState {
 }
 
 impl QueueState {
+    pub(crate) fn aql(&self) -> &AqlQueue {
+        self.aql.as_ref().expect("present until dropped")
+    }
+
     /// The `hsa_queue_t *` (the amd_queue_t's first member).
     pub fn address(&self) -> u64 {
-        self.aql.desc.va
+        self.aql().desc.va
     }
 
     pub fn size(&self) -> u32 {
-        self.aql.slots as u32
+        self.aql().slots as u32
     }
 
     /// Reserves a slot (waiting while the ring is full), writes `p` with its header last, and
     /// rings the doorbell; returns the packet's index.
     pub fn submit(&self, rt: &Runtime, p: &[u8; AQL_PACKET_SIZE]) -> u64 {
-        let index = self.aql.reserve();
-        self.aql.publish(index, p);
-        self.aql.ring_doorbell(index);
+        let aql = self.aql();
+        let index = aql.reserve();
+        aql.publish(index, p);
+        aql.ring_doorbell(index);
         rt.after(crate::signal::After::Kick);
         index
     }
 
     pub fn read_index(&self) -> u64 {
-        self.aql.read_index()
+        self.aql().read_index()
     }
 
     pub fn write_index(&self) -> &std::sync::atomic::AtomicU64 {
-        self.aql.write_index()
+        self.aql().write_index()
     }
 
     /// The error code the device wrote to queue_inactive_signal (0: none).
@@ -102,6 +111,21 @@ impl QueueState {
                 let status = crate::kernels::queue_error_status(code);
                 log::warn!("queue {} stopped: {status} (code {code})", self.id);
                 cb(status, self.address());
+            }
+        }
+    }
+}
+
+impl Drop for QueueState {
+    fn drop(&mut self) {
+        // The KFD queue first, then the signals it pointed at (a runtime being torn down frees
+        // its arenas wholesale).
+        drop(self.aql.take());
+        if let Some(inner) = self.rt.upgrade() {
+            for s in [self.doorbell_signal, self.inactive_signal] {
+                if let Err(e) = inner.signals.destroy(&inner.kfd, s, true) {
+                    log::warn!("destroying a queue signal: {e}");
+                }
             }
         }
     }
@@ -143,25 +167,27 @@ impl Runtime {
             kind: AMD_SIGNAL_KIND_DOORBELL,
             value: doorbell as i64,
             queue_ptr: aql.desc.va,
+            flags: FLAG_INTERNAL,
             ..Default::default()
         };
         let doorbell_signal = self.create_internal_signal(db_init, false)?;
-        let inactive_signal =
-            match self.create_internal_signal(SlotInit { kind: AMD_SIGNAL_KIND_USER, ..Default::default() }, false) {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = self.destroy_signal_raw(doorbell_signal);
-                    return Err(e);
-                }
-            };
+        let inactive_init = SlotInit { kind: AMD_SIGNAL_KIND_USER, flags: FLAG_INTERNAL, ..Default::default() };
+        let inactive_signal = match self.create_internal_signal(inactive_init, false) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = self.inner.signals.destroy(kfd, doorbell_signal, true);
+                return Err(e);
+            }
+        };
         aql.set_inactive_signal(inactive_signal);
         let id = NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed);
         aql.desc.u32_at(HSA_QUEUE_TYPE).store(queue_type, Ordering::Relaxed);
         aql.desc.u64_at(HSA_QUEUE_ID).store(id, Ordering::Relaxed);
         aql.desc.u64_at(HSA_QUEUE_DOORBELL_SIGNAL).store(doorbell_signal, Ordering::Release);
         Ok(QueueState {
-            aql,
+            aql: Some(aql),
             _doorbell_map: map,
+            rt: Arc::downgrade(&self.inner),
             agent,
             doorbell_signal,
             inactive_signal,
@@ -199,19 +225,8 @@ impl Runtime {
             self.inner.queues.lock().unwrap_or_else(|e| e.into_inner()).remove(&addr).ok_or_else(|| {
                 Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime"))
             })?;
-        self.release_queue(q);
-        Ok(())
-    }
-
-    fn release_queue(&self, q: Arc<QueueState>) {
-        let (db, inactive) = (q.doorbell_signal, q.inactive_signal);
-        // The KFD queue goes first, then the signals it pointed at.
         drop(q);
-        for s in [db, inactive] {
-            if let Err(e) = self.destroy_signal_raw(s) {
-                log::warn!("destroying a queue signal: {e}");
-            }
-        }
+        Ok(())
     }
 
     /// The queue at `hsa_queue_t` address `addr`.
@@ -228,8 +243,8 @@ impl Runtime {
     /// hsa_queue_inactivate: the queue stops processing packets (KFD UPDATE_QUEUE to 0%).
     pub fn inactivate_queue(&self, addr: u64) -> Result<()> {
         let q = self.queue(addr)?;
-        let ring = &q.aql.ring;
-        q.aql.update(0, ring.va, ring.size as u32).map_err(|e| Error::from_errno("UPDATE_QUEUE", e))
+        let ring = &q.aql().ring;
+        q.aql().update(0, ring.va, ring.size as u32).map_err(|e| Error::from_errno("UPDATE_QUEUE", e))
     }
 
     fn start_monitor(&self) -> Result<()> {
@@ -272,6 +287,50 @@ impl Queue {
     pub fn dispatch_sync(&self, b: crate::Builtin, args: &[u8], grid: u32, timeout: u64) -> Result<()> {
         self.rt.dispatch_sync(&self.q, b, args, grid, 64, timeout)
     }
+
+    /// A 1-D dispatch of builtin `b` whose arguments are already in `kernarg` (which must live
+    /// until it completes); `completion` is decremented when it does. Returns the index.
+    pub fn dispatch(
+        &self,
+        b: crate::Builtin,
+        kernarg: &crate::Buffer,
+        grid: u32,
+        workgroup: u16,
+        completion: Option<&Signal>,
+        barrier: bool,
+    ) -> Result<u64> {
+        let kernel = self.rt.kernel_object(self.q.agent, b)?;
+        let done = completion.map_or(0, Signal::handle);
+        Ok(self.submit(&packet::dispatch(
+            kernel,
+            kernarg.addr(),
+            [grid, 1, 1],
+            [workgroup.max(1), 1, 1],
+            done,
+            barrier,
+        )))
+    }
+
+    /// A barrier-AND packet: `completion` goes when every dependency (up to five) is 0.
+    pub fn barrier_and(&self, deps: &[&Signal], completion: Option<&Signal>) -> Result<u64> {
+        Ok(self.submit(&packet::barrier_and(deps_of(deps)?, completion.map_or(0, Signal::handle), false)))
+    }
+
+    /// A barrier-OR packet: `completion` goes when any dependency (up to five) is 0.
+    pub fn barrier_or(&self, deps: &[&Signal], completion: Option<&Signal>) -> Result<u64> {
+        Ok(self.submit(&packet::barrier_or(deps_of(deps)?, completion.map_or(0, Signal::handle), false)))
+    }
+}
+
+fn deps_of(deps: &[&Signal]) -> Result<[u64; 5]> {
+    if deps.len() > 5 {
+        return Err(Error::invalid_argument(format!("a barrier packet takes 5 dependencies, not {}", deps.len())));
+    }
+    let mut out = [0u64; 5];
+    for (o, d) in out.iter_mut().zip(deps) {
+        *o = d.handle();
+    }
+    Ok(out)
 }
 
 impl Drop for Queue {

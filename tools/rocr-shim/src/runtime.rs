@@ -298,6 +298,24 @@ impl Runtime {
         Ok(self.inner.memory.insert(a).va())
     }
 
+    /// An owned allocation from `pool` (freed on drop).
+    pub fn buffer(&self, pool: Pool, size: u64) -> Result<memory::Buffer> {
+        let va = self.allocate(pool, size)?;
+        let alloc = self.inner.memory.find(va, 1).expect("just allocated");
+        Ok(memory::Buffer { rt: self.clone(), alloc })
+    }
+
+    /// The CPU's system memory pool (fine-grained, for kernel arguments too).
+    pub fn system_pool(&self) -> Result<Pool> {
+        let cpu = self.cpu_agent().ok_or_else(|| Error::new(Status::ERROR, "the topology has no CPU node"))?;
+        Ok(self.agent_desc(cpu)?.pools[0])
+    }
+
+    /// GPU `agent`'s VRAM pool.
+    pub fn vram_pool(&self, agent: Agent) -> Result<Pool> {
+        Ok(self.gpu_desc(agent)?.pools[0])
+    }
+
     /// Frees memory [`Runtime::allocate`] returned.
     pub fn free(&self, ptr: u64) -> Result<()> {
         self.inner.memory.remove(ptr).map(drop)

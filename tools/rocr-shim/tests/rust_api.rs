@@ -4,7 +4,6 @@
 use rocr_shim::hsa::*;
 use rocr_shim::{Builtin, Condition, Config, Order, Placement, Rmw, Runtime, Status, WaitHint};
 use std::time::{Duration, Instant};
-use thunk::queue::packet;
 use uapi::soft::FillArgs;
 use uapi::IntoBytes;
 
@@ -90,27 +89,39 @@ fn queues_barriers_and_soft_kernels() {
     let gpu = rt.gpu_agents()[0];
     assert_eq!(rt.create_queue(gpu, 100, None).err().map(|e| e.status), Some(Status::INVALID_ARGUMENT));
     assert_eq!(rt.create_queue(gpu, 1 << 18, None).err().map(|e| e.status), Some(Status::OUT_OF_RESOURCES));
-    let q = rt.create_queue(gpu, 64, None).unwrap();
-    let dep = rt.create_signal(1, &[]).unwrap();
-    let done = rt.create_signal(1, &[]).unwrap();
-    q.submit(&packet::barrier_and([dep.handle(), 0, 0, 0, 0], done.handle(), false));
-    assert_eq!(done.wait(Condition::Eq, 0, 20_000_000, WaitHint::Blocked), 1, "AND waits for its dependency");
-    dep.store(0, Order::Release);
-    assert_eq!(done.wait(Condition::Eq, 0, 10 * SECOND, WaitHint::Blocked), 0);
+    // A small graph over two queues: AND(a, b) -> c on one, OR(c, d) -> e on the other.
+    let (q, q2) = (rt.create_queue(gpu, 64, None).unwrap(), rt.create_queue(gpu, 64, None).unwrap());
+    let s: Vec<_> = (0..5).map(|_| rt.create_signal(1, &[]).unwrap()).collect();
+    q.barrier_and(&[&s[0], &s[1]], Some(&s[2])).unwrap();
+    q2.barrier_or(&[&s[2], &s[3]], Some(&s[4])).unwrap();
+    assert_eq!(s[2].wait(Condition::Eq, 0, 20_000_000, WaitHint::Blocked), 1, "AND waits for its dependencies");
+    s[0].store(0, Order::Release);
+    assert_eq!(s[2].wait(Condition::Eq, 0, 20_000_000, WaitHint::Blocked), 1, "one of two is not enough");
+    s[1].store(0, Order::Release);
+    assert_eq!(s[4].wait(Condition::Eq, 0, 10 * SECOND, WaitHint::Blocked), 0, "OR fires from the AND's completion");
+    assert_eq!(
+        q.barrier_and(&[&s[0], &s[0], &s[0], &s[0], &s[0], &s[0]], None).unwrap_err().status,
+        Status::INVALID_ARGUMENT
+    );
 
-    let system = rt.pools(rt.cpu_agent().unwrap()).unwrap()[0];
-    let vram = rt.pools(gpu).unwrap()[0];
-    let dst = rt.allocate(vram, 4096).unwrap();
-    let host = rt.allocate(system, 4096).unwrap();
-    let args = FillArgs { dst, value: 0xC0FFEE, reserved: 0 };
-    q.dispatch_sync(Builtin::FillU32, args.as_bytes(), 1024, 10 * SECOND).unwrap();
-    rt.copy(host, dst, 4096).unwrap();
+    // Soft kernels: fill VRAM with a packet of our own, copy it back with hsa_memory_copy.
+    let vram = rt.buffer(rt.vram_pool(gpu).unwrap(), 4096).unwrap();
+    let host = rt.buffer(rt.system_pool().unwrap(), 4096).unwrap();
+    let kernarg = rt.buffer(rt.system_pool().unwrap(), 64).unwrap();
+    kernarg.write(0, FillArgs { dst: vram.addr(), value: 0xC0FFEE, reserved: 0 }.as_bytes());
+    let done = rt.create_signal(1, &[]).unwrap();
+    q.dispatch(Builtin::FillU32, &kernarg, 1024, 256, Some(&done), true).unwrap();
+    assert_eq!(done.wait(Condition::Eq, 0, 10 * SECOND, WaitHint::Blocked), 0);
+    rt.copy(host.addr(), vram.addr(), 4096).unwrap();
     let mut buf = [0u8; 4096];
-    rt.allocation(host, 4096).unwrap().mem().read(0, &mut buf);
+    host.read(0, &mut buf);
     assert!(buf.chunks(4).all(|w| w == 0xC0FFEEu32.to_le_bytes()));
-    let bad = rt.copy(host, 0x1000, 16).unwrap_err();
-    assert_eq!(bad.status, Status::INVALID_ARGUMENT);
-    rt.free(dst).unwrap();
-    rt.free(host).unwrap();
-    assert_eq!(rt.free(host).unwrap_err().status, Status::INVALID_ARGUMENT);
+    let args = FillArgs { dst: vram.addr(), value: 7, reserved: 0 };
+    q2.dispatch_sync(Builtin::FillU32, args.as_bytes(), 16, 10 * SECOND).unwrap();
+    assert_eq!(rt.copy(host.addr(), 0x1000, 16).unwrap_err().status, Status::INVALID_ARGUMENT);
+    let addr = host.addr();
+    drop(host);
+    assert_eq!(rt.free(addr).unwrap_err().status, Status::INVALID_ARGUMENT, "the buffer freed itself");
+    drop((vram, kernarg));
+    assert_eq!(rt.counters().live_allocations, 0);
 }

@@ -15,7 +15,7 @@
 use super::cache::{ArenaCache, ArenaMemory, Key};
 use super::events::{Event, EventPool};
 use super::hdp::HdpPage;
-use super::slot::{Slot, SlotInit, FLAG_BATCH_MEMBER, FLAG_DEVICE_MEMORY, SLOT_BYTES};
+use super::slot::{Slot, SlotInit, FLAG_BATCH_MEMBER, FLAG_DEVICE_MEMORY, FLAG_INTERNAL, SLOT_BYTES};
 use crate::memory::Allocation;
 use crate::status::{Error, Result, Status};
 use std::collections::{BTreeMap, HashMap};
@@ -195,12 +195,19 @@ impl SignalManager {
         Ok(handle)
     }
 
-    /// Destroys a signal: wakes its sleepers, then gives its slot (and event) back.
-    pub fn destroy(&self, kfd: &Kfd, handle: u64) -> Result<()> {
+    /// Destroys a signal: wakes its sleepers, then gives its slot (and event) back. A queue's
+    /// own signals (FLAG_INTERNAL) go only with their queue (`internal`).
+    pub fn destroy(&self, kfd: &Kfd, handle: u64, internal: bool) -> Result<()> {
         let arena = self.lookup(handle).ok_or_else(|| {
             Error::new(Status::INVALID_SIGNAL, format!("{handle:#x} is not a signal of this runtime"))
         })?;
         let slot = arena.view(handle);
+        if slot.flags() & FLAG_INTERNAL != 0 && !internal && slot.tag() != 0 {
+            return Err(Error::new(
+                Status::INVALID_SIGNAL,
+                format!("signal {handle:#x} is a queue's doorbell or inactive signal: hsa_queue_destroy releases it"),
+            ));
+        }
         if slot.retire() == 0 {
             return Err(Error::new(Status::INVALID_SIGNAL, format!("signal {handle:#x} was destroyed already")));
         }

@@ -63,13 +63,14 @@ impl Runtime {
         self.inner.signals.create(&self.inner.kfd, init, interrupt)
     }
 
-    /// A signal of the runtime's own (doorbell, queue-inactive), with the given slot contents.
+    /// A signal of the runtime's own (a queue's doorbell or inactive signal, a dispatch's
+    /// completion), with the given slot contents.
     pub(crate) fn create_internal_signal(&self, init: SlotInit, interrupt: bool) -> Result<u64> {
         self.inner.signals.create(&self.inner.kfd, init, interrupt)
     }
 
     pub fn destroy_signal_raw(&self, handle: u64) -> Result<()> {
-        self.inner.signals.destroy(&self.inner.kfd, handle)
+        self.inner.signals.destroy(&self.inner.kfd, handle, false)
     }
 
     /// An owned signal (destroyed on drop).
@@ -142,6 +143,12 @@ impl Runtime {
         }
         // Holding the arenas keeps every slot mapped while we look at it.
         let arenas = specs.iter().map(|s| self.arena_of(s.0)).collect::<Result<Vec<_>>>()?;
+        if let Some((s, _)) = specs.iter().zip(&arenas).find(|(s, a)| a.view(s.0).is_doorbell()) {
+            return Err(Error::new(
+                Status::INVALID_SIGNAL,
+                format!("{:#x} is a doorbell signal: it can be stored to, not waited on", s.0),
+            ));
+        }
         let waits: Vec<wait::WaitSpec> = specs
             .iter()
             .zip(&arenas)

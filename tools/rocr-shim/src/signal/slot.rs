@@ -34,6 +34,8 @@ const HDP: u64 = 88;
 pub const FLAG_DEVICE_MEMORY: u32 = 1 << 0;
 /// Flag: one of a batch (its event is the batch's).
 pub const FLAG_BATCH_MEMBER: u32 = 1 << 1;
+/// Flag: a queue's doorbell or inactive signal, destroyed with the queue only.
+pub const FLAG_INTERNAL: u32 = 1 << 2;
 
 /// What a new slot holds.
 #[derive(Debug, Clone, Copy, Default)]

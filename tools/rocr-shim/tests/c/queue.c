@@ -33,6 +33,8 @@ static void size_rules(const env_t* e) {
     CHECK(q->doorbell_signal.handle != 0);
     CHECK(q->type == HSA_QUEUE_TYPE_MULTI);
     CHECK(q->features & HSA_QUEUE_FEATURE_KERNEL_DISPATCH);
+    /* The doorbell signal belongs to the queue. */
+    CHECK_STATUS(hsa_signal_destroy(q->doorbell_signal), HSA_STATUS_ERROR_INVALID_SIGNAL);
     OK(hsa_queue_destroy(q));
   }
   CHECK_STATUS(hsa_queue_destroy(q), HSA_STATUS_ERROR_INVALID_QUEUE);
