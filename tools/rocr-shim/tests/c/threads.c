@@ -1,5 +1,7 @@
 /* 8 threads x 32 signals created and destroyed concurrently, round after round: every handle
- * unique while live, every value its own, nothing leaked. */
+ * unique while live, every value its own, nothing leaked. Then no lost wake-ups: pairs of
+ * threads ping-pong through BLOCKED waits, on single signals and on members of one batch
+ * (which share a KFD event). */
 #include "check.h"
 
 #define THREADS 8
@@ -52,6 +54,45 @@ static void* worker(void* arg) {
   return NULL;
 }
 
+#define PAIRS 4
+#define BOUNCES 400
+
+typedef struct {
+  hsa_signal_t ping, pong;
+} pair_t;
+
+static void* bounce(void* arg) {
+  pair_t* p = arg;
+  for (hsa_signal_value_t i = 1; i <= BOUNCES; i++) {
+    CHECK(hsa_signal_wait_scacquire(p->ping, HSA_SIGNAL_CONDITION_EQ, i, 10000 * MS, HSA_WAIT_STATE_BLOCKED) == i);
+    if (i % 7 == 0) usleep(50); /* now and then the other side goes to sleep first */
+    hsa_signal_store_screlease(p->pong, i);
+  }
+  return NULL;
+}
+
+static void* serve(void* arg) {
+  pair_t* p = arg;
+  for (hsa_signal_value_t i = 1; i <= BOUNCES; i++) {
+    if (i % 5 == 0) usleep(60);
+    hsa_signal_store_screlease(p->ping, i);
+    CHECK(hsa_signal_wait_scacquire(p->pong, HSA_SIGNAL_CONDITION_GTE, i, 10000 * MS, HSA_WAIT_STATE_BLOCKED) == i);
+  }
+  return NULL;
+}
+
+static void ping_pong(hsa_signal_t* sigs) {
+  pair_t pairs[PAIRS];
+  pthread_t t[2 * PAIRS];
+  for (int i = 0; i < PAIRS; i++) {
+    pairs[i].ping = sigs[2 * i];
+    pairs[i].pong = sigs[2 * i + 1];
+    CHECK(pthread_create(&t[2 * i], NULL, bounce, &pairs[i]) == 0);
+    CHECK(pthread_create(&t[2 * i + 1], NULL, serve, &pairs[i]) == 0);
+  }
+  for (int i = 0; i < 2 * PAIRS; i++) pthread_join(t[i], NULL);
+}
+
 int main(void) {
   OK(hsa_init());
   cuse_kfd_shim_counters_t before, after;
@@ -68,6 +109,22 @@ int main(void) {
   CHECK(after.events_created - before.events_created <= THREADS * SIGNALS);
   printf("%d x %d signals x %d rounds in %.1f ms; %lu events, %lu pool arenas\n", THREADS, SIGNALS, ROUNDS,
          took / 1e6, (unsigned long)after.events_created, (unsigned long)after.pool_arenas);
+
+  hsa_signal_t sigs[2 * PAIRS];
+  for (int i = 0; i < 2 * PAIRS; i++) OK(hsa_signal_create(0, 0, NULL, &sigs[i]));
+  t0 = now_ns();
+  ping_pong(sigs);
+  printf("%d BLOCKED ping-pong pairs x %d on single signals: %.1f ms\n", PAIRS, BOUNCES, (now_ns() - t0) / 1e6);
+  for (int i = 0; i < 2 * PAIRS; i++) OK(hsa_signal_destroy(sigs[i]));
+  hsa_amd_signal_batch_t b;
+  hsa_agent_t host = {0};
+  OK(hsa_amd_signal_batch_create(0, 2 * PAIRS, 0, NULL, 0, host, sigs, &b, NULL));
+  OK(hsa_amd_signal_batch_destroy(b));
+  t0 = now_ns();
+  ping_pong(sigs);
+  printf("%d BLOCKED ping-pong pairs x %d on one batch (one shared event): %.1f ms\n", PAIRS, BOUNCES,
+         (now_ns() - t0) / 1e6);
+  for (int i = 0; i < 2 * PAIRS; i++) OK(hsa_signal_destroy(sigs[i]));
   OK(hsa_shut_down());
   printf("PASS threads\n");
   return 0;
