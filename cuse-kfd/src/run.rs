@@ -54,8 +54,12 @@ fn library(profile: &Path, package: &str, built: &str, soname: &str) -> Result<P
         }
     }
     let dir = profile.join("lib");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let link = dir.join(soname);
+    // Already in place: leave it (the device tier's VM sees the target directory read-only).
+    if std::fs::read_link(&link).is_ok_and(|t| t == lib) {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&lib, &link).map_err(|e| format!("linking {}: {e}", link.display()))?;
     Ok(dir)
