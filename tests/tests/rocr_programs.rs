@@ -8,7 +8,8 @@
 //! `cuse-kfd serve` node in the real-device tier (`$CUSE_KFD_BIN run --device /dev/<node>`, set up
 //! by `cargo xtask test device`; elsewhere that test says so and returns).
 //!
-//! Needs cc, libhsa-runtime-dev (hsa.h) and libhsa-runtime64-1 (`cargo xtask test` installs them).
+//! tests/build.rs compiles the programs on the host (cc, libhsa-runtime-dev and libhsa-runtime64-1
+//! are needed; `cargo xtask test` installs them), so the tier's VM only runs them.
 
 use kfd_tests::device::{tier, Daemon};
 use std::io::{Read, Write};
@@ -69,35 +70,17 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
 }
 
-fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("c/rocr").join(format!("{name}.c"))
-}
-
-/// Compiles tests/c/rocr/`name`.c against /usr/include/hsa, linked with the real ROCr.
-fn compile(name: &str) -> PathBuf {
-    assert!(
-        Path::new("/usr/include/hsa/hsa.h").is_file(),
-        "/usr/include/hsa/hsa.h is missing: install libhsa-runtime-dev (cargo xtask test installs it)"
-    );
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rocr");
-    std::fs::create_dir_all(&dir).expect("create the programs' directory");
+/// Program `name`, which tests/build.rs compiled from tests/c/rocr/<name>.c on the host (with
+/// cc -I/usr/include/hsa ... -lhsa-runtime64); panics with the compiler's output if it failed.
+fn program(name: &str) -> PathBuf {
+    let dir = Path::new(env!("OUT_DIR")).join("rocr");
+    if let Ok(why) = std::fs::read_to_string(dir.join(format!("{name}.err"))) {
+        panic!(
+            "{name}.c did not compile (cc and libhsa-runtime-dev are needed; cargo xtask test installs them):\n{why}"
+        );
+    }
     let exe = dir.join(name);
-    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let out = Command::new(&cc)
-        .args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-I/usr/include/hsa"])
-        .arg(source(name))
-        .arg("-o")
-        .arg(&exe)
-        .args(["-L/usr/lib/x86_64-linux-gnu", "-lhsa-runtime64", "-lpthread"])
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", cc.to_string_lossy()));
-    assert!(
-        out.status.success(),
-        "compiling {name}.c failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(exe.is_file(), "{} was not built (tests/build.rs builds tests/c/rocr/{name}.c)", exe.display());
     exe
 }
 
@@ -147,7 +130,7 @@ fn run(exe: &Path, transport: Transport) -> (bool, String) {
 
 /// Builds and runs program `name` on `transport`; it must exit 0 having printed `PASS <name>`.
 fn check(name: &str, transport: Transport) -> String {
-    let exe = compile(name);
+    let exe = program(name);
     let t0 = Instant::now();
     let (ok, text) = run(&exe, transport);
     println!("--- {name} ({}), {:.1} s:\n{text}", transport.name(), t0.elapsed().as_secs_f64());
