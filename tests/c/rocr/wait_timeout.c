@@ -6,18 +6,25 @@
 #define _GNU_SOURCE
 #include "common.h"
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static uint64_t hz;
+/* Voluntary context switches of the last times_out wait (a sleep blocks at least once). */
+static long last_nvcsw;
 
 /* Waits on `sig` (holding `old`) with an unsatisfied condition for `ms`; checks the time taken
  * and the value returned; returns the waiting thread's CPU fraction. */
 static double times_out(hsa_signal_t sig, hsa_signal_condition_t cond, hsa_signal_value_t compare,
                         hsa_signal_value_t old, unsigned ms, hsa_wait_state_t hint, const char *what) {
     uint64_t ticks = hz / 1000 * ms;
+    struct rusage r0, r1;
+    getrusage(RUSAGE_THREAD, &r0);
     double c0 = thread_cpu_s(), t0 = now_s();
     hsa_signal_value_t v = hsa_signal_wait_scacquire(sig, cond, compare, ticks, hint);
     double wall = now_s() - t0, cpu = thread_cpu_s() - c0;
+    getrusage(RUSAGE_THREAD, &r1);
+    last_nvcsw = r1.ru_nvcsw - r0.ru_nvcsw;
     double want = ms / 1e3, slack = 0.2 + want * 0.5;
     printf("  %s: %u ms timeout (%lu ticks) %s -> %ld after %.1f ms, CPU %.1f%%\n", what, ms, (unsigned long)ticks,
            hint == HSA_WAIT_STATE_BLOCKED ? "BLOCKED" : "ACTIVE", (long)v, wall * 1e3, 100 * cpu / wall);
@@ -71,7 +78,8 @@ int main(void) {
     /* 3. A long BLOCKED timed wait sleeps through its timeout. */
     double frac = times_out(sig, HSA_SIGNAL_CONDITION_EQ, 0, 7, 1000, HSA_WAIT_STATE_BLOCKED, "EQ 0, long");
     CHECK(frac < 0.2, "a 1 s BLOCKED timed wait used %.1f%% CPU", 100 * frac);
-    OK("a 1 s BLOCKED wait timed out having used %.2f%% CPU", 100 * frac);
+    CHECK(last_nvcsw >= 1 && last_nvcsw < 1000, "a 1 s BLOCKED timed wait made %ld voluntary switches", last_nvcsw);
+    OK("a 1 s BLOCKED wait timed out having slept (%.2f%% CPU, %ld voluntary switch(es))", 100 * frac, last_nvcsw);
 
     /* 4. Stores that do not satisfy the condition do not end the wait early. */
     struct store s = {sig, 3, 100};

@@ -4,6 +4,7 @@
 
 mod bench;
 mod device;
+mod fuzz;
 mod json;
 mod packages;
 mod steps;
@@ -197,7 +198,7 @@ mod tests {
     #[test]
     fn select_takes_names_and_aliases_in_table_order() {
         let all = select(&tiers::TIERS, &[]).unwrap();
-        assert_eq!(names(&all), ["unit+integration", "clippy", "fmt", "device"]);
+        assert_eq!(names(&all), ["unit+integration", "clippy", "fmt", "device", "fuzz"]);
         let some = select(&tiers::TIERS, &["device", "unit"]).unwrap();
         assert_eq!(names(&some), ["unit+integration", "device"]);
         assert_eq!(select(&tiers::TIERS, &["fmt", "nope"]).err(), Some("nope"));

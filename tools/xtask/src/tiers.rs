@@ -3,7 +3,7 @@
 use crate::steps::{Ctx, Outcome, Step};
 
 /// Every tier. A new tier is one entry here and one function below.
-pub const TIERS: [Step; 4] = [
+pub const TIERS: [Step; 5] = [
     Step {
         name: "unit+integration",
         aliases: &["unit", "integration"],
@@ -27,6 +27,12 @@ pub const TIERS: [Step; 4] = [
         aliases: &["real-device"],
         needs: "root, and a kernel with CUSE: natively (/dev/cuse) or in a virtme-ng VM that it provisions",
         run: device,
+    },
+    Step {
+        name: "fuzz",
+        aliases: &["fuzzers"],
+        needs: "cargo-fuzz (installed when missing) and a C++ compiler for libFuzzer; see fuzz.rs",
+        run: crate::fuzz::run,
     },
 ];
 
