@@ -8,7 +8,8 @@ static void run_one_barrier(hsa_queue_t *q) {
     hsa_signal_t done;
     HSA(hsa_signal_create(1, 0, NULL, &done));
     uint64_t index = submit_barrier(q, HSA_PACKET_TYPE_BARRIER_AND, NULL, done);
-    hsa_signal_value_t v = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_ACTIVE);
+    hsa_signal_value_t v =
+        hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0, tick_hz() * 10, HSA_WAIT_STATE_ACTIVE);
     CHECK(v == 0, "barrier on a %u-packet queue: completion signal %ld", q->size, (long)v);
     uint64_t rd = hsa_queue_load_read_index_scacquire(q);
     CHECK(rd == index + 1, "read index %lu after packet %lu", (unsigned long)rd, (unsigned long)index);
@@ -37,7 +38,8 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hsa_queue_t *q = NULL;
-        hsa_status_t s = hsa_queue_create(gpu, bad[i].size, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q);
+        hsa_status_t s =
+            hsa_queue_create(gpu, bad[i].size, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q);
         CHECK(s != HSA_STATUS_SUCCESS, "a %u-packet queue was created", bad[i].size);
         CHECK(bad[i].want == 0 || s == bad[i].want, "size %u -> %s, want %#x", bad[i].size, status_name(s),
               (unsigned)bad[i].want);
