@@ -99,8 +99,11 @@ static inline uint64_t tick_hz(void) {
 static inline uint64_t submit_barrier(hsa_queue_t *q, hsa_packet_type_t type, const hsa_signal_t deps[5],
                                       hsa_signal_t completion) {
     uint64_t index = hsa_queue_add_write_index_scacq_screl(q, 1);
+    /* A full ring: wait (10 s at most) for the device to consume a slot. */
+    double t0 = now_s();
     while (index - hsa_queue_load_read_index_scacquire(q) >= q->size)
-        ;
+        CHECK(now_s() - t0 < 10, "packet %lu: the ring stayed full for 10 s (read index %lu)", (unsigned long)index,
+              (unsigned long)hsa_queue_load_read_index_scacquire(q));
     hsa_barrier_and_packet_t *slot = (hsa_barrier_and_packet_t *)q->base_address + (index & (q->size - 1));
     hsa_barrier_and_packet_t p;
     memset(&p, 0, sizeof p);
