@@ -452,7 +452,8 @@ fn run_vm(ctx: &Ctx, vng: &vm::Vng, kernel: &vm::Kernel, tests: &[GuestTest], en
     let kvm = std::env::var_os("CUSE_KFD_VM_KVM").is_some_and(|v| v == "1");
     let place = format!("VM ({}, {}, vng {})", kernel.version, if kvm { "KVM" } else { "TCG" }, vng.version);
     let mut report = Report { place, tally: Tally::default(), expected, trouble: None, elapsed: Duration::ZERO };
-    let script_path = ctx.target_dir().join("xtask/device-guest.sh");
+    // One file per run: two runs in one workspace (two terminals) must not share a script.
+    let script_path = ctx.target_dir().join(format!("xtask/device-guest-{}.sh", std::process::id()));
     let script = vm::guest_script(tests, env, BINARY_TIMEOUT);
     let written = script_path
         .parent()
@@ -469,6 +470,7 @@ fn run_vm(ctx: &Ctx, vng: &vm::Vng, kernel: &vm::Kernel, tests: &[GuestTest], en
     let start = Instant::now();
     let result = run_streamed(cmd, start + VM_TIMEOUT, |line| report.tally.feed(line, start.elapsed()));
     report.elapsed = start.elapsed();
+    let _ = std::fs::remove_file(&script_path);
     let t = &report.tally;
     report.trouble = match (result, t.guest_up.is_some(), t.guest_exit) {
         (Err(why), _, _) => Some(why),
