@@ -15,6 +15,7 @@ use crate::gen::{Gen, Grade};
 use crate::model::{BufferModel, EventModel, Model, QueueModel};
 use crate::ops::{self, Expect};
 use crate::rng::Rng;
+use crate::stats::Stats;
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -80,6 +81,21 @@ fn client_dirs(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Adds a child's `ANSWER name answer count` lines to `total`.
+fn add_answers(total: &mut Stats, out: &str) {
+    let names = ops::all_requests();
+    for line in out.lines() {
+        let mut w = line.split_whitespace();
+        let (Some("ANSWER"), Some(name), Some(answer), Some(n)) = (w.next(), w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let name = names.iter().map(|(n, _)| *n).find(|n| *n == name).unwrap_or("UNKNOWN");
+        let n: u64 = n.parse().unwrap_or(0);
+        total.ioctls += n;
+        *total.answers.entry(name).or_default().entry(answer.to_string()).or_insert(0) += n;
+    }
+}
+
 /// The parent: rounds of children until `iterations` operations were planned.
 pub fn run(
     device: &Path,
@@ -110,6 +126,7 @@ pub fn run(
         dir.display()
     );
     let mut rng = Rng::new(seed);
+    let mut total = Stats::default();
     let (start, mut last) = (Instant::now(), Instant::now());
     let (mut planned, mut children, mut killed, mut failures) = (0u64, 0u64, 0u64, Vec::<String>::new());
     while planned < iterations && failures.len() < 5 {
@@ -149,11 +166,14 @@ pub fn run(
                     Ok(Some(status)) => {
                         use std::os::unix::process::ExitStatusExt;
                         let sig = status.signal();
+                        let mut out = String::new();
+                        if let Some(mut so) = c.stdout.take() {
+                            let _ = std::io::Read::read_to_string(&mut so, &mut out);
+                        }
+                        add_answers(&mut total, &out);
                         if !status.success() && sig != Some(libc::SIGKILL) {
-                            let mut out = String::new();
-                            if let Some(mut so) = c.stdout.take() {
-                                let _ = std::io::Read::read_to_string(&mut so, &mut out);
-                            }
+                            let out: String =
+                                out.lines().filter(|l| !l.starts_with("ANSWER ")).collect::<Vec<_>>().join("\n");
                             failures.push(format!(
                                 "child {child_seed} ended with {status}: {}\n  rerun: kfd-fuzz --target node --device {} --node-child {child_seed} --case-len {case_len}",
                                 out.trim(),
@@ -197,15 +217,16 @@ pub fn run(
             );
         }
     }
-    println!(
-        "kfd-fuzz summary: {children} children ({killed} SIGKILLed), about {planned} operations in {:.1} s",
-        start.elapsed().as_secs_f64()
-    );
+    let secs = start.elapsed().as_secs_f64();
+    println!("kfd-fuzz: {children} children ({killed} SIGKILLed), about {planned} operations planned");
+    total.ops = total.ioctls;
     for f in &failures {
         println!("kfd-fuzz: FAILURE: {f}");
+        let kind = ["hang", "leak"].into_iter().find(|k| f.starts_with(k)).unwrap_or("child");
+        *total.failures.entry(kind.to_string()).or_insert(0) += 1;
     }
+    print!("{}", total.summary(secs, &ops::all_requests()));
     if failures.is_empty() {
-        println!("failures: none");
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -229,7 +250,15 @@ pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration) -> ExitCod
             }
         }
     });
-    match child_run(device, seed, len, &heartbeat) {
+    let mut stats = Stats::default();
+    let r = child_run(device, seed, len, &heartbeat, &mut stats);
+    // The parent adds these up for its summary.
+    for (name, h) in &stats.answers {
+        for (answer, n) in h {
+            println!("ANSWER {name} {answer} {n}");
+        }
+    }
+    match r {
         Ok(n) => {
             println!("ok: {n} requests");
             ExitCode::SUCCESS
@@ -241,7 +270,7 @@ pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration) -> ExitCod
     }
 }
 
-fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64) -> Result<u64, String> {
+fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64, stats: &mut Stats) -> Result<u64, String> {
     let fd = File::options()
         .read(true)
         .write(true)
@@ -309,9 +338,12 @@ fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64) -> Res
         } else {
             data.as_mut_ptr() as u64
         };
+        // What was asked (the kernel copies the reply over `data`).
+        let asked = data.clone();
         let result = raw_ioctl(&fd, call.cmd, addr);
         sent += 1;
         let name = ops::name_of(call.cmd);
+        stats.record(name, result);
         if let Err(e) = result {
             if e == Errno::EINTR {
                 continue;
@@ -319,7 +351,7 @@ fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64) -> Res
             errnos::is_allowed(call.cmd, n, e).map_err(|w| format!("errno: {w}"))?;
         }
         let nr = cuse_kfd::ioctl::lookup(call.cmd).map_or(0, |d| ioc_nr(d.cmd));
-        let named = crate::exec::named_object(nr, &data);
+        let named = crate::exec::named_object(nr, &asked);
         let owned = named.as_ref().map(|o| match o {
             crate::exec::Named::Buffer(h) => model.buffers.contains_key(h),
             crate::exec::Named::Queue(q) => model.queues.contains_key(q),
