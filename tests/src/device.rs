@@ -13,8 +13,16 @@ pub fn tier() -> Option<PathBuf> {
     }
     let bin = std::env::var_os("CUSE_KFD_BIN").map(PathBuf::from).expect("CUSE_KFD_BIN names the cuse-kfd binary");
     assert!(bin.is_file(), "{} is not a file", bin.display());
+    // Straight to stdout, past libtest's capture: the tier counts these lines and fails when no
+    // test really ran.
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{RAN_MARKER} {test}").and_then(|()| out.flush()).expect("write to stdout");
     Some(bin)
 }
+
+/// The line a device test prints when it really runs (see tools/xtask/src/device.rs).
+pub const RAN_MARKER: &str = "CUSE_KFD_DEVICE_TEST_RAN";
 
 /// A `cuse-kfd serve` child and its node.
 pub struct Daemon {
@@ -82,42 +90,95 @@ impl Drop for Daemon {
     }
 }
 
+/// A client process: this test binary run again in a role (see [`run_client_role`]), its
+/// stdout lines collected by a thread so reads can time out. Killed when dropped.
+pub struct Client {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Client {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The next line the client printed with the `@@` marker (libtest prints its own lines too).
+    pub fn line(&mut self, timeout: Duration) -> String {
+        let t0 = Instant::now();
+        loop {
+            let left = timeout.checked_sub(t0.elapsed()).unwrap_or_default();
+            match self.lines.recv_timeout(left) {
+                // libtest's "test client_role ... " may precede the marker on its line.
+                Ok(l) => {
+                    if let Some(at) = l.find("@@ ") {
+                        return l[at + 3..].trim().to_string();
+                    }
+                }
+                Err(e) => panic!("no line from client {} within {timeout:?} ({e})", self.child.id()),
+            }
+        }
+    }
+
+    pub fn send(&mut self, s: &str) {
+        writeln!(self.child.stdin.as_mut().expect("piped stdin"), "{s}").unwrap();
+    }
+
+    /// SIGKILL, then whether it was reaped within `within` (a client stuck in D state is not).
+    pub fn kill_and_reap(&mut self, within: Duration) -> bool {
+        let _ = self.child.kill();
+        let t0 = Instant::now();
+        while t0.elapsed() < within {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Starts this test binary again as a client process in `role` against `node`.
-pub fn client(role: &str, node: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
+pub fn client(role: &str, node: &Path) -> Client {
+    let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "client_role", "--ignored", "--nocapture", "--test-threads=1"])
         .env("CUSE_KFD_CLIENT_ROLE", role)
         .env("CUSE_KFD_DEVICE", node)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("start a client process")
+        .expect("start a client process");
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    Client { child, lines }
 }
 
-/// A line the client printed with the `@@` marker (libtest prints its own lines too).
-pub fn read_line(child: &mut Child) -> String {
-    let out = child.stdout.as_mut().expect("piped stdout");
-    let mut r = BufReader::new(out);
-    loop {
-        let mut line = String::new();
-        assert!(r.read_line(&mut line).unwrap() > 0, "the client exited");
-        if let Some(rest) = line.strip_prefix("@@ ") {
-            return rest.trim().to_string();
+/// Whether the daemon at `runtime_dir` reports a parked wait of process `pid` (from its status
+/// report over the control socket).
+pub fn has_parked_wait(runtime_dir: &Path, pid: u32) -> bool {
+    let Ok(text) = cuse_kfd::control::request(runtime_dir, "status") else { return false };
+    let mut mine = false;
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("process ") {
+            mine = rest.split_whitespace().next() == Some(&pid.to_string());
+        } else if mine && l.trim_start().starts_with("event ") && !l.ends_with("waiters 0") {
+            return true;
         }
     }
-}
-
-pub fn write_line(child: &mut Child, s: &str) {
-    writeln!(child.stdin.as_mut().expect("piped stdin"), "{s}").unwrap();
-}
-
-/// Whether process `pid` sits in an ioctl in the kernel (wchan names a fuse wait).
-pub fn is_waiting(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().map(|r| r.trim().starts_with('S')))
-        .unwrap_or(false)
-        && std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| w.contains("fuse") || w.contains("request"))
+    false
 }
 
 extern "C" fn noop(_: libc::c_int) {}

@@ -155,28 +155,21 @@ fn a_killed_client_in_a_wait_leaves_no_d_state_and_its_objects_go() {
     let Some(bin) = tier() else { return };
     let d = Daemon::start(&bin, "kfd-t-kill");
     let mut child = client("wait_forever", &d.node);
-    let pid = child.id();
+    let pid = child.pid();
     let client_dir = d.runtime_dir.join(pid.to_string());
     let t0 = Instant::now();
-    while !kfd_tests::device::is_waiting(pid) {
-        assert!(t0.elapsed() < WAIT, "the client never started waiting");
-        std::thread::sleep(Duration::from_millis(20));
+    while !kfd_tests::device::has_parked_wait(&d.runtime_dir, pid) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the client never parked a wait");
+        std::thread::sleep(Duration::from_millis(50));
     }
     assert!(client_dir.is_dir(), "the client has backing files");
-    child.kill().unwrap();
-    let t0 = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(5), "the killed client is stuck (D state?)");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    assert!(child.kill_and_reap(Duration::from_secs(10)), "the killed client is stuck (D state?)");
     let t0 = Instant::now();
     while client_dir.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "the dead client's files are still there");
+        assert!(t0.elapsed() < Duration::from_secs(10), "the dead client's files are still there");
         std::thread::sleep(Duration::from_millis(10));
     }
+    assert!(!kfd_tests::device::has_parked_wait(&d.runtime_dir, pid), "its wait is gone");
     // The daemon still serves others.
     let kfd = Kfd::open_node(&d.node).unwrap();
     assert_eq!(kfd.version().unwrap(), (1, 18));
@@ -187,21 +180,19 @@ fn two_processes_are_isolated() {
     let Some(bin) = tier() else { return };
     let d = Daemon::start(&bin, "kfd-t-iso");
     let mut child = client("hold_objects", &d.node);
-    let line = kfd_tests::device::read_line(&mut child);
+    let line = child.line(Duration::from_secs(60));
     let mut it = line.split_whitespace().map(|v| u64::from_str_radix(v, 16).unwrap());
     let (event, handle, queue) = (it.next().unwrap() as u32, it.next().unwrap(), it.next().unwrap() as u32);
     let kfd = Kfd::open_node(&d.node).unwrap();
     assert_eq!(kfd.set_event(event), Err(Errno::EINVAL), "another process's event is not ours to set");
     assert_eq!(kfd.destroy_event(event), Err(Errno::EINVAL));
     assert_eq!(kfd.free_memory(handle), Err(Errno::EINVAL), "nor its buffer");
-    assert_eq!(kfd.map_to_gpu(handle, &[kfd.gpu_ids().unwrap()[0]]), Err(Errno::EINVAL));
+    assert_eq!(kfd.map_to_gpu(handle, &[kfd.gpu_ids().unwrap()[0]]), Err(Errno::ENOMEM), "amdkfd: unknown handle");
     let mut dq = DestroyQueueArgs { queue_id: queue, pad: 0 };
     assert_eq!(kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut dq), Err(Errno::EINVAL), "nor its queue");
     // The owner still has all three.
-    kfd_tests::device::write_line(&mut child, "check");
-    assert_eq!(kfd_tests::device::read_line(&mut child), "intact");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.send("check");
+    assert_eq!(child.line(Duration::from_secs(60)), "intact");
 }
 
 #[test]
