@@ -32,12 +32,21 @@ pub struct DeviceTest {
 /// integration test target whose tests return early unless CUSE_KFD_DEVICE_TIER is set.
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table).
-pub const DEVICE_TESTS: [DeviceTest; 1] = [DeviceTest {
-    package: "kfd-tests",
-    target: "device",
-    args: &[],
-    what: "CUSE itself: CUSE_INIT answered by hand makes a node, closing removes it",
-}];
+pub const DEVICE_TESTS: [DeviceTest; 2] = [
+    DeviceTest {
+        package: "kfd-tests",
+        target: "device",
+        args: &[],
+        what: "CUSE itself: CUSE_INIT answered by hand makes a node, closing removes it",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "cuse_device",
+        args: &[],
+        what: "cuse-kfd serve through the kernel: ioctls and RETRY hops, waits, EINTR, killed clients, \
+               isolation, the daemon dying, status, fault injection",
+    },
+];
 
 /// A test target to build and run: the table's, then the extra ones.
 struct Target {
