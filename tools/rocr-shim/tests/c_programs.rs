@@ -54,7 +54,10 @@ fn stage() -> &'static Staged {
         std::fs::rename(&tmp, &so1).expect("staging libhsa-runtime64.so.1");
         let link = lib_dir.join("libhsa-runtime64.so");
         let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink("libhsa-runtime64.so.1", &link).expect("link name");
+        // A concurrent run may have made it meanwhile: the same link either way.
+        if let Err(e) = std::os::unix::fs::symlink("libhsa-runtime64.so.1", &link) {
+            assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "link name: {e}");
+        }
         let out_dir = profile.join("rocr-shim-c-tests");
         std::fs::create_dir_all(&out_dir).expect("out dir");
         Staged { lib_dir, out_dir }
@@ -65,7 +68,8 @@ fn stage() -> &'static Staged {
 fn compile(name: &str) -> PathBuf {
     let s = stage();
     let src = crate_dir().join("tests/c").join(format!("{name}.c"));
-    let exe = s.out_dir.join(name);
+    // Per process: a concurrent `cargo test` must not overwrite a program another one runs.
+    let exe = s.out_dir.join(format!("{name}.{}", std::process::id()));
     let out = Command::new("cc")
         .args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function"])
         .arg("-I")
@@ -121,6 +125,7 @@ fn run(name: &str, env: &[(&str, &str)]) {
     assert!(status.success(), "{name} failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains(&format!("PASS {name}")), "{name} did not pass\nstdout:\n{stdout}\nstderr:\n{stderr}");
     print!("{stdout}");
+    let _ = std::fs::remove_file(&exe);
 }
 
 #[test]
@@ -339,7 +344,7 @@ fn abi_numbers_match_headers() {
         src.push_str(&format!("  printf(\"%s %llu\\n\", \"{n}\", (unsigned long long)({n}));\n"));
     }
     src.push_str("  return 0;\n}\n");
-    let dir = stage().out_dir.join("abi");
+    let dir = stage().out_dir.join(format!("abi.{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("abi dir");
     let (c, exe) = (dir.join("abi.c"), dir.join("abi"));
     std::fs::write(&c, src).expect("abi.c");
@@ -353,4 +358,5 @@ fn abi_numbers_match_headers() {
     for (n, v) in &expect {
         assert_eq!(got.get(n.as_str()), Some(v), "{n}: the C headers say {:?}, the shim {v}", got.get(n.as_str()));
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
