@@ -184,10 +184,26 @@ static void error_callback(const env_t* e) {
   OK(hsa_queue_destroy(q));
 }
 
+/* An inactivated queue processes nothing more. */
+static void inactivate(const env_t* e) {
+  hsa_queue_t* q = make_queue(e->gpu, 64);
+  hsa_signal_t done = new_signal(1);
+  const hsa_signal_t none[5] = {{0}};
+  OK(hsa_queue_inactivate(q));
+  submit_barrier(q, HSA_PACKET_TYPE_BARRIER_AND, none, done);
+  sleep_ms(50);
+  CHECK(hsa_signal_load_scacquire(done) == 1);
+  CHECK(hsa_queue_load_read_index_scacquire(q) == 0);
+  OK(hsa_signal_destroy(done));
+  OK(hsa_queue_destroy(q));
+  CHECK_STATUS(hsa_queue_inactivate(q), HSA_STATUS_ERROR_INVALID_QUEUE);
+}
+
 int main(void) {
   OK(hsa_init());
   env_t e = find_env();
   size_rules(&e);
+  inactivate(&e);
   index_ops(&e);
   hsa_queue_t* q = make_queue(e.gpu, 64);
   barriers(q);
