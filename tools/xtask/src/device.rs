@@ -32,12 +32,18 @@ pub struct DeviceTest {
 /// integration test target whose tests return early unless CUSE_KFD_DEVICE_TIER is set.
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table).
-pub const DEVICE_TESTS: [DeviceTest; 2] = [
+pub const DEVICE_TESTS: [DeviceTest; 3] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
         args: &[],
         what: "CUSE itself: CUSE_INIT answered by hand makes a node, closing removes it",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "rocr_programs",
+        args: &["device_tier"],
+        what: "the real ROCr 5.2.3 over our libhsakmt over the node: queues, barriers, wraparound, BLOCKED waits",
     },
     DeviceTest {
         package: "kfd-tests",
@@ -224,11 +230,20 @@ struct Built {
 /// `cargo build -p cuse-kfd --bins`, then `cargo test --no-run -p P --test T` for each target;
 /// the paths come from cargo's JSON messages (diagnostics rendered as usual).
 fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
-    let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "--bins"])?;
+    // With our libhsakmt: `cuse-kfd run` in the guest cannot build it (the guest's view of the
+    // target directory is read-only), so it is built, and its soname link made, here.
+    let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "--bins", "-p", "hsakmt"])?;
     let daemon = artifacts(&messages)
         .find(|a| a.name == "cuse-kfd" && a.kinds.iter().any(|k| k == "bin") && !a.test)
         .map(|a| a.executable)
         .ok_or("cargo build -p cuse-kfd --bins produced no cuse-kfd executable")?;
+    let profile = daemon.parent().ok_or("the daemon has no directory")?;
+    let libdir = profile.join("lib");
+    std::fs::create_dir_all(&libdir).map_err(|e| format!("creating {}: {e}", libdir.display()))?;
+    let link = libdir.join("libhsakmt.so.1");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(profile.join("libhsakmt.so"), &link)
+        .map_err(|e| format!("linking {}: {e}", link.display()))?;
     let mut tests = Vec::new();
     for t in targets {
         let messages = cargo_json(ctx, &["test", "--no-run", "-p", &t.package, "--test", &t.target])?;
