@@ -53,7 +53,7 @@ impl Daemon {
             if let Some(status) = d.child.try_wait().unwrap() {
                 panic!("cuse-kfd serve exited with {status} before {} appeared", d.node.display());
             }
-            assert!(t0.elapsed() < Duration::from_secs(20), "{} did not appear", d.node.display());
+            assert!(t0.elapsed() < Duration::from_secs(90), "{} did not appear", d.node.display());
             std::thread::sleep(Duration::from_millis(20));
         }
         d

@@ -103,12 +103,14 @@ pub fn fake_caller(pid: u32) -> Caller {
 }
 
 /// Regular files under `dir`, recursively.
+/// Backing files under `dir` (the device's own topology tree does not count).
 pub fn count_files(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
     entries
         .flatten()
+        .filter(|e| e.file_name() != "topology")
         .map(|e| match e.file_type() {
             Ok(t) if t.is_dir() => count_files(&e.path()),
             Ok(_) => 1,
