@@ -4,7 +4,8 @@
 //! cargo-fuzz wants a nightly toolchain for its default AddressSanitizer build; on a stable
 //! toolchain the targets build with `--sanitizer none` (libFuzzer's coverage instrumentation
 //! needs only stable `-C` flags), which still finds panics, hangs, leaks the targets check and
-//! out-of-memory. `KFD_FUZZ_SECONDS` changes the time per target.
+//! out-of-memory. Builds are optimised with debug assertions and overflow checks on (`-O -a`).
+//! `KFD_FUZZ_SECONDS` changes the time per target.
 
 use crate::steps::{status_outcome, Ctx, Outcome};
 use std::process::Command;
@@ -71,7 +72,7 @@ pub fn run(ctx: &Ctx) -> Outcome {
     let time = format!("-max_total_time={}", seconds());
     for target in TARGETS {
         let dir = format!("{corpus}/{target}");
-        let args = ["fuzz", "run", "--fuzz-dir", FUZZ_DIR, "--sanitizer", sanitizer, "-O", target, &dir, "--", &time];
+        let args = ["fuzz", "run", "--fuzz-dir", FUZZ_DIR, "--sanitizer", sanitizer, "-O", "-a", target, &dir, "--", &time];
         println!("$ cargo {}", args.join(" "));
         let mut cmd: Command = ctx.cargo_cmd(&args);
         if sanitizer == "address" {
