@@ -145,7 +145,7 @@ pub fn wait(kfd: &Kfd, events: &EventPool, specs: &[WaitSpec], timeout: u64, hin
         };
         if hint == WaitHint::Active || now.saturating_sub(start) < SPIN_NS {
             spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) {
+            if spins.is_multiple_of(16) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
