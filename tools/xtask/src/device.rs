@@ -102,11 +102,31 @@ pub fn run(ctx: &Ctx) -> Outcome {
         Ok(t) => t,
         Err(why) => return Outcome::Failed(why),
     };
+    run_where_cuse_is(ctx, "the daemon and test binaries", |ctx| {
+        let built = build(ctx, &targets)?;
+        let mut env = vec![
+            ("CUSE_KFD_DEVICE_TIER", "1".to_owned()),
+            ("CUSE_KFD_BIN", built.daemon.to_string_lossy().into_owned()),
+            ("RUST_BACKTRACE", "1".to_owned()),
+        ];
+        if let Ok(log) = std::env::var("RUST_LOG") {
+            env.push(("RUST_LOG", log));
+        }
+        Ok((built.tests, env))
+    })
+}
+
+/// Runs what `prepare` builds (executables and their environment) where CUSE is: natively or
+/// in the VM, provisioned first so that a missing package fails fast. The device tier and the
+/// CUSE benchmark share this.
+pub fn run_where_cuse_is<F>(ctx: &Ctx, what: &str, prepare: F) -> Outcome
+where
+    F: FnOnce(&Ctx) -> Result<(Vec<GuestTest>, Vec<(&'static str, String)>), String>,
+{
     let runner = match choose_runner() {
         Ok(r) => r,
         Err(outcome) => return outcome,
     };
-    // Provision the VM before building, so that a missing package fails fast.
     let vm_setup = match &runner {
         Runner::Native(_) => None,
         Runner::Vm(_) => match provision(ctx) {
@@ -115,31 +135,19 @@ pub fn run(ctx: &Ctx) -> Outcome {
         },
     };
     let build_start = Instant::now();
-    let built = match build(ctx, &targets) {
-        Ok(b) => b,
+    let (tests, env) = match prepare(ctx) {
+        Ok(p) => p,
         Err(why) => return Outcome::Failed(why),
     };
-    println!(
-        "built the daemon and {} test binaries in {:.1} s",
-        built.tests.len(),
-        build_start.elapsed().as_secs_f64()
-    );
-    let mut env = vec![
-        ("CUSE_KFD_DEVICE_TIER", "1".to_owned()),
-        ("CUSE_KFD_BIN", built.daemon.to_string_lossy().into_owned()),
-        ("RUST_BACKTRACE", "1".to_owned()),
-    ];
-    if let Ok(log) = std::env::var("RUST_LOG") {
-        env.push(("RUST_LOG", log));
-    }
+    println!("built {what} in {:.1} s", build_start.elapsed().as_secs_f64());
     let report = match (&runner, vm_setup) {
         (Runner::Native(why), _) => {
             println!("running natively: {why}");
-            run_native(&built.tests, &env)
+            run_native(&tests, &env)
         }
         (Runner::Vm(why), Some((vng, kernel))) => {
             println!("running in a VM: {why}");
-            run_vm(ctx, &vng, &kernel, &built.tests, &env)
+            run_vm(ctx, &vng, &kernel, &tests, &env)
         }
         (Runner::Vm(_), None) => unreachable!("the VM path is provisioned above"),
     };
@@ -262,7 +270,7 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
 
 /// Runs `cargo <args> --message-format=json-render-diagnostics`: compiler output goes to the
 /// terminal as usual, the JSON messages (stdout) are returned.
-fn cargo_json(ctx: &Ctx, args: &[&str]) -> Result<Vec<json::Value>, String> {
+pub(crate) fn cargo_json(ctx: &Ctx, args: &[&str]) -> Result<Vec<json::Value>, String> {
     let mut args = args.to_vec();
     args.push("--message-format=json-render-diagnostics");
     println!("$ cargo {}", args.join(" "));
@@ -283,17 +291,17 @@ fn cargo_json(ctx: &Ctx, args: &[&str]) -> Result<Vec<json::Value>, String> {
 }
 
 /// A compiler-artifact message with an executable.
-struct Artifact {
-    name: String,
-    kinds: Vec<String>,
+pub(crate) struct Artifact {
+    pub(crate) name: String,
+    pub(crate) kinds: Vec<String>,
     /// profile.test: built with the test harness.
-    test: bool,
-    executable: PathBuf,
+    pub(crate) test: bool,
+    pub(crate) executable: PathBuf,
     /// The directory of manifest_path.
     package_dir: Option<PathBuf>,
 }
 
-fn artifacts(messages: &[json::Value]) -> impl Iterator<Item = Artifact> + '_ {
+pub(crate) fn artifacts(messages: &[json::Value]) -> impl Iterator<Item = Artifact> + '_ {
     messages.iter().filter_map(|m| {
         if m.get("reason")?.as_str()? != "compiler-artifact" {
             return None;
@@ -417,7 +425,8 @@ impl Report {
         if let Some(trouble) = &self.trouble {
             problems.insert(0, trouble.clone());
         }
-        if passed + failed == 0 {
+        // A libtest binary reports its tests; a plain program (the CUSE bench) only its marker.
+        if passed + failed == 0 && marked == 0 {
             problems.push("no test ran (libtest reported none)".into());
         } else if marked == 0 {
             problems.push(format!(
