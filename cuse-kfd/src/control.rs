@@ -61,8 +61,9 @@ fn answer(device: &Device, conn: UnixStream) -> std::io::Result<()> {
 /// Sends one command to the daemon at `runtime_dir` and returns its answer.
 pub fn request(runtime_dir: &Path, command: &str) -> std::io::Result<String> {
     let path = socket_path(runtime_dir);
-    let mut c = UnixStream::connect(&path)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("connecting to {}: {e} (is the daemon running?)", path.display())))?;
+    let mut c = UnixStream::connect(&path).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("connecting to {}: {e} (is the daemon running?)", path.display()))
+    })?;
     writeln!(c, "{command}")?;
     c.shutdown(std::net::Shutdown::Write)?;
     let mut out = String::new();

@@ -2,15 +2,15 @@
 //! right process context (kfd_chardev.c's open/release/ioctl, kfd_process.c's process table).
 
 use crate::engine::{Engine, EngineConfig};
-use crate::faults::Faults;
-use crate::trace::Trace;
 use crate::event::timer::Timer;
 use crate::event::wait::{Completion, WaitId, WaitOutcome};
+use crate::faults::Faults;
 use crate::ioctl::reply::{Reply, Responder};
 use crate::ioctl::{self, Request, UserMemory};
 use crate::memory::backing::{BackingStore, Owner};
 use crate::process::Process;
 use crate::topology::{Profile, Topology, DEFAULT_PROFILE};
+use crate::trace::Trace;
 use nix::errno::Errno;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -201,12 +201,10 @@ impl Device {
         c.next_file += 1;
         let file = FileId(c.next_file);
         c.files.insert(file, caller.pid);
-        c.processes
-            .entry(caller.pid)
-            .or_insert_with(|| {
-                log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
-                Arc::new(Process::new(caller.pid, Owner { uid: caller.uid, gid: caller.gid }, &self.topology))
-            });
+        c.processes.entry(caller.pid).or_insert_with(|| {
+            log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
+            Arc::new(Process::new(caller.pid, Owner { uid: caller.uid, gid: caller.gid }, &self.topology))
+        });
         file
     }
 
@@ -394,7 +392,9 @@ impl Device {
 /// Half of MemTotal, or 8 GiB when /proc/meminfo cannot be read.
 fn gtt_limit() -> u64 {
     let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
-        s.lines().find_map(|l| l.strip_prefix("MemTotal:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        s.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
     });
     total_kib.map_or(8 << 30, |k| k * 1024 / 2)
 }

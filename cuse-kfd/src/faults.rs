@@ -41,7 +41,9 @@ impl Default for Faults {
 
 /// A fault setting that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad fault {spec:?}: {why} (want vm-fault=ADDR[+LEN], hang-queue=ID, delay-completions=MS or crash-at=ioctl:NAME)")]
+#[error(
+    "bad fault {spec:?}: {why} (want vm-fault=ADDR[+LEN], hang-queue=ID, delay-completions=MS or crash-at=ioctl:NAME)"
+)]
 pub struct FaultSpecError {
     pub spec: String,
     pub why: &'static str,
@@ -66,10 +68,11 @@ impl Faults {
                 let len = number(l).filter(|l| *l > 0).ok_or_else(|| err("length is not a positive number"))?;
                 self.set_vm_fault(Some((addr, addr.checked_add(len).ok_or_else(|| err("range wraps"))?)));
             }
-            "hang-queue" => self.set_hang_queue(Some(number(value).ok_or_else(|| err("queue id is not a number"))? as u32)),
-            "delay-completions" => {
-                self.set_completion_delay(Duration::from_millis(number(value).ok_or_else(|| err("not a number of ms"))?))
+            "hang-queue" => {
+                self.set_hang_queue(Some(number(value).ok_or_else(|| err("queue id is not a number"))? as u32))
             }
+            "delay-completions" => self
+                .set_completion_delay(Duration::from_millis(number(value).ok_or_else(|| err("not a number of ms"))?)),
             "crash-at" => {
                 if !value.starts_with("ioctl:") {
                     return Err(err("crash points are ioctl:NAME"));

@@ -13,7 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
-#[command(name = "cuse-kfd", version, about = "A software amdkfd: /dev/kfd through CUSE, with a soft command processor")]
+#[command(
+    name = "cuse-kfd",
+    version,
+    about = "A software amdkfd: /dev/kfd through CUSE, with a soft command processor"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -199,7 +203,12 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     }
     let channel = Arc::new(Channel::open(&a.cuse).map_err(|e| e.to_string())?);
     let runtime_dir = a.runtime_dir.clone().unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(&a.name));
-    let config = DeviceConfig { profile: a.profile.clone(), gpus: a.gpus, runtime_dir: runtime_dir.clone(), ..Default::default() };
+    let config = DeviceConfig {
+        profile: a.profile.clone(),
+        gpus: a.gpus,
+        runtime_dir: runtime_dir.clone(),
+        ..Default::default()
+    };
     let device = Device::new(&config).map_err(|e| e.to_string())?;
     for spec in &a.faults {
         device.faults().apply(spec).map_err(|e| e.to_string())?;
@@ -237,13 +246,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         ),
         None => None,
     };
-    log::info!(
-        "serving {} ({} x{}), runtime directory {}",
-        node.display(),
-        a.profile,
-        a.gpus,
-        runtime_dir.display()
-    );
+    log::info!("serving {} ({} x{}), runtime directory {}", node.display(), a.profile, a.gpus, runtime_dir.display());
     let sig = signals.wait().map_err(|e| format!("waiting for signals: {e}"))?;
     log::info!("{sig:?}: shutting down");
     session.shutdown();

@@ -70,8 +70,11 @@ fn fake_lsmod() -> Result<PathBuf, String> {
     let dir = std::env::temp_dir().join(format!("cuse-kfd-run-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let script = dir.join("lsmod");
-    std::fs::write(&script, "#!/bin/sh\necho 'Module                  Size  Used by'\necho 'amdgpu               9076736  0'\n")
-        .map_err(|e| format!("writing {}: {e}", script.display()))?;
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'Module                  Size  Used by'\necho 'amdgpu               9076736  0'\n",
+    )
+    .map_err(|e| format!("writing {}: {e}", script.display()))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
     Ok(dir)

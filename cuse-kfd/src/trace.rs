@@ -48,7 +48,12 @@ impl Default for Trace {
 
 impl Trace {
     pub fn new(capacity: usize) -> Trace {
-        Trace { enabled: AtomicBool::new(false), origin: Instant::now(), capacity, records: Mutex::new(VecDeque::new()) }
+        Trace {
+            enabled: AtomicBool::new(false),
+            origin: Instant::now(),
+            capacity,
+            records: Mutex::new(VecDeque::new()),
+        }
     }
 
     pub fn set_enabled(&self, on: bool) {
@@ -123,7 +128,10 @@ impl Trace {
         for (pid, tid) in tracks {
             let tname = if tid == 0 { "ioctls".to_string() } else { format!("queue {}", tid - 1000) };
             push(
-                format!("{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}", json_str(&tname)),
+                format!(
+                    "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
+                    json_str(&tname)
+                ),
                 &mut out,
             );
             if tid == 0 {

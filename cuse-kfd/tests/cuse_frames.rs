@@ -200,7 +200,14 @@ fn init_with_an_old_protocol_is_refused() {
     let k = Kernel::new();
     k.session.handle(&frame(CUSE_INIT, 1, 0, &[CuseInitIn { major: 7, minor: 12, unused: 0, flags: 1 }.as_bytes()]));
     let r = k.sink.take();
-    assert_eq!(r, vec![[16u32.to_le_bytes(), (-(libc::EPROTO)).to_le_bytes(), [1, 0, 0, 0]].concat().into_iter().chain([0; 4]).collect::<Vec<u8>>()]);
+    assert_eq!(
+        r,
+        vec![[16u32.to_le_bytes(), (-(libc::EPROTO)).to_le_bytes(), [1, 0, 0, 0]]
+            .concat()
+            .into_iter()
+            .chain([0; 4])
+            .collect::<Vec<u8>>()]
+    );
 }
 
 #[test]
@@ -229,7 +236,8 @@ fn get_version_takes_one_retry_for_its_out_struct() {
 
 fn create_signal_event(k: &mut Kernel, fh: u64, auto_reset: bool) -> u32 {
     let arg = 0x5000;
-    let args = CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: u32::from(auto_reset), ..Default::default() };
+    let args =
+        CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: u32::from(auto_reset), ..Default::default() };
     let r = k.ioctl(PID, fh, AMDKFD_IOC_CREATE_EVENT, arg, &Mem::default().with(arg, args.as_bytes()));
     let (res, data) = ioctl_result(&r);
     assert_eq!(res, 0);
@@ -279,7 +287,13 @@ fn wait_events_takes_two_hops_and_copies_event_data_back() {
     assert_eq!(&out[24..], ev.as_bytes(), "bytes the device did not write go back as they were");
     // Signaled: COMPLETE, and the event age the caller missed comes back in the payload.
     let set_arg = 0x3000;
-    let r = k.ioctl(PID, fh, AMDKFD_IOC_SET_EVENT, set_arg, &Mem::default().with(set_arg, SetEventArgs { event_id: id, pad: 0 }.as_bytes()));
+    let r = k.ioctl(
+        PID,
+        fh,
+        AMDKFD_IOC_SET_EVENT,
+        set_arg,
+        &Mem::default().with(set_arg, SetEventArgs { event_id: id, pad: 0 }.as_bytes()),
+    );
     assert_eq!(ioctl_result(&r).0, 0);
     let r = k.ioctl(PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem);
     let (res, out) = ioctl_result(&r);
@@ -336,7 +350,8 @@ fn interrupt_after_the_request_answers_eintr() {
         all
     };
     assert_eq!(replies.len(), 2, "SET_EVENT and the woken wait both answer");
-    let woken = replies.iter().find(|r| FuseOutHeader::read_from_prefix(r).unwrap().0.unique == u2).expect("wait reply");
+    let woken =
+        replies.iter().find(|r| FuseOutHeader::read_from_prefix(r).unwrap().0.unique == u2).expect("wait reply");
     let (res, out) = ioctl_result(woken);
     assert_eq!(res, 0);
     assert_eq!(WaitEventsArgs::read_from_bytes(&out[..24]).unwrap().wait_result, KFD_IOC_WAIT_RESULT_COMPLETE);
@@ -352,7 +367,11 @@ fn interrupt_before_the_request_is_kept_pending() {
     k.session.handle(&frame(FUSE_INTERRUPT, u | 1, 0, &[FuseInterruptIn { unique: u }.as_bytes()]));
     assert!(k.sink.take().is_empty(), "an interrupt itself is never answered (never ENOSYS)");
     let (arg, ptr) = (0x1000u64, 0x2000u64);
-    let data = [wait_args(ptr, 1, KFD_EVENT_TIMEOUT_INFINITE).as_bytes(), EventData { event_id: id, ..Default::default() }.as_bytes()].concat();
+    let data = [
+        wait_args(ptr, 1, KFD_EVENT_TIMEOUT_INFINITE).as_bytes(),
+        EventData { event_id: id, ..Default::default() }.as_bytes(),
+    ]
+    .concat();
     k.session.handle(&k.ioctl_frame(u, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &data, 72));
     let r = k.sink.one();
     assert_eq!(FuseOutHeader::read_from_prefix(&r).unwrap().0.unique, u);
@@ -369,14 +388,21 @@ fn release_tears_the_context_down_and_fails_its_waits() {
     let (u, _) = park_wait(&mut k, fh, id);
     assert_eq!(k.session.device().stats().processes, 1);
     let ru = k.unique();
-    k.session.handle(&frame(FUSE_RELEASE, ru, 0, &[FuseReleaseIn { fh, flags: 2, release_flags: 0, lock_owner: 0 }.as_bytes()]));
+    k.session.handle(&frame(
+        FUSE_RELEASE,
+        ru,
+        0,
+        &[FuseReleaseIn { fh, flags: 2, release_flags: 0, lock_owner: 0 }.as_bytes()],
+    ));
     let replies = k.sink.take();
     assert_eq!(replies.len(), 2);
-    let wait = replies.iter().find(|r| FuseOutHeader::read_from_prefix(r).unwrap().0.unique == u).expect("wait answered");
+    let wait =
+        replies.iter().find(|r| FuseOutHeader::read_from_prefix(r).unwrap().0.unique == u).expect("wait answered");
     let (res, out) = ioctl_result(wait);
     assert_eq!(res, -libc::EIO);
     assert_eq!(WaitEventsArgs::read_from_bytes(&out[..24]).unwrap().wait_result, KFD_IOC_WAIT_RESULT_FAIL);
-    let rel = replies.iter().find(|r| FuseOutHeader::read_from_prefix(r).unwrap().0.unique == ru).expect("release answered");
+    let rel =
+        replies.iter().find(|r| FuseOutHeader::read_from_prefix(r).unwrap().0.unique == ru).expect("release answered");
     assert_eq!(rel, &FuseOutHeader { len: 16, error: 0, unique: ru }.as_bytes().to_vec());
     assert_eq!(k.session.device().stats(), cuse_kfd::DeviceStats::default());
 }
@@ -415,7 +441,14 @@ fn truncated_and_oversized_frames_are_answered_eio() {
     k.session.handle(&frame(FUSE_IOCTL, 34, PID, &[&[0; 16]]));
     assert_eq!(k.sink.take(), vec![error_reply(34, libc::EIO)]);
     // in_size says 24 bytes of data, 8 follow.
-    let io = FuseIoctlIn { fh: 1, flags: FUSE_IOCTL_UNRESTRICTED, cmd: AMDKFD_IOC_WAIT_EVENTS, arg: 0, in_size: 24, out_size: 0 };
+    let io = FuseIoctlIn {
+        fh: 1,
+        flags: FUSE_IOCTL_UNRESTRICTED,
+        cmd: AMDKFD_IOC_WAIT_EVENTS,
+        arg: 0,
+        in_size: 24,
+        out_size: 0,
+    };
     k.session.handle(&frame(FUSE_IOCTL, 36, PID, &[io.as_bytes(), &[0; 8]]));
     assert_eq!(k.sink.take(), vec![error_reply(36, libc::EIO)]);
     // Too short to even hold a header: nothing to answer.
@@ -438,7 +471,14 @@ fn unknown_opcodes_are_enosys_and_unknown_ioctls_enotty() {
     assert_eq!(res, -libc::ENOTTY);
     assert!(data.is_empty());
     // 32-bit callers: amdkfd has no compat ioctls.
-    let io = FuseIoctlIn { fh, flags: FUSE_IOCTL_UNRESTRICTED | FUSE_IOCTL_COMPAT, cmd: AMDKFD_IOC_GET_VERSION, arg: 0, in_size: 0, out_size: 0 };
+    let io = FuseIoctlIn {
+        fh,
+        flags: FUSE_IOCTL_UNRESTRICTED | FUSE_IOCTL_COMPAT,
+        cmd: AMDKFD_IOC_GET_VERSION,
+        arg: 0,
+        in_size: 0,
+        out_size: 0,
+    };
     k.session.handle(&frame(FUSE_IOCTL, 44, PID, &[io.as_bytes()]));
     assert_eq!(ioctl_result(&k.sink.one()).0, -libc::ENOTTY);
 }

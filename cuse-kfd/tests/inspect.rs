@@ -54,7 +54,9 @@ fn the_trace_has_one_track_per_queue_with_the_packets_submitted() {
     for _ in 0..5 {
         submit(&q1, &packet::dispatch(rig.kernel(SOFT_KERNEL_NOP), 0, [1, 1, 1], [1, 1, 1], sig.handle(1), false));
     }
-    wait_for(TIMEOUT, "all packets", || (sig.value(0).load(Ordering::Acquire) == 0 && sig.value(1).load(Ordering::Acquire) == 0).then_some(()));
+    wait_for(TIMEOUT, "all packets", || {
+        (sig.value(0).load(Ordering::Acquire) == 0 && sig.value(1).load(Ordering::Acquire) == 0).then_some(())
+    });
     let json = rig.emb.device().trace().to_chrome_json();
     let all = spans(&json);
     let pid = u64::from(std::process::id());
@@ -106,7 +108,10 @@ fn an_injected_vm_fault_is_reported_like_a_real_one() {
     let args = rig.args(&FillArgs { dst: dst.va, value: 7, reserved: 0 });
     let sig = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
     sig.value(0).store(1, Ordering::Release);
-    submit(&q, &packet::dispatch(rig.kernel(SOFT_KERNEL_FILL_U32), args, [2048, 1, 1], [64, 1, 1], sig.handle(0), false));
+    submit(
+        &q,
+        &packet::dispatch(rig.kernel(SOFT_KERNEL_FILL_U32), args, [2048, 1, 1], [64, 1, 1], sig.handle(0), false),
+    );
     let w = rig.assert_fires(mem_ev, "the MEMORY event");
     let data = HsaMemoryExceptionData::read_from_bytes(&uapi::IntoBytes::as_bytes(&w.data[0].payload)[..32]).unwrap();
     assert_eq!((data.va, data.gpu_id, data.failure.not_present), (at, rig.gpu, 1));

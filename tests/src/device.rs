@@ -75,7 +75,10 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.child.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let t0 = Instant::now();
             while self.child.try_wait().ok().flatten().is_none() {
                 if t0.elapsed() > Duration::from_secs(5) {
@@ -201,7 +204,9 @@ pub fn gettid() -> i32 {
 /// tgkill(2): a signal to one thread of this process.
 pub fn signal_thread(tid: i32, sig: libc::c_int) {
     // SAFETY: a plain syscall with integer arguments.
-    let r = unsafe { libc::syscall(libc::SYS_tgkill, std::process::id() as libc::c_long, tid as libc::c_long, sig as libc::c_long) };
+    let r = unsafe {
+        libc::syscall(libc::SYS_tgkill, std::process::id() as libc::c_long, tid as libc::c_long, sig as libc::c_long)
+    };
     assert_eq!(r, 0, "tgkill");
 }
 

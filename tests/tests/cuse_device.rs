@@ -53,7 +53,13 @@ fn memory_queues_and_soft_kernels_through_the_node() {
     let q = AqlQueue::new(&kfd, gpu, 64).unwrap();
     let sig = Signals::new(&kfd, gpu, 1).unwrap();
     let code = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();
-    let desc = SoftKernelDescriptor { magic: SOFT_KERNEL_MAGIC, version: SOFT_KERNEL_VERSION, builtin: SOFT_KERNEL_COPY_BYTES, kernarg_size: 16, ..Default::default() };
+    let desc = SoftKernelDescriptor {
+        magic: SOFT_KERNEL_MAGIC,
+        version: SOFT_KERNEL_VERSION,
+        builtin: SOFT_KERNEL_COPY_BYTES,
+        kernarg_size: 16,
+        ..Default::default()
+    };
     code.write(0, desc.as_bytes());
     code.write(64, CopyArgs { dst: dst.va, src: src.va }.as_bytes());
     sig.value(0).store(1, Ordering::Release);
@@ -219,13 +225,23 @@ fn negative_requests_through_the_kernel() {
     let d = Daemon::start(&bin, "kfd-t-neg");
     let kfd = Kfd::open_node(&d.node).unwrap();
     let gpu = kfd.gpu_ids().unwrap()[0];
-    let mut cq = CreateQueueArgs { gpu_id: gpu, queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, queue_percentage: 101, ring_size: 4096, ..Default::default() };
+    let mut cq = CreateQueueArgs {
+        gpu_id: gpu,
+        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        queue_percentage: 101,
+        ring_size: 4096,
+        ..Default::default()
+    };
     assert_eq!(kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut cq), Err(Errno::EINVAL));
     let mut ev = CreateEventArgs { event_type: 99, ..Default::default() };
     assert_eq!(kfd.call(AMDKFD_IOC_CREATE_EVENT, &mut ev), Err(Errno::EINVAL));
     assert_eq!(kfd.ioctl(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x60, 8), &mut [0; 8]), Err(Errno::ENOTTY));
     let mut w = WaitEventsArgs { events_ptr: 8, num_events: 1, timeout: 0, ..Default::default() };
-    assert_eq!(kfd.call(AMDKFD_IOC_WAIT_EVENTS, &mut w), Err(Errno::EFAULT), "a bad events_ptr faults in the kernel's copy");
+    assert_eq!(
+        kfd.call(AMDKFD_IOC_WAIT_EVENTS, &mut w),
+        Err(Errno::EFAULT),
+        "a bad events_ptr faults in the kernel's copy"
+    );
     let mut m = MapMemoryToGpuArgs { handle: 12345, device_ids_array_ptr: 0, n_devices: 1, n_success: 0 };
     assert!(kfd.call(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).is_err());
     let mut s = SvmArgs::default();
@@ -257,7 +273,13 @@ fn status_reports_a_clients_queue_and_the_trace_exports() {
     let line = text.lines().find(|l| l.trim_start().starts_with(&format!("queue {} compute-aql", q.id))).expect(&text);
     assert!(line.contains("read 1 write 1") && line.ends_with("active"), "{line}");
     let file = d.runtime_dir.join("trace.json");
-    let out = std::process::Command::new(&bin).args(["status", "--runtime-dir"]).arg(&d.runtime_dir).arg("--trace").arg(&file).output().unwrap();
+    let out = std::process::Command::new(&bin)
+        .args(["status", "--runtime-dir"])
+        .arg(&d.runtime_dir)
+        .arg("--trace")
+        .arg(&file)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let json = std::fs::read_to_string(&file).unwrap();
     assert!(json.contains("\"name\":\"CREATE_QUEUE\"") && json.contains("\"name\":\"barrier-AND\""), "{json}");

@@ -31,7 +31,10 @@ fn agents(text: &str) -> Vec<(String, String)> {
 }
 
 fn check(profile: &str, marketing: &str) {
-    assert!(std::path::Path::new("/usr/bin/rocminfo").exists(), "rocminfo is not installed (cargo xtask test installs it)");
+    assert!(
+        std::path::Path::new("/usr/bin/rocminfo").exists(),
+        "rocminfo is not installed (cargo xtask test installs it)"
+    );
     let (ok, text) = rocminfo(profile);
     assert!(ok, "rocminfo failed:\n{text}");
     let a = agents(&text);

@@ -1,12 +1,12 @@
 //! GPU memory mapped into this process at its GPU virtual address.
 
-use crate::vm;
 use crate::kfd::Inner;
+use crate::vm;
 use crate::Kfd;
-use std::sync::Weak;
 use nix::errno::Errno;
 use std::fs::File;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
+use std::sync::Weak;
 
 /// Backing file placement (see cuse_kfd::memory::backing): mmap offsets on the render node.
 const RENDER_DIR: &str = "render";
@@ -90,7 +90,11 @@ impl GpuMemory {
     }
 
     fn check(&self, off: u64, len: u64) {
-        assert!(off.checked_add(len).is_some_and(|e| e <= self.size), "access {off:#x}+{len} outside a {}-byte buffer", self.size);
+        assert!(
+            off.checked_add(len).is_some_and(|e| e <= self.size),
+            "access {off:#x}+{len} outside a {}-byte buffer",
+            self.size
+        );
     }
 
     /// The address of byte `off` (GPU VA == host address).
@@ -142,7 +146,11 @@ impl GpuMemory {
 
 impl std::fmt::Debug for GpuMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuMemory").field("va", &self.va).field("size", &self.size).field("handle", &self.handle).finish()
+        f.debug_struct("GpuMemory")
+            .field("va", &self.va)
+            .field("size", &self.size)
+            .field("handle", &self.handle)
+            .finish()
     }
 }
 

@@ -40,7 +40,13 @@ impl AqlQueue {
         }
         let desc = kfd.alloc(gpu_id, 4096, Kind::Gtt)?;
         let q = AmdQueue {
-            hsa_queue: HsaQueue { type_: HSA_QUEUE_TYPE_MULTI, features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH, base_address: ring.va, size: slots as u32, ..Default::default() },
+            hsa_queue: HsaQueue {
+                type_: HSA_QUEUE_TYPE_MULTI,
+                features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH,
+                base_address: ring.va,
+                size: slots as u32,
+                ..Default::default()
+            },
             queue_properties: AMD_QUEUE_PROPERTIES_IS_PTR64,
             ..Default::default()
         };
@@ -149,7 +155,13 @@ impl AqlQueue {
     }
 
     pub fn update(&self, percentage: u32, ring_base: u64, ring_size: u32) -> Result<(), Errno> {
-        let mut a = UpdateQueueArgs { ring_base_address: ring_base, queue_id: self.id, ring_size, queue_percentage: percentage, queue_priority: 7 };
+        let mut a = UpdateQueueArgs {
+            ring_base_address: ring_base,
+            queue_id: self.id,
+            ring_size,
+            queue_percentage: percentage,
+            queue_priority: 7,
+        };
         self.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
     }
 
@@ -184,16 +196,30 @@ pub mod packet {
     }
 
     pub fn barrier_and(deps: [u64; 5], completion: u64, barrier: bool) -> [u8; AQL_PACKET_SIZE] {
-        to_bytes(&BarrierPacket { header: header(HSA_PACKET_TYPE_BARRIER_AND, barrier), dep_signal: deps, completion_signal: completion, ..Default::default() })
+        to_bytes(&BarrierPacket {
+            header: header(HSA_PACKET_TYPE_BARRIER_AND, barrier),
+            dep_signal: deps,
+            completion_signal: completion,
+            ..Default::default()
+        })
     }
 
     pub fn barrier_or(deps: [u64; 5], completion: u64, barrier: bool) -> [u8; AQL_PACKET_SIZE] {
-        to_bytes(&BarrierPacket { header: header(HSA_PACKET_TYPE_BARRIER_OR, barrier), dep_signal: deps, completion_signal: completion, ..Default::default() })
+        to_bytes(&BarrierPacket {
+            header: header(HSA_PACKET_TYPE_BARRIER_OR, barrier),
+            dep_signal: deps,
+            completion_signal: completion,
+            ..Default::default()
+        })
     }
 
     pub fn barrier_value(signal: u64, cond: u32, value: i64, mask: i64, completion: u64) -> [u8; AQL_PACKET_SIZE] {
         to_bytes(&AmdBarrierValuePacket {
-            header: AmdVendorPacketHeader { header: header(HSA_PACKET_TYPE_VENDOR_SPECIFIC, false), amd_format: HSA_AMD_PACKET_TYPE_BARRIER_VALUE, reserved: 0 },
+            header: AmdVendorPacketHeader {
+                header: header(HSA_PACKET_TYPE_VENDOR_SPECIFIC, false),
+                amd_format: HSA_AMD_PACKET_TYPE_BARRIER_VALUE,
+                reserved: 0,
+            },
             signal,
             value,
             mask,
@@ -204,7 +230,14 @@ pub mod packet {
     }
 
     /// A 1-dimensional dispatch of `grid` work-items in workgroups of `wg`.
-    pub fn dispatch(kernel_object: u64, kernarg: u64, grid: [u32; 3], wg: [u16; 3], completion: u64, barrier: bool) -> [u8; AQL_PACKET_SIZE] {
+    pub fn dispatch(
+        kernel_object: u64,
+        kernarg: u64,
+        grid: [u32; 3],
+        wg: [u16; 3],
+        completion: u64,
+        barrier: bool,
+    ) -> [u8; AQL_PACKET_SIZE] {
         let dims = if grid[2] > 1 || wg[2] > 1 {
             3
         } else if grid[1] > 1 || wg[1] > 1 {

@@ -19,7 +19,8 @@ abi_struct!(
 );
 
 /// `_IOR('K', 0x80, RuntimeInfo)`: fills [`RuntimeInfo`] for the calling process.
-pub const CUSE_KFD_IOC_GET_RUNTIME_INFO: u32 = ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x80, core::mem::size_of::<RuntimeInfo>());
+pub const CUSE_KFD_IOC_GET_RUNTIME_INFO: u32 =
+    ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x80, core::mem::size_of::<RuntimeInfo>());
 /// `_IO('K', 0x81)`: wakes the command processor now (the cheap wake path after a doorbell
 /// store; optional, doorbells are polled anyway).
 pub const CUSE_KFD_IOC_KICK: u32 = ioc(0, AMDKFD_IOCTL_BASE, 0x81, 0);

@@ -99,15 +99,7 @@ struct Field {
 impl Field {
     fn new(rust: &'static str, c: Option<&'static str>, offset: usize, size: usize) -> Self {
         let c = c.unwrap_or_else(|| rust.trim_end_matches('_'));
-        Field {
-            rust,
-            c,
-            offset,
-            size,
-            union_member: false,
-            since: 0,
-            before: u32::MAX,
-        }
+        Field { rust, c, offset, size, union_member: false, since: 0, before: u32::MAX }
     }
 
     fn set(&mut self, modifier: &str, value: Option<u32>) {
@@ -121,10 +113,7 @@ impl Field {
 
     /// The `#if` that says whether the header has this member.
     fn gate(&self) -> String {
-        format!(
-            "KFD_IOCTL_MINOR_VERSION >= {} && KFD_IOCTL_MINOR_VERSION < {}",
-            self.since, self.before
-        )
+        format!("KFD_IOCTL_MINOR_VERSION >= {} && KFD_IOCTL_MINOR_VERSION < {}", self.since, self.before)
     }
 }
 
@@ -628,9 +617,7 @@ impl Declared {
 
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -639,8 +626,7 @@ fn compiler() -> String {
 }
 
 fn work_dir() -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("uapi-abi-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("uapi-abi-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("create the work directory");
     dir
 }
@@ -650,8 +636,7 @@ fn include_dir(dir: &Path) -> PathBuf {
     let inc = dir.join("include");
     std::fs::create_dir_all(&inc).expect("create the include directory");
     let link = inc.join("drm");
-    if Path::new(LIBDRM_INCLUDE).join("drm.h").exists() && std::fs::symlink_metadata(&link).is_err()
-    {
+    if Path::new(LIBDRM_INCLUDE).join("drm.h").exists() && std::fs::symlink_metadata(&link).is_err() {
         std::os::unix::fs::symlink(LIBDRM_INCLUDE, &link).expect("symlink drm -> libdrm");
     }
     inc
@@ -666,17 +651,11 @@ fn cc_args(inc: &Path) -> Vec<String> {
 }
 
 fn run(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let out = cmd.output().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(format!(
-            "{cmd:?} failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ))
+        Err(format!("{cmd:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr)))
     }
 }
 
@@ -691,9 +670,7 @@ fn require_headers(dir: &Path, inc: &Path) {
         match run(cmd.args(cc_args(inc)).arg("-E").arg(&probe)) {
             Ok(_) => {}
             Err(e) if e.starts_with("cannot run") => {
-                panic!(
-                    "{e}\nNo C compiler: install the Debian package gcc (cargo xtask test does)."
-                )
+                panic!("{e}\nNo C compiler: install the Debian package gcc (cargo xtask test does).")
             }
             Err(_) => {
                 missing.push(format!("<{header}> (Debian package {package})"));
@@ -767,19 +744,11 @@ fn c_program(layouts: &[Layout], consts: &[Constant], decl: &Declared) -> String
             continue;
         }
         let t = l.c;
-        writeln!(
-            c,
-            "  printf(\"S {i} %zu %zu\\n\", sizeof({t}), _Alignof({t}));"
-        )
-        .unwrap();
+        writeln!(c, "  printf(\"S {i} %zu %zu\\n\", sizeof({t}), _Alignof({t}));").unwrap();
         for (j, f) in l.fields.iter().enumerate() {
             let m = f.c;
             writeln!(c, "#if {}", f.gate()).unwrap();
-            writeln!(
-                c,
-                "  printf(\"F {i} {j} %zu %zu\\n\", offsetof({t}, {m}), MSIZE({t}, {m}));"
-            )
-            .unwrap();
+            writeln!(c, "  printf(\"F {i} {j} %zu %zu\\n\", offsetof({t}, {m}), MSIZE({t}, {m}));").unwrap();
             c.push_str("#endif\n");
         }
     }
@@ -820,33 +789,17 @@ fn parse_output(text: &str) -> COutput {
     let mut out = COutput::default();
     for line in text.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
-        let n = |k: usize| -> u64 {
-            w[k].parse()
-                .unwrap_or_else(|_| panic!("bad C output line {line:?}"))
-        };
+        let n = |k: usize| -> u64 { w[k].parse().unwrap_or_else(|_| panic!("bad C output line {line:?}")) };
         match w[0] {
             "V" => out.minor = n(1) as u32,
-            "S" => {
-                _ = out
-                    .structs
-                    .insert(n(1) as usize, (n(2) as usize, n(3) as usize))
-            }
-            "F" => {
-                _ = out.fields.insert(
-                    (n(1) as usize, n(2) as usize),
-                    (n(3) as usize, n(4) as usize),
-                )
-            }
+            "S" => _ = out.structs.insert(n(1) as usize, (n(2) as usize, n(3) as usize)),
+            "F" => _ = out.fields.insert((n(1) as usize, n(2) as usize), (n(3) as usize, n(4) as usize)),
             "I" if w[2] == "absent" => _ = out.ioctls.insert(n(1) as usize, None),
             "I" => {
                 let v = [n(2), n(3), n(4), n(5), n(6)].map(|x| x as u32);
                 out.ioctls.insert(n(1) as usize, Some(v));
             }
-            "C" => {
-                _ = out
-                    .consts
-                    .insert(n(1) as usize, w[2].parse().expect("constant value"))
-            }
+            "C" => _ = out.consts.insert(n(1) as usize, w[2].parse().expect("constant value")),
             _ => panic!("bad C output line {line:?}"),
         }
     }
@@ -857,17 +810,8 @@ fn run_c_program(dir: &Path, inc: &Path, source: &str) -> String {
     let src = dir.join("abi.c");
     let exe = dir.join("abi");
     std::fs::write(&src, source).expect("write abi.c");
-    run(Command::new(compiler())
-        .args(cc_args(inc))
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src))
-    .unwrap_or_else(|e| {
-        panic!(
-            "the generated C program ({}) does not compile: {e}",
-            src.display()
-        )
-    });
+    run(Command::new(compiler()).args(cc_args(inc)).arg("-o").arg(&exe).arg(&src))
+        .unwrap_or_else(|e| panic!("the generated C program ({}) does not compile: {e}", src.display()));
     run(&mut Command::new(&exe)).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -906,19 +850,12 @@ fn compare_structs(r: &mut Report, layouts: &[Layout], out: &COutput) {
         let (rust, c) = (l.rust, l.c);
         match l.grew {
             Some((minor, old)) if out.minor < minor => r.check(size == old, || {
-                format!(
-                    "{c}: sizeof {size} in header 1.{}, expected the pre-1.{minor} size {old}",
-                    out.minor
-                )
+                format!("{c}: sizeof {size} in header 1.{}, expected the pre-1.{minor} size {old}", out.minor)
             }),
-            _ => r.check(size == l.size, || {
-                format!("{rust} is {} bytes, {c} is {size}", l.size)
-            }),
+            _ => r.check(size == l.size, || format!("{rust} is {} bytes, {c} is {size}", l.size)),
         }
         let want_align = l.c_align.unwrap_or(l.align);
-        r.check(align == want_align, || {
-            format!("{c}: _Alignof {align}, expected {want_align} ({rust})")
-        });
+        r.check(align == want_align, || format!("{c}: _Alignof {align}, expected {want_align} ({rust})"));
         for (j, f) in l.fields.iter().enumerate() {
             let Some(&(offset, fsize)) = out.fields.get(&(i, j)) else {
                 r.absent_fields.push(format!("{c}.{}", f.c));
@@ -926,20 +863,9 @@ fn compare_structs(r: &mut Report, layouts: &[Layout], out: &COutput) {
             };
             r.fields += 1;
             let (rf, cf) = (f.rust, f.c);
-            r.check(offset == f.offset, || {
-                format!(
-                    "{rust}.{rf} is at offset {}, {c}.{cf} at {offset}",
-                    f.offset
-                )
-            });
-            let size_ok = if f.union_member {
-                fsize <= f.size
-            } else {
-                fsize == f.size
-            };
-            r.check(size_ok, || {
-                format!("{rust}.{rf} is {} bytes, {c}.{cf} is {fsize}", f.size)
-            });
+            r.check(offset == f.offset, || format!("{rust}.{rf} is at offset {}, {c}.{cf} at {offset}", f.offset));
+            let size_ok = if f.union_member { fsize <= f.size } else { fsize == f.size };
+            r.check(size_ok, || format!("{rust}.{rf} is {} bytes, {c}.{cf} is {fsize}", f.size));
         }
     }
 }
@@ -955,53 +881,31 @@ fn dir_name(dir: u32) -> &'static str {
 
 fn compare_ioctls(r: &mut Report, out: &COutput, decl: &Declared) {
     r.check(ALL.len() == KFD_MD_IOCTLS.len(), || {
-        format!(
-            "ioctl::ALL has {} requests, refs/KFD.md {}",
-            ALL.len(),
-            KFD_MD_IOCTLS.len()
-        )
+        format!("ioctl::ALL has {} requests, refs/KFD.md {}", ALL.len(), KFD_MD_IOCTLS.len())
     });
-    for (i, (&(name, cmd), &(md_nr, md_name, md_dir, md_size))) in
-        ALL.iter().zip(&KFD_MD_IOCTLS).enumerate()
-    {
+    for (i, (&(name, cmd), &(md_nr, md_name, md_dir, md_size))) in ALL.iter().zip(&KFD_MD_IOCTLS).enumerate() {
         r.ioctls_md += 1;
-        let ours = (
-            ioc_nr(cmd),
-            dir_name(ioc_dir(cmd)),
-            ioc_type(cmd),
-            ioc_size(cmd),
-        );
-        r.check(
-            name == md_name && ours == (md_nr, md_dir, AMDKFD_IOCTL_BASE, md_size),
-            || {
-                let (nr, dir, ty, size) = ours;
-                format!(
-                    "{name} = {cmd:#010x} (nr {nr:#04x} {dir} type {ty:#x} size {size}), \
+        let ours = (ioc_nr(cmd), dir_name(ioc_dir(cmd)), ioc_type(cmd), ioc_size(cmd));
+        r.check(name == md_name && ours == (md_nr, md_dir, AMDKFD_IOCTL_BASE, md_size), || {
+            let (nr, dir, ty, size) = ours;
+            format!(
+                "{name} = {cmd:#010x} (nr {nr:#04x} {dir} type {ty:#x} size {size}), \
                  refs/KFD.md has {md_name} nr {md_nr:#04x} {md_dir} size {md_size}"
-                )
-            },
-        );
-        r.check(ioc_nr(cmd) as usize == i + 1, || {
-            format!("{name} sits at ALL[{i}] but has nr {:#x}", ioc_nr(cmd))
+            )
         });
+        r.check(ioc_nr(cmd) as usize == i + 1, || format!("{name} sits at ALL[{i}] but has nr {:#x}", ioc_nr(cmd)));
         match out.ioctls.get(&i).copied().flatten() {
             None => r.absent_ioctls.push(name),
             Some([value, nr, dir, ty, size]) => {
                 r.ioctls_header += 1;
                 let c_fields = (nr, dir, ty, size as usize);
-                let decoded = (
-                    ioc_nr(value),
-                    ioc_dir(value),
-                    ioc_type(value),
-                    ioc_size(value),
-                );
+                let decoded = (ioc_nr(value), ioc_dir(value), ioc_type(value), ioc_size(value));
                 r.check(decoded == c_fields, || {
                     format!("uapi::ioctl decodes {value:#010x} unlike the C _IOC_* macros")
                 });
                 let grown = GROWN_IOCTLS.iter().find(|g| g.0 == name && out.minor < g.1);
                 if let Some(&(_, minor, old)) = grown {
-                    let same_but_size =
-                        value & !(0x3fff << IOC_SIZESHIFT) == cmd & !(0x3fff << IOC_SIZESHIFT);
+                    let same_but_size = value & !(0x3fff << IOC_SIZESHIFT) == cmd & !(0x3fff << IOC_SIZESHIFT);
                     r.check(same_but_size && size as usize == old, || {
                         format!(
                             "{name}: header {value:#010x} should be ours {cmd:#010x} \
@@ -1009,46 +913,28 @@ fn compare_ioctls(r: &mut Report, out: &COutput, decl: &Declared) {
                         )
                     });
                 } else {
-                    r.check(value == cmd, || {
-                        format!("AMDKFD_IOC_{name}: uapi {cmd:#010x}, header {value:#010x}")
-                    });
+                    r.check(value == cmd, || format!("AMDKFD_IOC_{name}: uapi {cmd:#010x}, header {value:#010x}"));
                 }
             }
         }
     }
     for (cmd, want) in KFD_MD_EXAMPLES {
-        r.check(cmd == want, || {
-            format!("request {cmd:#010x}, refs/KFD.md quotes {want:#010x}")
-        });
+        r.check(cmd == want, || format!("request {cmd:#010x}, refs/KFD.md quotes {want:#010x}"));
     }
     // Every request the header defines must be in ALL under one of its names.
     let ours: BTreeSet<String> = ALL.iter().flat_map(|(n, _)| ioctl_c_names(n)).collect();
     for m in decl.macros.iter().filter(|m| m.starts_with("AMDKFD_IOC_")) {
-        r.check(ours.contains(m), || {
-            format!("the header defines {m}, uapi::ioctl::ALL does not")
-        });
+        r.check(ours.contains(m), || format!("the header defines {m}, uapi::ioctl::ALL does not"));
     }
     // AMDKFD_COMMAND_END is one past the last request on either side.
     r.check(AMDKFD_COMMAND_END as usize == ALL.len() + 1, || {
-        format!(
-            "AMDKFD_COMMAND_END {AMDKFD_COMMAND_END:#x} but ALL ends at {:#x}",
-            ALL.len()
-        )
+        format!("AMDKFD_COMMAND_END {AMDKFD_COMMAND_END:#x} but ALL ends at {:#x}", ALL.len())
     });
-    let header_last = out
-        .ioctls
-        .iter()
-        .filter_map(|(i, v)| v.map(|_| i + 1))
-        .max()
-        .unwrap_or(0);
-    let end_idx = constants()
-        .iter()
-        .position(|k| k.rust == "AMDKFD_COMMAND_END");
+    let header_last = out.ioctls.iter().filter_map(|(i, v)| v.map(|_| i + 1)).max().unwrap_or(0);
+    let end_idx = constants().iter().position(|k| k.rust == "AMDKFD_COMMAND_END");
     if let Some(&c_end) = end_idx.and_then(|i| out.consts.get(&i)) {
         r.check(c_end == header_last as i128 + 1, || {
-            format!(
-                "header AMDKFD_COMMAND_END {c_end:#x}, but its last request is {header_last:#x}"
-            )
+            format!("header AMDKFD_COMMAND_END {c_end:#x}, but its last request is {header_last:#x}")
         });
     }
 }
@@ -1065,16 +951,9 @@ fn compare_constants(r: &mut Report, consts: &[Constant], out: &COutput) {
         let fits = c >= -(1i128 << (k.bits - 1)) && c < (1i128 << k.bits);
         let same = fits && (c as u128) & mask == (k.value as u128) & mask;
         if older && VERSIONED_CONSTANTS.contains(&k.rust) {
-            r.check(k.value >= c, || {
-                format!("{} = {}, below the header's {} = {c}", k.rust, k.value, k.c)
-            });
+            r.check(k.value >= c, || format!("{} = {}, below the header's {} = {c}", k.rust, k.value, k.c));
         } else {
-            r.check(same, || {
-                format!(
-                    "{} = {} ({:#x}), C {} = {c} ({c:#x})",
-                    k.rust, k.value, k.value, k.c
-                )
-            });
+            r.check(same, || format!("{} = {} ({:#x}), C {} = {c} ({c:#x})", k.rust, k.value, k.value, k.c));
         }
     }
 }
@@ -1087,9 +966,7 @@ struct Source {
     consts: BTreeSet<String>,
 }
 
-const INTEGER_TYPES: [&str; 10] = [
-    "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize",
-];
+const INTEGER_TYPES: [&str; 10] = ["u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32", "i64", "isize"];
 
 /// Files of uapi/src that mirror no C header: cuse-kfd's own formats. Every other file's structs
 /// and constants must be in the tables.
@@ -1102,10 +979,7 @@ const OWN_FORMATS: [&str; 3] = [
 
 fn parse_sources() -> Source {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut src = Source {
-        structs: BTreeMap::new(),
-        consts: BTreeSet::new(),
-    };
+    let mut src = Source { structs: BTreeMap::new(), consts: BTreeSet::new() };
     for entry in std::fs::read_dir(&dir).expect("read uapi/src") {
         let path = entry.expect("dir entry").path();
         let file = path.file_name().unwrap_or_default().to_string_lossy();
@@ -1115,10 +989,7 @@ fn parse_sources() -> Source {
         let text = std::fs::read_to_string(&path).expect("read source");
         for line in text.lines() {
             // Integer constants only: `pub const fn` and the `ALL` table are checked elsewhere.
-            let Some((name, ty)) = line
-                .strip_prefix("pub const ")
-                .and_then(|r| r.split_once(':'))
-            else {
+            let Some((name, ty)) = line.strip_prefix("pub const ").and_then(|r| r.split_once(':')) else {
                 continue;
             };
             let ty = ty.split('=').next().unwrap().trim();
@@ -1154,23 +1025,16 @@ fn check_complete(r: &mut Report, layouts: &[Layout], consts: &[Constant]) {
     let src = parse_sources();
     for (name, fields) in &src.structs {
         let tables: Vec<&Layout> = layouts.iter().filter(|l| l.short_name() == name).collect();
-        r.check(!tables.is_empty(), || {
-            format!("uapi struct {name} is not in the layouts() table")
-        });
+        r.check(!tables.is_empty(), || format!("uapi struct {name} is not in the layouts() table"));
         for l in tables {
             for f in fields {
-                let covered =
-                    l.fields.iter().any(|x| x.rust == f) || l.rust_only.contains(&f.as_str());
-                r.check(covered, || {
-                    format!("{name}.{f} is not in its layouts() entry ({})", l.c)
-                });
+                let covered = l.fields.iter().any(|x| x.rust == f) || l.rust_only.contains(&f.as_str());
+                r.check(covered, || format!("{name}.{f} is not in its layouts() entry ({})", l.c));
             }
         }
     }
     for k in src.consts.iter().filter(|k| !k.starts_with("AMDKFD_IOC_")) {
-        r.check(consts.iter().any(|c| c.rust == k), || {
-            format!("uapi const {k} is not in the constants() table")
-        });
+        r.check(consts.iter().any(|c| c.rust == k), || format!("uapi const {k} is not in the constants() table"));
     }
 }
 
@@ -1183,11 +1047,7 @@ fn abi_matches_system_headers() {
 
     let layouts = layouts();
     let consts = constants();
-    let out = parse_output(&run_c_program(
-        &dir,
-        &inc,
-        &c_program(&layouts, &consts, &decl),
-    ));
+    let out = parse_output(&run_c_program(&dir, &inc, &c_program(&layouts, &consts, &decl)));
 
     let mut r = Report::default();
     compare_structs(&mut r, &layouts, &out);
@@ -1217,20 +1077,12 @@ fn abi_matches_system_headers() {
     );
     // Written straight to stderr so that the summary shows even when the test passes.
     let _ = writeln!(std::io::stderr(), "{summary}");
-    assert!(
-        r.mismatches.is_empty(),
-        "{summary}\n  - {}",
-        r.mismatches.join("\n  - ")
-    );
+    assert!(r.mismatches.is_empty(), "{summary}\n  - {}", r.mismatches.join("\n  - "));
 }
 
 fn list<T: std::fmt::Display>(items: &[T]) -> String {
     if items.is_empty() {
         return "none".to_owned();
     }
-    items
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }

@@ -70,13 +70,15 @@ pub fn serve(channel: Arc<Channel>, session: Arc<super::session::Session>, threa
     let mut handles = Vec::new();
     for i in 0..threads.max(1) {
         let (c, s) = (channel.clone(), session.clone());
-        handles.push(std::thread::Builder::new().name(format!("cuse-reader-{i}")).spawn(move || -> io::Result<()> {
-            let mut buf = vec![0u8; READ_BUFFER];
-            while let Some(n) = c.read(&mut buf)? {
-                s.handle(&buf[..n]);
-            }
-            Ok(())
-        })?);
+        handles.push(std::thread::Builder::new().name(format!("cuse-reader-{i}")).spawn(
+            move || -> io::Result<()> {
+                let mut buf = vec![0u8; READ_BUFFER];
+                while let Some(n) = c.read(&mut buf)? {
+                    s.handle(&buf[..n]);
+                }
+                Ok(())
+            },
+        )?);
     }
     let mut result = Ok(());
     for h in handles {

@@ -111,7 +111,8 @@ pub fn reply_init(unique: u64, out: &CuseInitOut, devname: &str) -> Vec<u8> {
 /// An ioctl RETRY reply: the kernel fetches `ins` from the caller, reserves `outs`, and asks
 /// again.
 pub fn reply_ioctl_retry(unique: u64, ins: &[FuseIoctlIovec], outs: &[FuseIoctlIovec]) -> Vec<u8> {
-    let head = FuseIoctlOut { result: 0, flags: FUSE_IOCTL_RETRY, in_iovs: ins.len() as u32, out_iovs: outs.len() as u32 };
+    let head =
+        FuseIoctlOut { result: 0, flags: FUSE_IOCTL_RETRY, in_iovs: ins.len() as u32, out_iovs: outs.len() as u32 };
     reply(unique, 0, &[head.as_bytes(), ins.as_bytes(), outs.as_bytes()])
 }
 

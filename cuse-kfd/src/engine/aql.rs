@@ -11,12 +11,12 @@ use super::mem::{Mem, Tlb};
 use super::{signal, HwQueue, QueueFault};
 use crate::clock;
 use crate::faults::Faults;
-use crate::trace::{Kind as TraceKind, Trace};
 use crate::queue::QueueType;
+use crate::trace::{Kind as TraceKind, Trace};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// The time of this pass, read from the clock only if someone asks.
@@ -149,7 +149,10 @@ impl QueueRunner {
             return out;
         }
         if self.hw.queue.queue_type != QueueType::ComputeAql {
-            let reason = format!("{} queues are not processed by this device (only AQL queues)", self.hw.queue.queue_type.name());
+            let reason = format!(
+                "{} queues are not processed by this device (only AQL queues)",
+                self.hw.queue.queue_type.name()
+            );
             self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out, ctx.trace);
             return out;
         }
@@ -198,7 +201,10 @@ impl QueueRunner {
                 if now.get().duration_since(since) >= grace {
                     failure = Some(QueueFault::invalid(
                         ERROR_INVALID_PACKET_FORMAT,
-                        format!("write index {} was rung over packet {} whose header is still INVALID", self.target, self.read_index),
+                        format!(
+                            "write index {} was rung over packet {} whose header is still INVALID",
+                            self.target, self.read_index
+                        ),
                     ));
                 } else {
                     out.pending = true;
@@ -308,7 +314,8 @@ impl QueueRunner {
             let base = self.hw.queue.read_ptr.0.wrapping_sub(uapi::queue::AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
             let inactive = mem.load_u64(base + uapi::queue::AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64, Ordering::Acquire);
             if let Some(sig) = inactive.ok().filter(|s| *s != 0) {
-                let first = mem.swap_i64(sig + uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64, *code as i64, Ordering::AcqRel);
+                let first =
+                    mem.swap_i64(sig + uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64, *code as i64, Ordering::AcqRel);
                 if first == Ok(0) {
                     if let Ok(Some(ev)) = signal::notify(&mut mem, sig) {
                         out.events.push(ev);
@@ -323,7 +330,12 @@ impl QueueRunner {
             match &fault {
                 QueueFault::Vm(f) => events.memory_exception(
                     uapi::kfd::HsaMemoryExceptionData {
-                        failure: uapi::kfd::MemoryExceptionFailure { not_present: 1, read_only: u32::from(matches!(f, crate::memory::vm::VmFault::ReadOnly { .. })), no_execute: 0, imprecise: 0 },
+                        failure: uapi::kfd::MemoryExceptionFailure {
+                            not_present: 1,
+                            read_only: u32::from(matches!(f, crate::memory::vm::VmFault::ReadOnly { .. })),
+                            no_execute: 0,
+                            imprecise: 0,
+                        },
                         va: f.va().0,
                         gpu_id,
                         error_type: uapi::kfd::KFD_MEM_ERR_NO_RAS,
@@ -401,7 +413,10 @@ fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: &La
                 ));
             }
             if p.signal == 0 {
-                return Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, "barrier-value packet without a signal".into()));
+                return Err(QueueFault::invalid(
+                    ERROR_INVALID_PACKET_FORMAT,
+                    "barrier-value packet without a signal".into(),
+                ));
             }
             let v = signal::load(mem, p.signal)? & p.mask;
             let ready = match p.cond {
@@ -410,7 +425,10 @@ fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: &La
                 HSA_SIGNAL_CONDITION_LT => v < p.value,
                 HSA_SIGNAL_CONDITION_GTE => v >= p.value,
                 c => {
-                    return Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("barrier-value condition {c} is not a signal condition")))
+                    return Err(QueueFault::invalid(
+                        ERROR_INVALID_PACKET_FORMAT,
+                        format!("barrier-value condition {c} is not a signal condition"),
+                    ))
                 }
             };
             Ok(if ready { Step::Done(Vec::new()) } else { Step::Blocked })
@@ -434,9 +452,10 @@ fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: &La
                 Ran::Running(d) => Ok(Step::Running(now.get() + d)),
             }
         }
-        HSA_PACKET_TYPE_AGENT_DISPATCH => {
-            Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, "agent dispatch packets are not supported by this device".into()))
-        }
+        HSA_PACKET_TYPE_AGENT_DISPATCH => Err(QueueFault::invalid(
+            ERROR_INVALID_PACKET_FORMAT,
+            "agent dispatch packets are not supported by this device".into(),
+        )),
         t => Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("unknown packet type {t}"))),
     }
 }

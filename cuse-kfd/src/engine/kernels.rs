@@ -32,7 +32,8 @@ impl Geometry {
         let dims = p.setup & 0x3;
         let grid = [u64::from(p.grid_size_x), u64::from(p.grid_size_y), u64::from(p.grid_size_z)];
         let wg = [u64::from(p.workgroup_size_x), u64::from(p.workgroup_size_y), u64::from(p.workgroup_size_z)];
-        let bad = |why: String| QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("bad dispatch dimensions: {why}"));
+        let bad =
+            |why: String| QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("bad dispatch dimensions: {why}"));
         if dims == 0 {
             return Err(bad("setup has 0 dimensions".into()));
         }
@@ -131,7 +132,10 @@ pub fn run(mem: &mut Mem, p: &KernelDispatchPacket, desc: &SoftKernelDescriptor)
             return Ok(Ran::Done { events });
         }
         other => {
-            return Err(QueueFault::invalid(ERROR_INVALID_CODE_OBJECT, format!("soft kernel descriptor names unknown builtin {other}")))
+            return Err(QueueFault::invalid(
+                ERROR_INVALID_CODE_OBJECT,
+                format!("soft kernel descriptor names unknown builtin {other}"),
+            ))
         }
     }
     Ok(Ran::Done { events: Vec::new() })

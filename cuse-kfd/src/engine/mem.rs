@@ -2,9 +2,9 @@
 //! process GPU VM of the queue's GPU, with a small translation cache (a TLB) that a VM change
 //! flushes, so the hot path does not take the VM lock per access.
 
-use crate::memory::shm::SharedRegion;
 use crate::faults::Faults;
 use crate::memory::remote;
+use crate::memory::shm::SharedRegion;
 use crate::memory::vm::{GpuVa, RegionBacking, VmFault};
 use crate::process::Process;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -118,7 +118,12 @@ impl<'a> Mem<'a> {
 
     /// Applies `f` to the atomic word at `va` in a shared file, or returns `Ok(None)` for a
     /// USERPTR word (the caller then goes through process_vm_*).
-    fn with_word<R>(&mut self, va: u64, write: bool, f: impl FnOnce(&SharedRegion, usize) -> Result<R, VmFault>) -> Result<Option<R>, VmFault> {
+    fn with_word<R>(
+        &mut self,
+        va: u64,
+        write: bool,
+        f: impl FnOnce(&SharedRegion, usize) -> Result<R, VmFault>,
+    ) -> Result<Option<R>, VmFault> {
         if !va.is_multiple_of(8) {
             return Err(VmFault::Misaligned { va: GpuVa(va) });
         }

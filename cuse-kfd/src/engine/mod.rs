@@ -15,13 +15,13 @@ pub use kernels::{ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVAL
 
 use crate::device::Device;
 use crate::event::wait::Completion;
+use crate::faults::Faults;
 use crate::memory::backing::BackingFile;
 use crate::memory::vm::VmFault;
 use crate::process::Process;
 use crate::queue::{Queue, QueueError};
-use aql::{LazyNow, PollCtx, QueueRunner};
-use crate::faults::Faults;
 use crate::trace::Trace;
+use aql::{LazyNow, PollCtx, QueueRunner};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -178,7 +178,10 @@ impl Engine {
             packets_polls: AtomicU64::new(0),
         });
         let s = shared.clone();
-        let thread = std::thread::Builder::new().name("kfd-engine".into()).spawn(move || run(&s)).expect("spawning the engine thread");
+        let thread = std::thread::Builder::new()
+            .name("kfd-engine".into())
+            .spawn(move || run(&s))
+            .expect("spawning the engine thread");
         let thread_id = thread.thread().id();
         Engine { shared, thread: Some(thread), thread_id }
     }
@@ -213,7 +216,12 @@ impl Engine {
         }
         let mut acked = lock(&self.shared.acked);
         while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
-            acked = self.shared.acked_cv.wait_timeout(acked, Duration::from_millis(10)).unwrap_or_else(|e| e.into_inner()).0;
+            acked = self
+                .shared
+                .acked_cv
+                .wait_timeout(acked, Duration::from_millis(10))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 

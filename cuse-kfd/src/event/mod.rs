@@ -205,7 +205,8 @@ impl EventTable {
 
     /// Records a GPU VM fault in every MEMORY event and sets them (kfd_signal_vm_fault_event).
     pub fn memory_exception(&mut self, data: HsaMemoryExceptionData, done: &mut Vec<Completion>) {
-        let ids: Vec<u32> = self.events.values().filter(|e| e.event_type == KFD_IOC_EVENT_MEMORY).map(|e| e.id).collect();
+        let ids: Vec<u32> =
+            self.events.values().filter(|e| e.event_type == KFD_IOC_EVENT_MEMORY).map(|e| e.id).collect();
         for id in ids {
             if let Some(ev) = self.events.get_mut(&id) {
                 ev.memory_exception = data;
@@ -237,8 +238,8 @@ impl EventTable {
     pub fn begin_wait(&mut self, mut waiter: Waiter, done: &mut Vec<Completion>) -> Option<WaitId> {
         for slot in waiter.slots.iter_mut() {
             let Some(ev) = self.events.get_mut(&slot.event_id) else { continue };
-            slot.activated = ev.signaled
-                || (ev.event_type == KFD_IOC_EVENT_SIGNAL && slot.last_age != 0 && slot.last_age != ev.age);
+            slot.activated =
+                ev.signaled || (ev.event_type == KFD_IOC_EVENT_SIGNAL && slot.last_age != 0 && slot.last_age != ev.age);
             // A waiter consumes an auto-reset event's signal.
             if ev.signaled && ev.auto_reset {
                 ev.signaled = false;

@@ -95,7 +95,10 @@ pub fn wait(ctx: &Ctx, a: &mut WaitEventsArgs) -> Handled {
     let id = ctx.device.new_wait_id();
     let waiter = Waiter {
         id,
-        slots: data.iter().map(|d| WaitSlot { event_id: d.event_id, activated: false, last_age: d.payload[0] }).collect(),
+        slots: data
+            .iter()
+            .map(|d| WaitSlot { event_id: d.event_id, activated: false, last_age: d.payload[0] })
+            .collect(),
         wait_for_all: a.wait_for_all != 0,
         timeout_ms: a.timeout,
         args: *a,

@@ -117,7 +117,13 @@ pub struct Request<'a> {
 }
 
 /// Runs `req` for `process` (the file-to-process check is the device's).
-pub(crate) fn dispatch(device: &Device, process: &Arc<Process>, req: &Request, user: &dyn UserMemory, responder: reply::Responder) {
+pub(crate) fn dispatch(
+    device: &Device,
+    process: &Arc<Process>,
+    req: &Request,
+    user: &dyn UserMemory,
+    responder: reply::Responder,
+) {
     let Some(desc) = lookup(req.cmd) else {
         log::debug!("pid {}: unknown ioctl {:#x}: ENOTTY", req.caller.pid, req.cmd);
         responder.send(reply::Reply::error(Errno::ENOTTY));

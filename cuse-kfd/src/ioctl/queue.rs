@@ -45,7 +45,8 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
         return Err(Errno::EFAULT);
     }
     if (a.eop_buffer_address != 0 && !access_ok(a.eop_buffer_address, a.eop_buffer_size))
-        || (a.ctx_save_restore_address != 0 && !access_ok(a.ctx_save_restore_address, u64::from(a.ctx_save_restore_size)))
+        || (a.ctx_save_restore_address != 0
+            && !access_ok(a.ctx_save_restore_address, u64::from(a.ctx_save_restore_size)))
     {
         return Err(Errno::EFAULT);
     }
@@ -61,8 +62,10 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
     {
         // The device reaches ring and pointers only through the GPU VM (kfd_queue_acquire_buffers).
         let vm = ctx.process.vm();
-        let ring_ok = a.ring_base_address == 0 || vm.is_mapped(a.gpu_id, GpuVa(a.ring_base_address), u64::from(ring_size));
-        let ptrs_ok = vm.is_mapped(a.gpu_id, GpuVa(a.read_pointer_address), 8) && vm.is_mapped(a.gpu_id, GpuVa(a.write_pointer_address), 8);
+        let ring_ok =
+            a.ring_base_address == 0 || vm.is_mapped(a.gpu_id, GpuVa(a.ring_base_address), u64::from(ring_size));
+        let ptrs_ok = vm.is_mapped(a.gpu_id, GpuVa(a.read_pointer_address), 8)
+            && vm.is_mapped(a.gpu_id, GpuVa(a.write_pointer_address), 8);
         if !ring_ok || !ptrs_ok {
             return Err(Errno::EINVAL);
         }

@@ -36,7 +36,12 @@ pub static TABLE: [IoctlDesc; 38] = [
     row!(AMDKFD_IOC_DESTROY_QUEUE, "DESTROY_QUEUE", DestroyQueueArgs, queue::destroy),
     row!(AMDKFD_IOC_SET_MEMORY_POLICY, "SET_MEMORY_POLICY", SetMemoryPolicyArgs, misc::set_memory_policy),
     row!(AMDKFD_IOC_GET_CLOCK_COUNTERS, "GET_CLOCK_COUNTERS", GetClockCountersArgs, misc::get_clock_counters),
-    row!(AMDKFD_IOC_GET_PROCESS_APERTURES, "GET_PROCESS_APERTURES", GetProcessAperturesArgs, misc::get_process_apertures),
+    row!(
+        AMDKFD_IOC_GET_PROCESS_APERTURES,
+        "GET_PROCESS_APERTURES",
+        GetProcessAperturesArgs,
+        misc::get_process_apertures
+    ),
     row!(AMDKFD_IOC_UPDATE_QUEUE, "UPDATE_QUEUE", UpdateQueueArgs, queue::update),
     row!(AMDKFD_IOC_CREATE_EVENT, "CREATE_EVENT", CreateEventArgs, event::create),
     row!(AMDKFD_IOC_DESTROY_EVENT, "DESTROY_EVENT", DestroyEventArgs, event::destroy),
@@ -45,9 +50,24 @@ pub static TABLE: [IoctlDesc; 38] = [
     row!(AMDKFD_IOC_WAIT_EVENTS, "WAIT_EVENTS", WaitEventsArgs, event::wait, wait_ranges),
     row!(AMDKFD_IOC_DBG_REGISTER_DEPRECATED, "DBG_REGISTER_DEPRECATED", DbgRegisterArgs, unsupported::deprecated),
     row!(AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, "DBG_UNREGISTER_DEPRECATED", DbgUnregisterArgs, unsupported::deprecated),
-    row!(AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, "DBG_ADDRESS_WATCH_DEPRECATED", DbgAddressWatchArgs, unsupported::deprecated),
-    row!(AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, "DBG_WAVE_CONTROL_DEPRECATED", DbgWaveControlArgs, unsupported::deprecated),
-    row!(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, "SET_SCRATCH_BACKING_VA", SetScratchBackingVaArgs, misc::set_scratch_backing_va),
+    row!(
+        AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED,
+        "DBG_ADDRESS_WATCH_DEPRECATED",
+        DbgAddressWatchArgs,
+        unsupported::deprecated
+    ),
+    row!(
+        AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED,
+        "DBG_WAVE_CONTROL_DEPRECATED",
+        DbgWaveControlArgs,
+        unsupported::deprecated
+    ),
+    row!(
+        AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+        "SET_SCRATCH_BACKING_VA",
+        SetScratchBackingVaArgs,
+        misc::set_scratch_backing_va
+    ),
     row!(AMDKFD_IOC_GET_TILE_CONFIG, "GET_TILE_CONFIG", GetTileConfigArgs, misc::get_tile_config, tile_config_ranges),
     row!(AMDKFD_IOC_SET_TRAP_HANDLER, "SET_TRAP_HANDLER", SetTrapHandlerArgs, misc::set_trap_handler),
     row!(
@@ -61,7 +81,13 @@ pub static TABLE: [IoctlDesc; 38] = [
     row!(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, "ALLOC_MEMORY_OF_GPU", AllocMemoryOfGpuArgs, memory::alloc),
     row!(AMDKFD_IOC_FREE_MEMORY_OF_GPU, "FREE_MEMORY_OF_GPU", FreeMemoryOfGpuArgs, memory::free),
     row!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, "MAP_MEMORY_TO_GPU", MapMemoryToGpuArgs, memory::map, map_ranges),
-    row!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, "UNMAP_MEMORY_FROM_GPU", UnmapMemoryFromGpuArgs, memory::unmap, unmap_ranges),
+    row!(
+        AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
+        "UNMAP_MEMORY_FROM_GPU",
+        UnmapMemoryFromGpuArgs,
+        memory::unmap,
+        unmap_ranges
+    ),
     row!(AMDKFD_IOC_SET_CU_MASK, "SET_CU_MASK", SetCuMaskArgs, queue::set_cu_mask, cu_mask_ranges),
     row!(AMDKFD_IOC_GET_QUEUE_WAVE_STATE, "GET_QUEUE_WAVE_STATE", GetQueueWaveStateArgs, queue::get_wave_state),
     row!(AMDKFD_IOC_GET_DMABUF_INFO, "GET_DMABUF_INFO", GetDmabufInfoArgs, unsupported::get_dmabuf_info),
@@ -137,7 +163,11 @@ fn unmap_ranges(b: &[u8]) -> Vec<UserRange> {
 fn apertures_new_ranges(b: &[u8]) -> Vec<UserRange> {
     let Ok((a, _)) = GetProcessAperturesNewArgs::read_from_prefix(b) else { return Vec::new() };
     let n = a.num_of_nodes.min(misc::MAX_APERTURE_NODES);
-    range(a.kfd_process_device_apertures_ptr, u64::from(n) * std::mem::size_of::<ProcessDeviceApertures>() as u64, Direction::Out)
+    range(
+        a.kfd_process_device_apertures_ptr,
+        u64::from(n) * std::mem::size_of::<ProcessDeviceApertures>() as u64,
+        Direction::Out,
+    )
 }
 
 fn cu_mask_ranges(b: &[u8]) -> Vec<UserRange> {

@@ -78,7 +78,14 @@ impl BackingStore {
     }
 
     /// Creates a zero-filled file of `len` bytes for `offset` and maps it into the device.
-    pub fn create(&self, pid: u32, owner: Owner, space: MmapSpace, offset: u64, len: usize) -> io::Result<Arc<BackingFile>> {
+    pub fn create(
+        &self,
+        pid: u32,
+        owner: Owner,
+        space: MmapSpace,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<Arc<BackingFile>> {
         let client = self.root.join(pid.to_string());
         let dir = client.join(space.dir_name());
         fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;

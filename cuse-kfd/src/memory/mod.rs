@@ -82,7 +82,16 @@ pub struct Buffer {
 
 impl Buffer {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(handle: u64, gpu_id: u32, kind: BufferKind, va: GpuVa, size: u64, flags: u32, mmap_offset: u64, backing: RegionBacking) -> Buffer {
+    pub fn new(
+        handle: u64,
+        gpu_id: u32,
+        kind: BufferKind,
+        va: GpuVa,
+        size: u64,
+        flags: u32,
+        mmap_offset: u64,
+        backing: RegionBacking,
+    ) -> Buffer {
         let region = Arc::new(Region {
             start: va,
             len: size,

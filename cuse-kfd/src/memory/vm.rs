@@ -127,7 +127,13 @@ impl GpuVm {
     }
 
     /// Calls `f(region, offset in region, chunk len)` for each piece of `[va, va + len)`.
-    fn walk(&self, gpu_id: u32, va: GpuVa, len: u64, mut f: impl FnMut(&Region, u64, usize) -> Result<(), VmFault>) -> Result<(), VmFault> {
+    fn walk(
+        &self,
+        gpu_id: u32,
+        va: GpuVa,
+        len: u64,
+        mut f: impl FnMut(&Region, u64, usize) -> Result<(), VmFault>,
+    ) -> Result<(), VmFault> {
         va.checked_add(len).ok_or(VmFault::Overflow { va })?;
         let mut cur = va.0;
         let end = va.0 + len;
@@ -195,7 +201,9 @@ impl GpuVm {
             va,
             writable: r.writable,
             target: match &r.backing {
-                RegionBacking::File { file, offset } => WordTarget::File { file: file.clone(), offset: offset + off as usize },
+                RegionBacking::File { file, offset } => {
+                    WordTarget::File { file: file.clone(), offset: offset + off as usize }
+                }
                 RegionBacking::Userptr { pid, addr } => WordTarget::Userptr { pid: *pid, addr: addr + off },
             },
         })
@@ -212,9 +220,15 @@ pub struct Word {
 
 #[derive(Debug, Clone)]
 enum WordTarget {
-    File { file: Arc<BackingFile>, offset: usize },
+    File {
+        file: Arc<BackingFile>,
+        offset: usize,
+    },
     /// USERPTR words are read and written with process_vm_*: not atomic against the client.
-    Userptr { pid: u32, addr: u64 },
+    Userptr {
+        pid: u32,
+        addr: u64,
+    },
 }
 
 impl Word {
@@ -256,9 +270,11 @@ impl Word {
             return Err(VmFault::ReadOnly { va: self.va });
         }
         match &self.target {
-            WordTarget::File { file, offset } => {
-                Ok(file.region().atomic_u64(*offset).map_err(|_| VmFault::Misaligned { va: self.va })?.fetch_add(delta, order))
-            }
+            WordTarget::File { file, offset } => Ok(file
+                .region()
+                .atomic_u64(*offset)
+                .map_err(|_| VmFault::Misaligned { va: self.va })?
+                .fetch_add(delta, order)),
             WordTarget::Userptr { .. } => {
                 let old = self.load(order)?;
                 self.store(old.wrapping_add(delta), order)?;

@@ -18,8 +18,7 @@ pub const CAP_SRAM_EDCSUPPORTED: u32 = 0x0400_0000;
 
 /// `capability` with 2^`log2` address watch points, as kfd_topology.c sets it.
 pub const fn cap_watch_points(log2: u32) -> u32 {
-    CAP_WATCH_POINTS_SUPPORTED
-        | ((log2 << CAP_WATCH_POINTS_TOTALBITS_SHIFT) & CAP_WATCH_POINTS_TOTALBITS_MASK)
+    CAP_WATCH_POINTS_SUPPORTED | ((log2 << CAP_WATCH_POINTS_TOTALBITS_SHIFT) & CAP_WATCH_POINTS_TOTALBITS_MASK)
 }
 
 /// `capability` bits naming the doorbell type.

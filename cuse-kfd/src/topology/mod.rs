@@ -62,8 +62,7 @@ impl HostInfo {
     /// The running host: CPUs this process may use, /proc/meminfo MemTotal, and cpu0's
     /// cpufreq maximum (kfd's cpufreq_quick_get_max(0) / 1000).
     pub fn detect() -> HostInfo {
-        let cpu_cores = std::thread::available_parallelism()
-            .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
+        let cpu_cores = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
         let mem_total = std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|text| {
@@ -72,17 +71,12 @@ impl HostInfo {
                 kib.checked_mul(1024)
             })
             .unwrap_or(Self::FALLBACK_MEM_TOTAL);
-        let max_clock_mhz =
-            std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
-                .ok()
-                .and_then(|khz| khz.trim().parse::<u64>().ok())
-                .and_then(|khz| u32::try_from(khz / 1000).ok())
-                .unwrap_or(0);
-        HostInfo {
-            cpu_cores,
-            mem_total,
-            max_clock_mhz,
-        }
+        let max_clock_mhz = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+            .ok()
+            .and_then(|khz| khz.trim().parse::<u64>().ok())
+            .and_then(|khz| u32::try_from(khz / 1000).ok())
+            .unwrap_or(0);
+        HostInfo { cpu_cores, mem_total, max_clock_mhz }
     }
 }
 
@@ -120,18 +114,14 @@ impl Topology {
 
     /// As `new`, by profile name.
     pub fn from_profile_name(name: &str, gpus: usize) -> Result<Topology> {
-        let profile = Profile::by_name(name)
-            .ok_or_else(|| TopologyError::UnknownProfile(name.to_string()))?;
+        let profile = Profile::by_name(name).ok_or_else(|| TopologyError::UnknownProfile(name.to_string()))?;
         Topology::new(profile, gpus)
     }
 
     /// As `new`, with given host facts (deterministic, for tests and reproducible trees).
     pub fn with_host(profile: &'static Profile, gpus: usize, host: HostInfo) -> Result<Topology> {
         if gpus > MAX_GPUS {
-            return Err(TopologyError::TooManyGpus {
-                requested: gpus,
-                max: MAX_GPUS,
-            });
+            return Err(TopologyError::TooManyGpus { requested: gpus, max: MAX_GPUS });
         }
         // gpus <= 16, so the casts below cannot truncate.
         let count = gpus as u32;
@@ -152,12 +142,7 @@ impl Topology {
             .collect();
         let mut nodes = vec![node::cpu_node(&host, &gpus)];
         nodes.extend(gpus.iter().map(|g| node::gpu_node(g, &host, &gpus)));
-        Ok(Topology {
-            profile,
-            host,
-            gpus,
-            nodes,
-        })
+        Ok(Topology { profile, host, gpus, nodes })
     }
 
     pub fn profile(&self) -> &'static Profile {
@@ -218,13 +203,7 @@ impl Topology {
 /// CRC-16/ARC (reflected polynomial 0x8005, initial value 0): the kernel's crc16().
 fn crc16(data: &[u8]) -> u16 {
     data.iter().fold(0u16, |crc, &byte| {
-        (0..8).fold(crc ^ u16::from(byte), |c, _| {
-            if c & 1 == 1 {
-                (c >> 1) ^ 0xA001
-            } else {
-                c >> 1
-            }
-        })
+        (0..8).fold(crc ^ u16::from(byte), |c, _| if c & 1 == 1 { (c >> 1) ^ 0xA001 } else { c >> 1 })
     })
 }
 
@@ -266,9 +245,7 @@ fn gpu_ids(profile: &Profile, count: u32) -> Vec<u32> {
 
 /// A deterministic non-zero 64-bit id (SplitMix64's finaliser over vendor, device, location).
 fn unique_id(profile: &Profile, location_id: u32) -> u64 {
-    let mut z = u64::from(profile.vendor_id) << 48
-        | u64::from(profile.device_id) << 32
-        | u64::from(location_id);
+    let mut z = u64::from(profile.vendor_id) << 48 | u64::from(profile.device_id) << 32 | u64::from(location_id);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     (z ^ (z >> 31)).max(1)

@@ -157,10 +157,7 @@ impl Node {
             ("hive_id", p.hive_id),
             ("num_sdma_engines", p.num_sdma_engines.into()),
             ("num_sdma_xgmi_engines", p.num_sdma_xgmi_engines.into()),
-            (
-                "num_sdma_queues_per_engine",
-                p.num_sdma_queues_per_engine.into(),
-            ),
+            ("num_sdma_queues_per_engine", p.num_sdma_queues_per_engine.into()),
             ("num_cp_queues", p.num_cp_queues.into()),
         ];
         if self.is_gpu() {
@@ -211,14 +208,7 @@ fn mask_bits(mask: u32) -> impl Iterator<Item = bool> {
 }
 
 /// A CPU cache shared by the first `shared` of `cpus` processors.
-fn cpu_cache(
-    level: u32,
-    size: u32,
-    association: u32,
-    cache_type: u32,
-    shared: u32,
-    cpus: u32,
-) -> Cache {
+fn cpu_cache(level: u32, size: u32, association: u32, cache_type: u32, shared: u32, cpus: u32) -> Cache {
     // kfd prints whole 32-bit words; libhsakmt reads at most 256 siblings.
     let len = cpus.div_ceil(32).clamp(1, 8) * 32;
     Cache {
@@ -244,11 +234,7 @@ pub(super) fn cpu_node(host: &HostInfo, gpus: &[GpuNode]) -> Node {
         node_id: 0,
         gpu_id: 0,
         name: String::new(),
-        props: NodeProps {
-            cpu_cores_count: cpus,
-            max_engine_clk_ccompute: host.max_clock_mhz,
-            ..NodeProps::default()
-        },
+        props: NodeProps { cpu_cores_count: cpus, max_engine_clk_ccompute: host.max_clock_mhz, ..NodeProps::default() },
         mem_banks: vec![MemBank {
             heap_type: MEM_HEAP_TYPE_SYSTEM,
             size_in_bytes: host.mem_total,
@@ -265,14 +251,7 @@ pub(super) fn cpu_node(host: &HostInfo, gpus: &[GpuNode]) -> Node {
         // The CPU -> GPU half of each large-BAR link; kfd marks it non-coherent.
         io_links: gpus
             .iter()
-            .map(|g| {
-                pcie_link(
-                    0,
-                    g.node_id,
-                    PCIE_WEIGHT,
-                    IOLINK_FLAGS_ENABLED | IOLINK_FLAGS_NON_COHERENT,
-                )
-            })
+            .map(|g| pcie_link(0, g.node_id, PCIE_WEIGHT, IOLINK_FLAGS_ENABLED | IOLINK_FLAGS_NON_COHERENT))
             .collect(),
         p2p_links: Vec::new(),
     }
@@ -370,10 +349,7 @@ fn gpu_caches(p: &Profile, simd_id_base: u32) -> Vec<Cache> {
                     let group = (active(array) >> first_slot) & low_bits(shared);
                     if group != 0 {
                         let first = group.trailing_zeros();
-                        out.push(entry(
-                            processor_id + first,
-                            mask_bits(group >> first).collect(),
-                        ));
+                        out.push(entry(processor_id + first, mask_bits(group >> first).collect()));
                     }
                     processor_id += shared.min(slots - first_slot);
                 }

@@ -96,10 +96,7 @@ impl Profile {
 
     /// Size in KiB of the first data cache at `level` (1, 2, 3), as ROCr reports per level.
     pub fn data_cache_kb(&self, level: u32) -> Option<u32> {
-        self.caches
-            .iter()
-            .find(|c| c.level == level && c.cache_type & CACHE_TYPE_INSTRUCTION == 0)
-            .map(|c| c.size_kb)
+        self.caches.iter().find(|c| c.level == level && c.cache_type & CACHE_TYPE_INSTRUCTION == 0).map(|c| c.size_kb)
     }
 
     /// Shader engines: arrays / arrays per engine.
@@ -119,20 +116,8 @@ const GIB: u64 = 1 << 30;
 const DATA_CU: u32 = CACHE_TYPE_DATA | CACHE_TYPE_HSACU;
 const INST_CU: u32 = CACHE_TYPE_INSTRUCTION | CACHE_TYPE_HSACU;
 
-const fn cache(
-    size_kb: u32,
-    level: u32,
-    line_size: u32,
-    cache_type: u32,
-    shared: u32,
-) -> GpuCacheInfo {
-    GpuCacheInfo {
-        size_kb,
-        level,
-        line_size,
-        cache_type,
-        num_cu_shared: shared,
-    }
+const fn cache(size_kb: u32, level: u32, line_size: u32, cache_type: u32, shared: u32) -> GpuCacheInfo {
+    GpuCacheInfo { size_kb, level, line_size, cache_type, num_cu_shared: shared }
 }
 
 /// kfd_crat.c `aldebaran_cache_info`.
@@ -249,13 +234,9 @@ static PROFILES: &[Profile] = &[
         num_macro_tile_configs: 16,
         // 4 watch points and SOC15 doorbells; consumer boards report no ECC/RAS. Debugger trap
         // and SVM bits are left out as for gfx90a. Revision 0 is chosen.
-        capability: cap_watch_points(2)
-            | cap_doorbell_type(CAP_DOORBELL_TYPE_2_0)
-            | cap_asic_revision(0),
+        capability: cap_watch_points(2) | cap_doorbell_type(CAP_DOORBELL_TYPE_2_0) | cap_asic_revision(0),
         // GFX10 watch mask bits; TTMPs are always set up before GC 11 (kfd_debug.h).
-        debug_prop: DBG_WATCH_ADDR_MASK_LO_BIT_GFX10
-            | DBG_WATCH_ADDR_MASK_HI_BIT
-            | DBG_DISPATCH_INFO_ALWAYS_VALID,
+        debug_prop: DBG_WATCH_ADDR_MASK_LO_BIT_GFX10 | DBG_WATCH_ADDR_MASK_HI_BIT | DBG_DISPATCH_INFO_ALWAYS_VALID,
         // Chosen: plausible Navi 21 MEC/SDMA firmware (>= 89, which kfd's debugger check needs).
         fw_version: 115,
         sdma_fw_version: 80,

@@ -29,11 +29,7 @@ fn key_values(pairs: &[(&str, u64)]) -> String {
 pub(super) fn system_properties() -> String {
     let oem = u64::from_le_bytes(*b"CUSE-KFD");
     let id = u64::from_le_bytes(*b"CUSE\0\0\0\0");
-    key_values(&[
-        ("platform_oem", oem),
-        ("platform_id", id),
-        ("platform_rev", 1),
-    ])
+    key_values(&[("platform_oem", oem), ("platform_id", id), ("platform_rev", 1)])
 }
 
 fn mem_text(m: &MemBank) -> String {
@@ -59,11 +55,7 @@ fn cache_text(c: &Cache) -> String {
     ]);
     // kfd_cache_show prints "%d," per bit and turns the last comma into the newline.
     s.push_str("sibling_map ");
-    let bits: Vec<&str> = c
-        .sibling_map
-        .iter()
-        .map(|&b| if b { "1" } else { "0" })
-        .collect();
+    let bits: Vec<&str> = c.sibling_map.iter().map(|&b| if b { "1" } else { "0" }).collect();
     s.push_str(&bits.join(","));
     s.push('\n');
     s
@@ -83,10 +75,7 @@ fn link_text(l: &IoLink) -> String {
         ("max_latency", l.max_latency.into()),
         ("min_bandwidth", l.min_bandwidth.into()),
         ("max_bandwidth", l.max_bandwidth.into()),
-        (
-            "recommended_transfer_size",
-            l.recommended_transfer_size.into(),
-        ),
+        ("recommended_transfer_size", l.recommended_transfer_size.into()),
         ("flags", l.flags.into()),
     ])
 }
@@ -119,14 +108,8 @@ pub(super) fn dirs(topo: &Topology) -> Vec<String> {
 /// Every file of the tree with its contents.
 pub(super) fn files(topo: &Topology) -> Vec<(String, String)> {
     let mut out = vec![
-        (
-            "topology/generation_id".to_string(),
-            format!("{}\n", topo.generation_id()),
-        ),
-        (
-            "topology/system_properties".to_string(),
-            system_properties(),
-        ),
+        ("topology/generation_id".to_string(), format!("{}\n", topo.generation_id())),
+        ("topology/system_properties".to_string(), system_properties()),
     ];
     for node in topo.nodes() {
         let dir = node_dir(node);
@@ -185,10 +168,7 @@ impl Properties {
 pub fn parse_properties(text: &str) -> Result<Properties, TopologyError> {
     let mut out = Properties::default();
     for (index, line) in text.lines().enumerate() {
-        let bad = || TopologyError::Malformed {
-            line: index + 1,
-            text: line.to_string(),
-        };
+        let bad = || TopologyError::Malformed { line: index + 1, text: line.to_string() };
         let (key, value) = line.split_once(' ').ok_or_else(bad)?;
         if key.is_empty() || !out.sibling_map.is_empty() {
             return Err(bad());

@@ -3,11 +3,7 @@ use super::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn host() -> HostInfo {
-    HostInfo {
-        cpu_cores: 8,
-        mem_total: 32 << 30,
-        max_clock_mhz: 3000,
-    }
+    HostInfo { cpu_cores: 8, mem_total: 32 << 30, max_clock_mhz: 3000 }
 }
 
 fn topo(name: &str, gpus: usize) -> Topology {
@@ -25,10 +21,7 @@ fn props(files: &BTreeMap<String, String>, path: &str) -> Properties {
 /// Number of `<dir>/<sub>/<i>/properties` files.
 fn count_entries(files: &BTreeMap<String, String>, dir: &str, sub: &str) -> u64 {
     let prefix = format!("{dir}/{sub}/");
-    files
-        .keys()
-        .filter(|k| k.starts_with(&prefix) && k.ends_with("/properties"))
-        .count() as u64
+    files.keys().filter(|k| k.starts_with(&prefix) && k.ends_with("/properties")).count() as u64
 }
 
 const CPU_KEYS: &[&str] = &[
@@ -76,28 +69,16 @@ const GPU_ONLY_KEYS: &[&str] = &[
 #[test]
 fn profiles_are_found_by_name() {
     let p = Profile::by_name("gfx90a").unwrap();
-    assert_eq!(
-        (p.device_id, p.gfx_target_version, p.wave_front_size),
-        (0x740F, 90010, 64)
-    );
+    assert_eq!((p.device_id, p.gfx_target_version, p.wave_front_size), (0x740F, 90010, 64));
     assert!(p.xnack_supported);
     let p = Profile::by_name("gfx1030").unwrap();
-    assert_eq!(
-        (p.device_id, p.gfx_target_version, p.wave_front_size),
-        (0x73BF, 100300, 32)
-    );
+    assert_eq!((p.device_id, p.gfx_target_version, p.wave_front_size), (0x73BF, 100300, 32));
     assert!(!p.xnack_supported);
     assert!(Profile::by_name("gfx942").is_none());
-    assert_eq!(
-        Profile::by_name(DEFAULT_PROFILE),
-        Some(Profile::default_profile())
-    );
+    assert_eq!(Profile::by_name(DEFAULT_PROFILE), Some(Profile::default_profile()));
     let names: BTreeSet<_> = Profile::all().iter().map(|p| p.name).collect();
     assert_eq!(names.len(), Profile::all().len());
-    assert_eq!(
-        Profile::by_name("gfx90a").unwrap().data_cache_kb(2),
-        Some(8192)
-    );
+    assert_eq!(Profile::by_name("gfx90a").unwrap().data_cache_kb(2), Some(8192));
 }
 
 #[test]
@@ -105,25 +86,13 @@ fn profiles_are_self_consistent() {
     for p in Profile::all() {
         assert_eq!(p.simd_count, p.cu_count * p.simd_per_cu, "{}", p.name);
         assert_eq!(p.array_count % p.simd_arrays_per_engine, 0, "{}", p.name);
-        let active: Vec<u32> = (0..p.array_count)
-            .map(|a| p.active_cus_in_array(a))
-            .collect();
+        let active: Vec<u32> = (0..p.array_count).map(|a| p.active_cus_in_array(a)).collect();
         assert_eq!(active.iter().sum::<u32>(), p.cu_count, "{}", p.name);
-        assert!(
-            active.iter().all(|&n| n <= p.cu_per_simd_array && n <= 32),
-            "{}",
-            p.name
-        );
+        assert!(active.iter().all(|&n| n <= p.cu_per_simd_array && n <= 32), "{}", p.name);
         // major * 10000 + minor * 100 + stepping, with minor/stepping as hex digits.
         let v = p.gfx_target_version;
-        assert_eq!(
-            format!("gfx{}{:x}{:x}", v / 10000, v / 100 % 100, v % 100),
-            p.name
-        );
-        assert_eq!(
-            p.capability & CAP_DOORBELL_TYPE_TOTALBITS_MASK,
-            cap_doorbell_type(2)
-        );
+        assert_eq!(format!("gfx{}{:x}{:x}", v / 10000, v / 100 % 100, v % 100), p.name);
+        assert_eq!(p.capability & CAP_DOORBELL_TYPE_TOTALBITS_MASK, cap_doorbell_type(2));
     }
 }
 
@@ -135,15 +104,9 @@ fn gpu_count_limits() {
     assert!(Topology::with_host(p, MAX_GPUS, host()).is_ok());
     assert_eq!(
         Topology::with_host(p, MAX_GPUS + 1, host()),
-        Err(TopologyError::TooManyGpus {
-            requested: 17,
-            max: 16
-        })
+        Err(TopologyError::TooManyGpus { requested: 17, max: 16 })
     );
-    assert!(matches!(
-        Topology::from_profile_name("gfx9000", 1),
-        Err(TopologyError::UnknownProfile(_))
-    ));
+    assert!(matches!(Topology::from_profile_name("gfx9000", 1), Err(TopologyError::UnknownProfile(_))));
 }
 
 #[test]
@@ -166,10 +129,7 @@ fn gpu_ids_are_unique_non_zero_16_bit_and_stable() {
             assert_ne!(g.unique_id, 0);
         }
         // Deterministic, and a prefix of a larger topology.
-        assert_eq!(
-            Topology::with_host(p, 2, host()).unwrap().gpus(),
-            &t.gpus()[..2]
-        );
+        assert_eq!(Topology::with_host(p, 2, host()).unwrap().gpus(), &t.gpus()[..2]);
     }
     assert_eq!(topo("gfx90a", 1).gpu(0), None);
 }
@@ -189,12 +149,7 @@ fn gfx90a_x2_has_the_expected_files() {
         let dir = format!("topology/nodes/{}", g.node_id);
         assert_eq!(files[&format!("{dir}/gpu_id")], format!("{}\n", g.gpu_id));
         assert_eq!(files[&format!("{dir}/name")], "aldebaran\n");
-        for sub in [
-            "properties",
-            "mem_banks/0/properties",
-            "caches/0/properties",
-            "io_links/0/properties",
-        ] {
+        for sub in ["properties", "mem_banks/0/properties", "caches/0/properties", "io_links/0/properties"] {
             assert!(files.contains_key(&format!("{dir}/{sub}")), "{dir}/{sub}");
         }
         // One peer link to the other GPU.
@@ -222,28 +177,16 @@ fn gfx90a_x2_has_the_expected_files() {
     let cpu = props(&files, "topology/nodes/0/properties");
     assert_eq!(cpu.get("cpu_cores_count"), Some(8));
     assert_eq!(cpu.get("max_engine_clk_ccompute"), Some(3000));
-    assert_eq!(
-        props(&files, "topology/nodes/0/mem_banks/0/properties").get("size_in_bytes"),
-        Some(32 << 30)
-    );
+    assert_eq!(props(&files, "topology/nodes/0/mem_banks/0/properties").get("size_in_bytes"), Some(32 << 30));
     let vram = props(&files, "topology/nodes/1/mem_banks/0/properties");
-    assert_eq!(
-        vram.get("heap_type"),
-        Some(u64::from(MEM_HEAP_TYPE_FB_PUBLIC))
-    );
+    assert_eq!(vram.get("heap_type"), Some(u64::from(MEM_HEAP_TYPE_FB_PUBLIC)));
     assert_eq!(vram.get("size_in_bytes"), Some(16 << 30));
 }
 
 #[test]
 fn node_property_keys_follow_node_show() {
     let files = file_map(&topo("gfx1030", 1));
-    let keys = |path: &str| -> Vec<String> {
-        props(&files, path)
-            .values
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect()
-    };
+    let keys = |path: &str| -> Vec<String> { props(&files, path).values.into_iter().map(|(k, _)| k).collect() };
     let mut cpu: Vec<&str> = CPU_KEYS.to_vec();
     cpu.push("max_engine_clk_ccompute");
     assert_eq!(keys("topology/nodes/0/properties"), cpu);
@@ -256,12 +199,7 @@ fn node_property_keys_follow_node_show() {
 
 #[test]
 fn counts_match_directories_and_files_parse() {
-    for (name, gpus) in [
-        ("gfx90a", 2),
-        ("gfx90a", 0),
-        ("gfx1030", 3),
-        ("gfx90a", MAX_GPUS),
-    ] {
+    for (name, gpus) in [("gfx90a", 2), ("gfx90a", 0), ("gfx1030", 3), ("gfx90a", MAX_GPUS)] {
         let t = topo(name, gpus);
         let files = file_map(&t);
         let dirs: BTreeSet<String> = t.dirs().into_iter().collect();
@@ -282,11 +220,7 @@ fn counts_match_directories_and_files_parse() {
                 ("io_links_count", "io_links"),
                 ("p2p_links_count", "p2p_links"),
             ] {
-                assert_eq!(
-                    p.get(key),
-                    Some(count_entries(&files, &dir, sub)),
-                    "{name} {dir} {key}"
-                );
+                assert_eq!(p.get(key), Some(count_entries(&files, &dir, sub)), "{name} {dir} {key}");
                 assert!(dirs.contains(&format!("{dir}/{sub}")));
             }
             // libhsakmt keeps at most node_count - 1 links per node.
@@ -303,18 +237,12 @@ fn caches_satisfy_rocr() {
         let usable = |node: &Node, need: u32| {
             node.caches
                 .iter()
-                .filter(|c| {
-                    c.cache_type & need == need && c.cache_type & CACHE_TYPE_INSTRUCTION == 0
-                })
+                .filter(|c| c.cache_type & need == need && c.cache_type & CACHE_TYPE_INSTRUCTION == 0)
                 .count()
         };
         assert!(usable(&t.nodes()[0], CACHE_TYPE_CPU) >= 1, "{}", p.name);
         let gpu = &t.nodes()[1];
-        assert!(
-            usable(gpu, CACHE_TYPE_DATA | CACHE_TYPE_HSACU) >= 1,
-            "{}",
-            p.name
-        );
+        assert!(usable(gpu, CACHE_TYPE_DATA | CACHE_TYPE_HSACU) >= 1, "{}", p.name);
         assert!(gpu.caches.iter().any(|c| c.level == 1 && c.cache_type == 9));
         assert!(gpu.caches.iter().any(|c| c.level == 2));
         let base = gpu.props.simd_id_base;
@@ -325,10 +253,8 @@ fn caches_satisfy_rocr() {
             assert_eq!(c.sibling_map.len() % 32, 0);
         }
         // One TCP L1 per active CU.
-        let tcp = gpu
-            .caches
-            .iter()
-            .filter(|c| c.level == 1 && c.size == 16 && c.cache_line_size == p.caches[0].line_size);
+        let tcp =
+            gpu.caches.iter().filter(|c| c.level == 1 && c.size == 16 && c.cache_line_size == p.caches[0].line_size);
         assert!(tcp.count() >= p.cu_count as usize);
     }
     // Per kfd's walk: 104 TCP + 56 + 56 SQC + L2; 72 TCP + 40 + 40 SQC + 8 GL1 + L2 + L3.
@@ -342,23 +268,14 @@ fn links_connect_every_gpu() {
     let cpu = &t.nodes()[0];
     let to: Vec<u32> = cpu.io_links.iter().map(|l| l.node_to).collect();
     assert_eq!(to, [1, 2, 3]);
-    assert!(cpu
-        .io_links
-        .iter()
-        .all(|l| l.node_from == 0 && l.link_type == IOLINK_TYPE_PCIEXPRESS));
+    assert!(cpu.io_links.iter().all(|l| l.node_from == 0 && l.link_type == IOLINK_TYPE_PCIEXPRESS));
     for gpu in &t.nodes()[1..] {
         assert_eq!(gpu.io_links.len(), 1);
-        assert_eq!(
-            (gpu.io_links[0].node_from, gpu.io_links[0].node_to),
-            (gpu.node_id, 0)
-        );
+        assert_eq!((gpu.io_links[0].node_from, gpu.io_links[0].node_to), (gpu.node_id, 0));
         let peers: Vec<u32> = gpu.p2p_links.iter().map(|l| l.node_to).collect();
         let expected: Vec<u32> = (1..=3).filter(|&n| n != gpu.node_id).collect();
         assert_eq!(peers, expected);
-        assert!(gpu
-            .p2p_links
-            .iter()
-            .all(|l| l.node_from == gpu.node_id && l.weight == 40));
+        assert!(gpu.p2p_links.iter().all(|l| l.node_from == gpu.node_id && l.weight == 40));
     }
 }
 
@@ -367,14 +284,7 @@ fn parser_rejects_malformed_text() {
     let ok = parse_properties("a 1\nb 18446744073709551615\nsibling_map 1,0\n").unwrap();
     assert_eq!(ok.get("b"), Some(u64::MAX));
     assert_eq!(ok.sibling_map, [true, false]);
-    for bad in [
-        "a\n",
-        "a x\n",
-        "a -1\n",
-        " 1\n",
-        "sibling_map 1,2\n",
-        "sibling_map 1\na 1\n",
-    ] {
+    for bad in ["a\n", "a x\n", "a -1\n", " 1\n", "sibling_map 1,2\n", "sibling_map 1\na 1\n"] {
         assert!(parse_properties(bad).is_err(), "{bad:?}");
     }
 }
@@ -387,15 +297,9 @@ fn write_tree_round_trips_and_replaces() {
     let t = topo("gfx1030", 1);
     t.write_tree(&dir).unwrap();
     for (path, text) in t.files() {
-        assert_eq!(
-            std::fs::read_to_string(dir.join(&path)).unwrap(),
-            text,
-            "{path}"
-        );
+        assert_eq!(std::fs::read_to_string(dir.join(&path)).unwrap(), text, "{path}");
     }
-    let nodes = std::fs::read_dir(dir.join("topology/nodes"))
-        .unwrap()
-        .count();
+    let nodes = std::fs::read_dir(dir.join("topology/nodes")).unwrap().count();
     assert_eq!(nodes, 2, "stale nodes from the larger tree remain");
     assert!(dir.join("topology/nodes/0/p2p_links").is_dir());
     std::fs::remove_dir_all(&dir).unwrap();

@@ -254,4 +254,3 @@ pub fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::
     });
     rx
 }
-

@@ -76,11 +76,20 @@ pub fn run() -> Result<(), String> {
     println!("CUSE_KFD_DEVICE_TEST_RAN kfd-bench-cuse");
     let runtime = std::env::temp_dir().join("kfd-bench-cuse");
     let _ours = Server::start(
-        Command::new(&ours).args(["serve", "--name", "kfd-bench", "--mode", "0666", "--runtime-dir"]).arg(&runtime).env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into())),
+        Command::new(&ours)
+            .args(["serve", "--name", "kfd-bench", "--mode", "0666", "--runtime-dir"])
+            .arg(&runtime)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into())),
         "kfd-bench",
     )?;
     let _reference = Server::start(Command::new(&reference).arg("kfd-ref"), "kfd-ref")?;
-    let open = |n: &str| std::fs::OpenOptions::new().read(true).write(true).open(Path::new("/dev").join(n)).map_err(|e| format!("{n}: {e}"));
+    let open = |n: &str| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(Path::new("/dev").join(n))
+            .map_err(|e| format!("{n}: {e}"))
+    };
     let (our_fd, ref_fd) = (open("kfd-bench")?, open("kfd-ref")?);
 
     // One unsignaled event on our device for the wait (the reference treats any id as one).
@@ -88,7 +97,8 @@ pub fn run() -> Result<(), String> {
     let gpu = kfd.gpu_ids().map_err(|e| e.to_string())?[0];
     let event = kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, false).map_err(|e| e.to_string())?.event_id;
     let data = [EventData { event_id: event, ..Default::default() }];
-    let wait = WaitEventsArgs { events_ptr: data.as_ptr() as u64, num_events: 1, wait_for_all: 0, timeout: 0, wait_result: 0 };
+    let wait =
+        WaitEventsArgs { events_ptr: data.as_ptr() as u64, num_events: 1, wait_for_all: 0, timeout: 0, wait_result: 0 };
     let version = GetVersionArgs::default();
 
     for (name, cmd, args) in [
@@ -105,7 +115,11 @@ pub fn run() -> Result<(), String> {
         bench(&format!("cuse_{name}_p50_ours"), ns(pa) / 1000.0, "us");
         bench(&format!("cuse_{name}_p50_libfuse"), ns(pb) / 1000.0, "us");
         bench(&format!("cuse_{name}_p99_ours"), ns(percentile(&mut a, 99.0)) / 1000.0, "us");
-        let label = if cmd == AMDKFD_IOC_GET_VERSION { "cuse_ioctl_vs_libfuse".to_string() } else { format!("cuse_{name}_vs_libfuse") };
+        let label = if cmd == AMDKFD_IOC_GET_VERSION {
+            "cuse_ioctl_vs_libfuse".to_string()
+        } else {
+            format!("cuse_{name}_vs_libfuse")
+        };
         ratio(&label, ns(pa), ns(pb));
     }
     drop(kfd);

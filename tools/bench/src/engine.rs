@@ -49,7 +49,12 @@ pub fn run() {
 
     // Empty soft-kernel dispatch: submit to the completion signal reaching 0.
     let code = kfd.alloc(gpu, 4096, Kind::Gtt).expect("code");
-    let desc = SoftKernelDescriptor { magic: SOFT_KERNEL_MAGIC, version: SOFT_KERNEL_VERSION, builtin: SOFT_KERNEL_NOP, ..Default::default() };
+    let desc = SoftKernelDescriptor {
+        magic: SOFT_KERNEL_MAGIC,
+        version: SOFT_KERNEL_VERSION,
+        builtin: SOFT_KERNEL_NOP,
+        ..Default::default()
+    };
     code.write(0, desc.as_bytes());
     let sig = Signals::new(&kfd, gpu, 1).expect("signal");
     let mut lat = Vec::with_capacity(LATENCY_ITERS);

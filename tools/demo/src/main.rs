@@ -49,7 +49,13 @@ fn errno(what: &'static str) -> impl Fn(Errno) -> String {
 
 fn soft_kernel(kfd: &Kfd, gpu: u32, builtin: u32, kernarg_size: u32) -> Result<thunk::memory::GpuMemory, String> {
     let code = kfd.alloc(gpu, 4096, Kind::Gtt).map_err(errno("allocating a kernel descriptor"))?;
-    let d = SoftKernelDescriptor { magic: SOFT_KERNEL_MAGIC, version: SOFT_KERNEL_VERSION, builtin, kernarg_size, ..Default::default() };
+    let d = SoftKernelDescriptor {
+        magic: SOFT_KERNEL_MAGIC,
+        version: SOFT_KERNEL_VERSION,
+        builtin,
+        kernarg_size,
+        ..Default::default()
+    };
     code.write(0, d.as_bytes());
     Ok(code)
 }
@@ -65,12 +71,23 @@ fn run(profile: &str) -> Result<(), String> {
     check(major == 1 && minor == 18, "KFD 1.18")?;
     let topo = cuse_kfd::topology::Topology::from_profile_name(profile, 1).map_err(|e| e.to_string())?;
     for n in topo.nodes() {
-        println!("   node {}: {} gpu_id {:#06x} ({} caches, {} memory banks, {} io links)", n.node_id, if n.is_gpu() { n.name.as_str() } else { "cpu" }, n.gpu_id, n.caches.len(), n.mem_banks.len(), n.io_links.len());
+        println!(
+            "   node {}: {} gpu_id {:#06x} ({} caches, {} memory banks, {} io links)",
+            n.node_id,
+            if n.is_gpu() { n.name.as_str() } else { "cpu" },
+            n.gpu_id,
+            n.caches.len(),
+            n.mem_banks.len(),
+            n.io_links.len()
+        );
     }
     let apertures = kfd.apertures().map_err(errno("GET_PROCESS_APERTURES_NEW"))?;
     let gpu = apertures[0].gpu_id;
     let a = &apertures[0];
-    println!("   gpuvm {:#x}..{:#x}, lds {:#x}, scratch {:#x}", a.gpuvm_base, a.gpuvm_limit, a.lds_base, a.scratch_base);
+    println!(
+        "   gpuvm {:#x}..{:#x}, lds {:#x}, scratch {:#x}",
+        a.gpuvm_base, a.gpuvm_limit, a.lds_base, a.scratch_base
+    );
 
     step("memory");
     let mut avail = GetAvailableMemoryArgs { gpu_id: gpu, ..Default::default() };
@@ -79,7 +96,13 @@ fn run(profile: &str) -> Result<(), String> {
     let vram = kfd.alloc(gpu, 1 << 20, Kind::Vram).map_err(errno("VRAM alloc"))?;
     let gtt = kfd.alloc(gpu, 1 << 20, Kind::Gtt).map_err(errno("GTT alloc"))?;
     kfd.call(uapi::ioctl::AMDKFD_IOC_AVAILABLE_MEMORY, &mut avail).map_err(errno("AVAILABLE_MEMORY"))?;
-    println!("   1 MiB VRAM at {:#x}, 1 MiB GTT at {:#x}; VRAM available {} -> {} MiB", vram.va, gtt.va, before >> 20, avail.available >> 20);
+    println!(
+        "   1 MiB VRAM at {:#x}, 1 MiB GTT at {:#x}; VRAM available {} -> {} MiB",
+        vram.va,
+        gtt.va,
+        before >> 20,
+        avail.available >> 20
+    );
     check(before - avail.available == 1 << 20, "VRAM accounting")?;
 
     step("an AQL queue and barrier packets");
@@ -121,7 +144,10 @@ fn run(profile: &str) -> Result<(), String> {
     let copy_time = t0.elapsed();
     let mut host = vec![0u8; 1 << 18];
     gtt.read(0, &mut host);
-    check(host.chunks(4).all(|w| w == 0x5EED_CAFEu32.to_le_bytes()), "256 KiB filled in VRAM and copied to GTT, checked by the host")?;
+    check(
+        host.chunks(4).all(|w| w == 0x5EED_CAFEu32.to_le_bytes()),
+        "256 KiB filled in VRAM and copied to GTT, checked by the host",
+    )?;
     println!("   fill 256 KiB: {fill_time:?}, copy 256 KiB: {copy_time:?}");
 
     step("interrupt signals and KFD events");
@@ -135,7 +161,10 @@ fn run(profile: &str) -> Result<(), String> {
     q.submit(&packet::dispatch(store.va, store.addr(64), [1, 1, 1], [1, 1, 1], 0, true));
     let w = kfd.wait_events(&[event], false, 5000);
     let woke = t0.elapsed();
-    check(w.result.is_ok() && w.wait_result == KFD_IOC_WAIT_RESULT_COMPLETE, "WAIT_EVENTS woken by the device's signal store")?;
+    check(
+        w.result.is_ok() && w.wait_result == KFD_IOC_WAIT_RESULT_COMPLETE,
+        "WAIT_EVENTS woken by the device's signal store",
+    )?;
     check(sig.value(6).load(Ordering::Acquire) == 42, "signal holds the stored value")?;
     check(woke >= Duration::from_millis(50), "the barrier bit held the store behind the 50 ms sleep kernel")?;
     println!("   woke after {woke:?}");
@@ -151,7 +180,11 @@ fn run(profile: &str) -> Result<(), String> {
         samples.push(t0.elapsed());
     }
     samples.sort_unstable();
-    println!("   empty dispatch, submit to signal: p50 {:?}, p99 {:?}", samples[samples.len() / 2], samples[samples.len() * 99 / 100]);
+    println!(
+        "   empty dispatch, submit to signal: p50 {:?}, p99 {:?}",
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100]
+    );
     let mut samples = Vec::new();
     for _ in 0..200 {
         let t0 = Instant::now();

@@ -70,7 +70,8 @@ fn build_cuse_ref(ctx: &Ctx) -> Result<std::path::PathBuf, String> {
     std::fs::create_dir_all(&inc).map_err(|e| format!("creating {}: {e}", inc.display()))?;
     let drm = inc.join("drm");
     if !drm.exists() {
-        std::os::unix::fs::symlink("/usr/include/libdrm", &drm).map_err(|e| format!("linking {}: {e}", drm.display()))?;
+        std::os::unix::fs::symlink("/usr/include/libdrm", &drm)
+            .map_err(|e| format!("linking {}: {e}", drm.display()))?;
     }
     let pkg = |flag: &str| -> Result<Vec<String>, String> {
         let out = Command::new("pkg-config").args([flag, "fuse3"]).output().map_err(|e| format!("pkg-config: {e}"))?;
