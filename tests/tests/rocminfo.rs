@@ -54,3 +54,23 @@ fn rocminfo_lists_our_gfx90a_agent() {
 fn rocminfo_lists_our_gfx1030_agent() {
     check("gfx1030", "AMD Radeon RX 6900 XT");
 }
+
+/// The same through a served node, in the real-device tier: the real ROCr over our libhsakmt
+/// over /dev/<node> over CUSE.
+#[test]
+fn device_tier_rocminfo_through_the_node() {
+    let Some(bin) = kfd_tests::device::tier() else { return };
+    let d = kfd_tests::device::Daemon::start(&bin, "kfd-t-rocminfo");
+    let out = Command::new(&bin)
+        .args(["run", "--device"])
+        .arg(&d.node)
+        .args(["--", "rocminfo"])
+        .output()
+        .expect("cuse-kfd run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "rocminfo failed:\n{text}");
+    let a = agents(&text);
+    assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
+    assert_eq!(a[1], ("gfx90a".to_string(), "AMD Instinct MI210".to_string()), "{text}");
+    assert!(text.contains("*** Done ***"), "{text}");
+}

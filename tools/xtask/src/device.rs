@@ -32,7 +32,7 @@ pub struct DeviceTest {
 /// integration test target whose tests return early unless CUSE_KFD_DEVICE_TIER is set.
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table).
-pub const DEVICE_TESTS: [DeviceTest; 3] = [
+pub const DEVICE_TESTS: [DeviceTest; 4] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -44,6 +44,12 @@ pub const DEVICE_TESTS: [DeviceTest; 3] = [
         target: "rocr_programs",
         args: &["device_tier"],
         what: "the real ROCr 5.2.3 over our libhsakmt over the node: queues, barriers, wraparound, BLOCKED waits",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "rocminfo",
+        args: &["device_tier"],
+        what: "Debian's rocminfo (real ROCr 5.2.3) over our libhsakmt over the node",
     },
     DeviceTest {
         package: "kfd-tests",
