@@ -314,9 +314,10 @@ impl QueueRunner {
             let base = self.hw.queue.read_ptr.0.wrapping_sub(uapi::queue::AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
             let inactive = mem.load_u64(base + uapi::queue::AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64, Ordering::Acquire);
             if let Some(sig) = inactive.ok().filter(|s| *s != 0) {
-                let first =
-                    mem.swap_i64(sig + uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64, *code as i64, Ordering::AcqRel);
-                if first == Ok(0) {
+                // A handle whose value field would wrap around the address space is not mapped.
+                let value = sig.checked_add(uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64);
+                let first = value.map(|va| mem.swap_i64(va, *code as i64, Ordering::AcqRel));
+                if first == Some(Ok(0)) {
                     if let Ok(Some(ev)) = signal::notify(&mut mem, sig) {
                         out.events.push(ev);
                     }
@@ -373,7 +374,7 @@ impl QueueRunner {
         let mut signals: Vec<u64> = self.in_flight.drain(..).map(|f| f.signal).collect();
         let slots = ring_size / AQL_PACKET_SIZE as u64;
         if ring_base != 0 && slots > 0 {
-            for idx in self.read_index..self.target.min(self.read_index + slots) {
+            for idx in self.read_index..self.target.min(self.read_index.saturating_add(slots)) {
                 let slot = ring_base + (idx % slots) * AQL_PACKET_SIZE as u64;
                 if let Ok(s) = mem.load_u64(slot + 56, Ordering::Acquire) {
                     signals.push(s);
