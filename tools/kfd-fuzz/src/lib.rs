@@ -137,6 +137,9 @@ fn run_guarded(config: &Config, source: Source) -> CaseResult {
     }
     let limit = config.op_timeout + config.wait_slack * 2;
     let mut last = (heartbeat.load(Ordering::Relaxed), Instant::now());
+    exec::install_panic_hook();
+    let panics = exec::panic_count();
+    let mut panicked: Option<Instant> = None;
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(r) => return r,
@@ -151,6 +154,18 @@ fn run_guarded(config: &Config, source: Source) -> CaseResult {
                 };
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                // A panic elsewhere (the engine thread) may leave the case blocked on it: give
+                // the case a moment to report it, then report it here.
+                if exec::panic_count() != panics {
+                    let since = *panicked.get_or_insert_with(Instant::now);
+                    if since.elapsed() > Duration::from_millis(500) {
+                        let ops = journal.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                        let at = ops.len().saturating_sub(1);
+                        let what = exec::last_panic().unwrap_or_else(|| "a panic".into());
+                        let failure = Some(Failure { kind: Kind::Crash, at, what });
+                        return CaseResult { ops, stats: Stats::default(), failure };
+                    }
+                }
                 let beat = heartbeat.load(Ordering::Relaxed);
                 if beat != last.0 {
                     last = (beat, Instant::now());

@@ -41,9 +41,8 @@ impl Rng {
         (self.next_u64() >> 32) as u32
     }
 
-    /// Uniform in `0..n` (`n` > 0).
+    /// Uniform in `0..n`; 0 when `n` is 0.
     pub fn below(&mut self, n: u64) -> u64 {
-        debug_assert!(n > 0);
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 

@@ -39,6 +39,11 @@ pub fn install_panic_hook() {
     });
 }
 
+/// Panics recorded so far.
+pub fn panic_count() -> u64 {
+    PANIC_COUNT.load(Ordering::SeqCst)
+}
+
 /// The last panic message recorded.
 pub fn last_panic() -> Option<String> {
     PANICS.lock().unwrap_or_else(|e| e.into_inner()).last().cloned()

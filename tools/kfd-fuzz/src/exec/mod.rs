@@ -38,7 +38,7 @@ mod client;
 mod waits;
 
 use check::{check_reply, declared_ranges, fail, panics_since, parse, send, CheckedMemory, Sent, PANIC_COUNT};
-pub use check::{install_panic_hook, last_panic, named_object, sanitize, Named};
+pub use check::{install_panic_hook, last_panic, named_object, panic_count, sanitize, Named};
 use client::{SharedFile, SimTransport, ThunkSide};
 use waits::{check_parked, due, Parked};
 
