@@ -64,7 +64,7 @@ pub fn run(ctx: &Ctx) -> Outcome {
     }
     let corpus = format!("{FUZZ_DIR}/corpus");
     if let Outcome::Failed(why) =
-        ctx.cargo(&["run", "--manifest-path", &manifest, "--bin", "seed-corpus", "--", &corpus])
+        ctx.cargo(&["run", "--manifest-path", &manifest, "--example", "seed-corpus", "--", &corpus])
     {
         return Outcome::Failed(format!("seeding the corpus: {why}"));
     }
@@ -72,7 +72,8 @@ pub fn run(ctx: &Ctx) -> Outcome {
     let time = format!("-max_total_time={}", seconds());
     for target in TARGETS {
         let dir = format!("{corpus}/{target}");
-        let args = ["fuzz", "run", "--fuzz-dir", FUZZ_DIR, "--sanitizer", sanitizer, "-O", "-a", target, &dir, "--", &time];
+        let args =
+            ["fuzz", "run", "--fuzz-dir", FUZZ_DIR, "--sanitizer", sanitizer, "-O", "-a", target, &dir, "--", &time];
         println!("$ cargo {}", args.join(" "));
         let mut cmd: Command = ctx.cargo_cmd(&args);
         if sanitizer == "address" {

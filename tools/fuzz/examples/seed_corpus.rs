@@ -1,5 +1,6 @@
-//! Writes the seed corpus: `seed-corpus DIR` creates DIR/<target>/seed-<name> for every seed of
-//! `cuse_kfd_fuzz::seeds` (the test scenarios, encoded as the targets decode them).
+//! Writes the seed corpus: `cargo run --example seed-corpus -- DIR` creates
+//! DIR/<target>/seed-<name> for every seed of `cuse_kfd_fuzz::seeds` (the test scenarios,
+//! encoded as the targets decode them).
 
 use std::path::PathBuf;
 
