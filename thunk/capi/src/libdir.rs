@@ -14,7 +14,7 @@ pub const SONAME: &str = "libhsakmt.so.1";
 /// `lib` directory. Safe to run concurrently: the link is replaced atomically.
 pub fn install(profile_dir: &Path) -> io::Result<PathBuf> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let built = profile_dir.join(CARGO_NAME);
+    let built = ensure_built(profile_dir)?;
     if !built.is_file() {
         return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} is not built", built.display())));
     }
@@ -24,6 +24,27 @@ pub fn install(profile_dir: &Path) -> io::Result<PathBuf> {
     std::os::unix::fs::symlink(Path::new("..").join(CARGO_NAME), &tmp)?;
     std::fs::rename(&tmp, dir.join(SONAME))?;
     Ok(dir)
+}
+
+/// `<profile_dir>/libhsakmt.so`, built first with `$CARGO build -p hsakmt --lib` when it is
+/// missing and cargo is at hand: `cargo test` links tests against the rlib and does not always
+/// leave the cdylib in a fresh target directory.
+pub fn ensure_built(profile_dir: &Path) -> io::Result<PathBuf> {
+    let built = profile_dir.join(CARGO_NAME);
+    if built.is_file() {
+        return Ok(built);
+    }
+    let Some(cargo) = std::env::var_os("CARGO") else { return Ok(built) };
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "-q", "-p", "hsakmt", "--lib"]);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let st = cmd.status()?;
+    if !st.success() {
+        return Err(io::Error::other(format!("cargo build -p hsakmt --lib failed ({st})")));
+    }
+    Ok(built)
 }
 
 /// `target/<profile>` of the running cargo artifact (a binary there, or a test in `deps/`).

@@ -348,7 +348,7 @@ fn version_script_names() -> BTreeSet<String> {
 }
 
 fn library() -> PathBuf {
-    let so = hsakmt::libdir::profile_dir().unwrap().join(hsakmt::libdir::CARGO_NAME);
+    let so = hsakmt::libdir::ensure_built(&hsakmt::libdir::profile_dir().unwrap()).unwrap();
     assert!(so.is_file(), "{} is not built", so.display());
     so
 }

@@ -246,7 +246,9 @@ struct Built {
 fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
     // With our libhsakmt: `cuse-kfd run` in the guest cannot build it (the guest's view of the
     // target directory is read-only), so it is built, and its soname link made, here.
-    let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "--bins", "-p", "hsakmt"])?;
+    // `--lib` on its own: with `--bins` the library would be built as an rlib only.
+    cargo_json(ctx, &["build", "-p", "hsakmt", "--lib"])?;
+    let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "--bins"])?;
     let daemon = artifacts(&messages)
         .find(|a| a.name == "cuse-kfd" && a.kinds.iter().any(|k| k == "bin") && !a.test)
         .map(|a| a.executable)
