@@ -23,7 +23,7 @@ enum Transport<'a> {
     /// The device inside the program's process, through `cargo run -p cuse-kfd -- run --embedded`.
     Embedded,
     /// A daemon's node, through `<bin> run --device <node>` (`bin` is the cuse-kfd binary).
-    Device { bin: &'a Path, node: &'a Path },
+    Device { bin: &'a Path, node: &'a Path, runtime_dir: &'a Path },
 }
 
 impl Transport<'_> {
@@ -42,7 +42,7 @@ impl Transport<'_> {
                 c.args(["run", "-q", "-p", "cuse-kfd", "--", "run", "--embedded", "--"]);
                 c
             }
-            Transport::Device { bin, node } => {
+            Transport::Device { bin, node, .. } => {
                 let mut c = Command::new(bin);
                 c.args(["run", "--device"]).arg(node).arg("--");
                 c
@@ -63,8 +63,12 @@ const PROGRAMS: [(&str, &str); 6] = [
     ("queue_error", "a packet the device cannot run is a queue error through ROCr's callback"),
 ];
 
-/// A whole program run is killed after this long (a hung wait must fail the test, not CI).
+/// A whole program run is killed after this long (a hung wait must fail the test, not CI):
+/// embedded runs go through `cargo run`, which may first have to build the daemon.
 const RUN_LIMIT: Duration = Duration::from_secs(600);
+/// On a node the daemon is already built; the slowest program takes about 10 s under TCG. This is
+/// well inside the tier's per-binary limit, so that a hang is reported with the program's output.
+const DEVICE_RUN_LIMIT: Duration = Duration::from_secs(90);
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
@@ -100,12 +104,19 @@ fn run(exe: &Path, transport: Transport) -> (bool, String) {
     };
     let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
     let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
+    let limit = match transport {
+        Transport::Embedded => RUN_LIMIT,
+        Transport::Device { .. } => DEVICE_RUN_LIMIT,
+    };
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = child.try_wait().expect("waiting for the program") {
             break Some(st);
         }
-        if t0.elapsed() > RUN_LIMIT {
+        if t0.elapsed() > limit {
+            // Where it hangs, before the evidence is killed: each thread of the group and what
+            // the daemon holds for it.
+            eprintln!("{}", where_it_waits(child.id(), transport));
             // The whole group: cargo, and the program it started.
             let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
             let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
@@ -122,10 +133,49 @@ fn run(exe: &Path, transport: Transport) -> (bool, String) {
             (false, text)
         }
         None => {
-            text += &format!("\n[{} killed after {} s]", exe.display(), RUN_LIMIT.as_secs());
+            text += &format!("\n[{} killed after {} s]", exe.display(), limit.as_secs());
             (false, text)
         }
     }
+}
+
+/// A report on a hung run: every thread of process group `pgid` with its kernel wait channel,
+/// and, on a node, the daemon's status (its processes, queues, events and parked waits).
+fn where_it_waits(pgid: u32, transport: Transport) -> String {
+    let mut out = format!("--- the run did not end; the threads of process group {pgid}:\n");
+    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default().trim().to_owned();
+    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = proc_dir.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let stat = read(proc_dir.path().join("stat"));
+        // Fields after the command (which may hold spaces): state ppid pgrp ...
+        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
+        if rest.split_whitespace().nth(2) != Some(&pgid.to_string()) {
+            continue;
+        }
+        let cmd = read(proc_dir.path().join("cmdline")).replace('\0', " ");
+        out += &format!("pid {pid}: {cmd}\n");
+        for task in std::fs::read_dir(proc_dir.path().join("task")).into_iter().flatten().flatten() {
+            let comm = read(task.path().join("comm"));
+            let wchan = read(task.path().join("wchan"));
+            let state = read(task.path().join("stat")).rsplit_once(") ").map(|(_, r)| r[..1].to_owned());
+            out += &format!(
+                "  tid {} {comm:<16} state {} wchan {wchan}\n",
+                task.file_name().to_string_lossy(),
+                state.unwrap_or_default()
+            );
+        }
+    }
+    if let Transport::Device { bin, runtime_dir, .. } = transport {
+        let status = Command::new(bin).arg("status").arg("--runtime-dir").arg(runtime_dir).output();
+        match status {
+            Ok(o) => {
+                out += &format!("--- cuse-kfd status:\n{}", String::from_utf8_lossy(&o.stdout));
+                out += &String::from_utf8_lossy(&o.stderr);
+            }
+            Err(e) => out += &format!("--- cuse-kfd status: {e}\n"),
+        }
+    }
+    out
 }
 
 /// Builds and runs program `name` on `transport`; it must exit 0 having printed `PASS <name>`.
@@ -178,7 +228,7 @@ fn device_tier_rocr_programs() {
     let d = Daemon::start(&bin, "kfd-t-rocr");
     for (name, what) in PROGRAMS {
         println!("{name}: {what}");
-        check(name, Transport::Device { bin: &bin, node: &d.node });
+        check(name, Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir });
     }
 }
 

@@ -186,9 +186,11 @@ impl Session {
     }
 
     fn interrupt(&self, unique: u64) {
+        // The lock is held across the attempt: a request that parks meanwhile looks here after
+        // parking (see `ioctl`), so it finds either its wait ended or the interrupt kept.
+        let mut p = lock(&self.pending_interrupts);
         if !self.device.interrupt(unique) {
             // Not parked (yet): the request may still be on its way to us.
-            let mut p = lock(&self.pending_interrupts);
             if p.len() >= MAX_PENDING_INTERRUPTS {
                 p.pop_front();
             }
@@ -287,6 +289,13 @@ impl Session {
         });
         let request = ioctl::Request { caller, cmd: io.cmd, data: &data[..args_in as usize], tag: unique };
         self.device.ioctl(FileId(io.fh), &request, &staged, responder);
+        // An interrupt that came while the request was between the check above and parking
+        // found nothing to end and was kept: end the parked wait now (a no-op if it finished).
+        let mut p = lock(&self.pending_interrupts);
+        if let Some(i) = p.iter().position(|u| *u == unique) {
+            p.remove(i);
+            self.device.interrupt(unique);
+        }
     }
 
     /// Answers every parked request with its failure and forgets all files (shutdown).
