@@ -226,6 +226,18 @@ impl Runtime {
         })
     }
 
+    /// GPU agent `agent`'s clock counter now (KFD GET_CLOCK_COUNTERS), in the ticks the device
+    /// stamps completion signals with ([`crate::Signal::timestamps`]), so a caller can place a
+    /// host event on the same time line as packet start and end times.
+    pub fn gpu_clock(&self, agent: Agent) -> Result<u64> {
+        let mut clock = GetClockCountersArgs { gpu_id: self.gpu_desc(agent)?.gpu_id(), ..Default::default() };
+        self.inner
+            .kfd
+            .call(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clock)
+            .map_err(|e| Error::from_errno("GET_CLOCK_COUNTERS", e))?;
+        Ok(clock.gpu_clock_counter)
+    }
+
     pub fn agent_info(&self, agent: Agent, attr: u32) -> Result<Info> {
         let a = self.agent_desc(agent)?;
         info::agent(a, attr, || {

@@ -125,3 +125,19 @@ fn queues_barriers_and_soft_kernels() {
     drop((vram, kernarg));
     assert_eq!(rt.counters().live_allocations, 0);
 }
+
+#[test]
+fn gpu_clock_brackets_packet_timestamps() {
+    let rt = runtime();
+    let gpu = rt.gpu_agents()[0];
+    let q = rt.create_queue(gpu, 64, None).unwrap();
+    let done = rt.create_signal(1, &[]).unwrap();
+    let before = rt.gpu_clock(gpu).unwrap();
+    q.barrier_and(&[], Some(&done)).unwrap();
+    assert_eq!(done.wait(Condition::Eq, 0, 10 * SECOND, WaitHint::Blocked), 0);
+    let after = rt.gpu_clock(gpu).unwrap();
+    let (start, end) = done.timestamps();
+    assert!(before <= start && start <= end && end <= after, "{before} {start} {end} {after}");
+    let cpu = rt.cpu_agent().unwrap();
+    assert_eq!(rt.gpu_clock(cpu).unwrap_err().status, Status::INVALID_AGENT);
+}

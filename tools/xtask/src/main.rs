@@ -129,8 +129,9 @@ fn print_help() {
 
 USAGE:
     cargo xtask demo [PROFILE]
-        The end-to-end demo on the embedded device (no root): `cargo run --release -p kfd-demo
-        -- [PROFILE]` (gfx90a by default, or gfx1030), exiting with its code.
+        The end-to-end demo through the HSA runtime's Rust API (rocr-shim) on the embedded
+        device (no root): `cargo run --release -p kfd-demo -- [PROFILE]` (topology profile,
+        gfx90a by default, or gfx1030), exiting with its code.
 
     cargo xtask test [--no-install] [TIER...]
         The test gate (what .ci/run runs). First makes sure the system packages below are
