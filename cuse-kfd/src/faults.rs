@@ -7,6 +7,8 @@
 //! * `hang-queue=ID`: queue `ID` (of any process) stops consuming packets, like a hung CP:
 //!   its waiters time out, DESTROY still works;
 //! * `delay-completions=MS`: every packet completes MS milliseconds after it starts;
+//! * `panic-queue=ID`: the command processor panics while polling queue `ID`, as a bug in it
+//!   would: that queue stops with an error its client sees, the other queues go on;
 //! * `crash-at=POINT`: the daemon aborts when it reaches POINT (`ioctl:NAME`, e.g.
 //!   `ioctl:CREATE_QUEUE`), so clients see what a dying driver gives them.
 
@@ -21,6 +23,7 @@ pub struct Faults {
     vm_start: AtomicU64,
     vm_end: AtomicU64,
     hang_queue: AtomicU64,
+    panic_queue: AtomicU64,
     delay_ns: AtomicU64,
     crash_armed: AtomicBool,
     crash_at: Mutex<Option<String>>,
@@ -32,6 +35,7 @@ impl Default for Faults {
             vm_start: AtomicU64::new(NONE),
             vm_end: AtomicU64::new(NONE),
             hang_queue: AtomicU64::new(NONE),
+            panic_queue: AtomicU64::new(NONE),
             delay_ns: AtomicU64::new(0),
             crash_armed: AtomicBool::new(false),
             crash_at: Mutex::new(None),
@@ -42,7 +46,8 @@ impl Default for Faults {
 /// A fault setting that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "bad fault {spec:?}: {why} (want vm-fault=ADDR[+LEN], hang-queue=ID, delay-completions=MS or crash-at=ioctl:NAME)"
+    "bad fault {spec:?}: {why} (want vm-fault=ADDR[+LEN], hang-queue=ID, panic-queue=ID, delay-completions=MS or \
+     crash-at=ioctl:NAME)"
 )]
 pub struct FaultSpecError {
     pub spec: String,
@@ -70,6 +75,9 @@ impl Faults {
             }
             "hang-queue" => {
                 self.set_hang_queue(Some(number(value).ok_or_else(|| err("queue id is not a number"))? as u32))
+            }
+            "panic-queue" => {
+                self.set_panic_queue(Some(number(value).ok_or_else(|| err("queue id is not a number"))? as u32))
             }
             "delay-completions" => self
                 .set_completion_delay(Duration::from_millis(number(value).ok_or_else(|| err("not a number of ms"))?)),
@@ -108,6 +116,14 @@ impl Faults {
 
     pub fn is_hung(&self, queue: u32) -> bool {
         self.hang_queue.load(Ordering::Relaxed) == u64::from(queue)
+    }
+
+    pub fn set_panic_queue(&self, queue: Option<u32>) {
+        self.panic_queue.store(queue.map_or(NONE, u64::from), Ordering::Release);
+    }
+
+    pub fn panics(&self, queue: u32) -> bool {
+        self.panic_queue.load(Ordering::Relaxed) == u64::from(queue)
     }
 
     pub fn set_completion_delay(&self, d: Duration) {

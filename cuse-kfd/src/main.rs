@@ -102,7 +102,7 @@ struct ServeArgs {
     /// over /sys/devices/virtual/kfd/kfd in a mount namespace.
     #[arg(long, value_name = "DIR")]
     sysfs_mount: Option<PathBuf>,
-    /// Inject a fault (repeatable): vm-fault=ADDR[+LEN], hang-queue=ID, delay-completions=MS,
+    /// Inject a fault (repeatable): vm-fault=ADDR[+LEN], hang-queue=ID, panic-queue=ID, delay-completions=MS,
     /// crash-at=ioctl:NAME.
     #[arg(long = "fault", value_name = "SPEC")]
     faults: Vec<String>,

@@ -143,6 +143,34 @@ fn a_hung_queue_times_its_waiters_out_and_can_still_be_destroyed() {
 }
 
 #[test]
+fn a_panic_in_the_command_processor_stops_only_its_queue() {
+    let rig = Rig::new();
+    let broken = rig.queue(64);
+    let fine = rig.queue(64);
+    let sig = Signals::new(&rig.kfd, rig.gpu, 2).unwrap();
+    sig.value(0).store(1, Ordering::Release);
+    sig.value(1).store(1, Ordering::Release);
+    rig.emb.device().faults().set_panic_queue(Some(broken.id));
+    submit(&broken, &packet::barrier_and([0; 5], sig.handle(0), false));
+    // The queue reports the error as a hung queue would be reset: its state says why.
+    wait_for(TIMEOUT, "the queue error", || {
+        let status = cuse_kfd::inspect::status(rig.emb.device());
+        status
+            .lines()
+            .any(|l| l.contains(&format!("queue {}", broken.id)) && l.contains("internal error"))
+            .then_some(())
+    });
+    rig.emb.device().faults().set_panic_queue(None);
+    // The engine thread lives on: another queue still runs, and the broken one can be destroyed.
+    submit(&fine, &packet::barrier_and([0; 5], sig.handle(1), false));
+    wait_for(TIMEOUT, "the healthy queue", || (sig.value(1).load(Ordering::Acquire) == 0).then_some(()));
+    assert_eq!(sig.value(0).load(Ordering::Acquire), 1, "the broken queue's packet did not complete");
+    let t0 = Instant::now();
+    drop(broken);
+    assert!(t0.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
 fn delayed_completions_arrive_late_and_in_full() {
     let rig = Rig::new();
     let q = rig.queue(64);

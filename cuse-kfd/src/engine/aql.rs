@@ -130,6 +130,9 @@ impl QueueRunner {
         if self.stopped || self.faults.is_hung(self.hw.queue.id) {
             return out;
         }
+        if self.faults.panics(self.hw.queue.id) {
+            panic!("fault injection: panic-queue={}", self.hw.queue.id);
+        }
         let grace = ctx.grace;
         let db = self.hw.doorbell();
         if db != self.last_doorbell {
@@ -355,6 +358,15 @@ impl QueueRunner {
             }
         }
         self.hw.deliver(done);
+    }
+
+    /// A poll of this queue panicked (a bug in the command processor): the queue stops with an
+    /// error its client sees, as a hung queue would be reset, and the other queues go on.
+    pub fn internal_error(&mut self, what: &str, trace: &Trace) -> Polled {
+        let mut out = Polled::default();
+        let reason = format!("internal error in the soft command processor at packet {}: {what}", self.read_index);
+        self.fail(QueueFault::invalid(super::kernels::ERROR_INVALID_PACKET_FORMAT, reason), &mut out, trace);
+        out
     }
 
     /// The queue is being destroyed: waiters on the completion signals of packets that will

@@ -274,7 +274,7 @@ fn run(s: &Shared) {
         let mut pending = false;
         let mut deadline: Option<Instant> = None;
         for r in runners.iter_mut() {
-            let p = r.poll(&now, &PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace });
+            let p = poll_guarded(r, &now, &PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace });
             if !p.events.is_empty() {
                 r.hw.raise(&p.events);
             }
@@ -316,6 +316,25 @@ fn run(s: &Shared) {
             sleep = Duration::from_micros(50);
         }
     }
+}
+
+/// Polls `r`; a panic in it (client memory is hostile, and a bug there must not take the
+/// engine thread, and with it every queue and every DESTROY_QUEUE, down) stops that queue
+/// with an error instead.
+fn poll_guarded(r: &mut QueueRunner, now: &LazyNow, ctx: &PollCtx) -> aql::Polled {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let payload = match catch_unwind(AssertUnwindSafe(|| r.poll(now, ctx))) {
+        Ok(p) => return p,
+        Err(payload) => payload,
+    };
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    log::error!("pid {} queue {}: the command processor panicked: {what}", r.hw.process.pid, r.hw.queue.id);
+    // Reporting the error reads client memory too: if that panics as well, the queue just stops.
+    catch_unwind(AssertUnwindSafe(|| r.internal_error(&what, ctx.trace))).unwrap_or_default()
 }
 
 /// Brings the runner list in line with the registry; removed queues are abandoned here, on the
