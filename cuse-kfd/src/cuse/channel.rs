@@ -74,7 +74,13 @@ pub fn serve(channel: Arc<Channel>, session: Arc<super::session::Session>, threa
             move || -> io::Result<()> {
                 let mut buf = vec![0u8; READ_BUFFER];
                 while let Some(n) = c.read(&mut buf)? {
-                    s.handle(&buf[..n]);
+                    // A panic in a handler answers its request EIO (the responder's drop) and
+                    // must not take the reader along: with every reader gone, every client
+                    // would hang in its ioctl.
+                    let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.handle(&buf[..n])));
+                    if handled.is_err() {
+                        log::error!("a CUSE request handler panicked; the reader goes on");
+                    }
                 }
                 Ok(())
             },
