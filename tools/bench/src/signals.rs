@@ -2,6 +2,8 @@
 //! one batch (with fresh memory, and in the steady state where a released batch's arena serves
 //! the next) against 1024 pooled single creates, and the wake-up latency from a host store to the
 //! waiter's return, ACTIVE and BLOCKED, against raw futex baselines measured in this run.
+//! A fresh batch is also set against the floor of any fresh memory: mapping a new 128 KiB tmpfs
+//! file and touching its pages (page faults dominate both).
 //!
 //! * ping-pong: two threads bounce a value through two signals (two futex words for the
 //!   baseline); one-way latency is half the round trip. BLOCKED waiters mostly catch the store
@@ -75,11 +77,57 @@ fn creates(rt: &Runtime) {
         }
         let (fresh, steady) = (median(fresh), median(steady));
         bench(&format!("signal_batch_create_1024{place}_fresh_us"), ns(fresh) / 1e3, "us");
+        if device.is_none() {
+            // Fresh memory costs its page faults whoever allocates it: the floor of a fresh batch.
+            let floor = fresh_shared_memory(COUNT as usize * 128);
+            bench("baseline_fresh_shm_128k_map_and_touch_us", ns(floor) / 1e3, "us");
+            ratio("signal_batch_1024_fresh_vs_fresh_shm_touch", ns(fresh), ns(floor));
+        }
         bench(&format!("signal_batch_create_1024{place}_us"), ns(steady) / 1e3, "us");
         if device.is_none() {
             ratio("signal_batch_1024_vs_1024_singles", ns(steady), ns(singles));
         }
     }
+}
+
+/// The median time to make `bytes` of new shared memory (a tmpfs file, as the device's backing
+/// files are) and touch each page once, with every mapping kept until the end (fresh pages
+/// each round, as for fresh batches).
+fn fresh_shared_memory(bytes: usize) -> Duration {
+    let dir = std::path::Path::new("/dev/shm");
+    let mut times = Vec::new();
+    let mut maps = Vec::new();
+    for i in 0..ROUNDS {
+        let path = dir.join(format!("kfd-bench-{}-{i}", std::process::id()));
+        let t0 = Instant::now();
+        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path).expect("/dev/shm");
+        let _ = std::fs::remove_file(&path);
+        file.set_len(bytes as u64).expect("set_len");
+        use std::os::fd::AsRawFd;
+        // SAFETY: a new shared mapping of our own file, at an address the kernel picks.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
+        for off in (0..bytes).step_by(4096) {
+            // SAFETY: inside the mapping just made, which lives until the munmap below.
+            unsafe { std::ptr::write_volatile(p.cast::<u8>().add(off), 1) };
+        }
+        times.push(t0.elapsed());
+        maps.push(p);
+    }
+    for p in maps {
+        // SAFETY: each is a mapping of `bytes` made above and not used after this.
+        unsafe { libc::munmap(p, bytes) };
+    }
+    median(times)
 }
 
 /// Releases the batch handle first, then the members.
