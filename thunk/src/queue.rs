@@ -1,6 +1,6 @@
 //! An AQL queue and its producer side, as ROCr drives one: the ring and an amd_queue_t in GPU
 //! memory, KFD's read/write pointers inside the amd_queue_t, a doorbell in the mapped doorbell
-//! slice.
+//! slice. And PM4 / SDMA ring queues ([`RingQueue`]), as kfdtest drives them.
 
 use crate::memory::{open_backing, GpuMemory, HostMapping, Kind, Space};
 use crate::Kfd;
@@ -171,6 +171,174 @@ impl AqlQueue {
 }
 
 impl Drop for AqlQueue {
+    fn drop(&mut self) {
+        if let Err(e) = self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: self.id, pad: 0 }) {
+            log::warn!("destroying queue {}: {e}", self.id);
+        }
+    }
+}
+
+/// Which engine a [`RingQueue`] feeds, and so the units of its pointers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingKind {
+    /// A PM4 compute queue: write pointer and doorbell in dwords (64-bit); the device writes
+    /// the read pointer back as a 32-bit dword offset into the ring.
+    Pm4,
+    /// An SDMA queue: write pointer, doorbell and read pointer in bytes (64-bit).
+    Sdma,
+    /// An SDMA queue on an XGMI engine (same packets and units as [`RingKind::Sdma`]).
+    SdmaXgmi,
+}
+
+impl RingKind {
+    fn queue_type(self) -> u32 {
+        match self {
+            RingKind::Pm4 => KFD_IOC_QUEUE_TYPE_COMPUTE,
+            RingKind::Sdma => KFD_IOC_QUEUE_TYPE_SDMA,
+            RingKind::SdmaXgmi => KFD_IOC_QUEUE_TYPE_SDMA_XGMI,
+        }
+    }
+
+    /// Bytes per pointer unit.
+    fn unit(self) -> u64 {
+        if self == RingKind::Pm4 {
+            4
+        } else {
+            1
+        }
+    }
+}
+
+/// A PM4 or SDMA queue and its single producer: a byte ring of dwords, the read pointer at
+/// offset 0 and the write pointer at offset 8 of a pointer page, a doorbell in the mapped
+/// doorbell slice.
+pub struct RingQueue {
+    kfd: Kfd,
+    pub id: u32,
+    pub gpu_id: u32,
+    pub kind: RingKind,
+    pub ring: GpuMemory,
+    /// Bytes of the ring (the buffer may be larger: allocations are whole pages).
+    pub ring_bytes: u64,
+    /// Read pointer at 0, write pointer at 8.
+    pub ptrs: GpuMemory,
+    doorbell: HostMapping,
+    doorbell_byte: u64,
+    pub doorbell_offset: u64,
+    /// Dwords written so far (does not wrap).
+    written: AtomicU64,
+}
+
+impl RingQueue {
+    /// Creates a queue of `kind` on a ring of `bytes` bytes (a power of two, at least 1024).
+    pub fn new(kfd: &Kfd, gpu_id: u32, kind: RingKind, bytes: u64) -> Result<RingQueue, Errno> {
+        let ring = kfd.alloc(gpu_id, bytes, Kind::Gtt)?;
+        let ptrs = kfd.alloc(gpu_id, 4096, Kind::Gtt)?;
+        let mut a = CreateQueueArgs {
+            ring_base_address: ring.va,
+            write_pointer_address: ptrs.addr(8),
+            read_pointer_address: ptrs.addr(0),
+            ring_size: bytes as u32,
+            gpu_id,
+            queue_type: kind.queue_type(),
+            queue_percentage: 100,
+            queue_priority: 7,
+            ..Default::default()
+        };
+        kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut a)?;
+        let destroy = |e| {
+            let _ = kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 });
+            e
+        };
+        let slice = a.doorbell_offset & !(DOORBELL_SLICE - 1);
+        let file = open_backing(kfd, Space::Kfd, slice).map_err(destroy)?;
+        let doorbell = HostMapping::map(&file, DOORBELL_SLICE as usize).map_err(destroy)?;
+        Ok(RingQueue {
+            kfd: kfd.clone(),
+            id: a.queue_id,
+            gpu_id,
+            kind,
+            ring,
+            ring_bytes: bytes,
+            ptrs,
+            doorbell,
+            doorbell_byte: a.doorbell_offset & (DOORBELL_SLICE - 1),
+            doorbell_offset: a.doorbell_offset,
+            written: AtomicU64::new(0),
+        })
+    }
+
+    /// Dwords the ring holds.
+    pub fn ring_dwords(&self) -> u64 {
+        self.ring_bytes / 4
+    }
+
+    /// Dwords written so far (the write pointer in dwords; it does not wrap).
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// The read pointer as the device wrote it back, in the queue's units (PM4: a dword offset
+    /// into the ring; SDMA: bytes consumed).
+    pub fn read_pointer(&self) -> u64 {
+        match self.kind {
+            RingKind::Pm4 => u64::from(self.ptrs.u32_at(0).load(Ordering::Acquire)),
+            _ => self.ptrs.u64_at(0).load(Ordering::Acquire),
+        }
+    }
+
+    /// Whether the device has consumed everything written.
+    pub fn idle(&self) -> bool {
+        let w = self.written();
+        match self.kind {
+            RingKind::Pm4 => self.read_pointer() == w % self.ring_dwords(),
+            _ => self.read_pointer() == w * 4,
+        }
+    }
+
+    /// Copies `packet` into the ring at the write pointer (wrapping at the ring end) without
+    /// announcing it; returns the new write pointer in dwords. The caller keeps the packets
+    /// in flight within the ring.
+    pub fn write(&self, packet: &[u32]) -> u64 {
+        let n = self.ring_dwords();
+        let mut at = self.written();
+        for d in packet {
+            self.ring.u32_at((at % n) * 4).store(*d, Ordering::Relaxed);
+            at += 1;
+        }
+        self.written.store(at, Ordering::Release);
+        at
+    }
+
+    /// Stores the write pointer and rings the doorbell with it, in the queue's units (what
+    /// kfdtest's PM4Queue / SDMAQueue SubmitPacket do on gfx9+).
+    pub fn commit(&self) {
+        let value = self.written() * 4 / self.kind.unit();
+        self.ptrs.u64_at(8).store(value, Ordering::Release);
+        self.ring_doorbell(value);
+    }
+
+    /// Rings the doorbell with a raw value (a plain 64-bit store).
+    pub fn ring_doorbell(&self, value: u64) {
+        let addr = self.doorbell.addr() + self.doorbell_byte;
+        // SAFETY: the doorbell slice mapping is live for `self` and the doorbell is an aligned
+        // 8-byte word inside it.
+        unsafe { AtomicU64::from_ptr(addr as *mut u64) }.store(value, Ordering::Release);
+    }
+
+    /// write + commit.
+    pub fn submit(&self, packet: &[u32]) -> u64 {
+        let w = self.write(packet);
+        self.commit();
+        w
+    }
+
+    pub fn kfd(&self) -> &Kfd {
+        &self.kfd
+    }
+}
+
+impl Drop for RingQueue {
     fn drop(&mut self) {
         if let Err(e) = self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: self.id, pad: 0 }) {
             log::warn!("destroying queue {}: {e}", self.id);

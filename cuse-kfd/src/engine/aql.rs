@@ -60,6 +60,8 @@ pub struct Polled {
     pub deadline: Option<Instant>,
     /// KFD events to raise in the queue's process.
     pub events: Vec<u32>,
+    /// Interrupts PM4 and SDMA packets raised, in order.
+    pub interrupts: Vec<super::Interrupt>,
 }
 
 /// What one packet did.
@@ -303,11 +305,6 @@ impl QueueRunner {
     /// events), as the trap handler and KFD do.
     fn fail(&mut self, fault: QueueFault, out: &mut Polled, trace: &Trace) {
         self.stopped = true;
-        log::warn!("pid {} queue {}: {}", self.hw.process.pid, self.hw.queue.id, fault);
-        if trace.enabled() {
-            let kind = TraceKind::QueueError { queue: self.hw.queue.id, reason: fault.to_string() };
-            trace.record(self.hw.process.pid, trace.now_ns(), kind);
-        }
         let process = self.hw.process.clone();
         let gpu_id = self.hw.queue.gpu_id;
         if let QueueFault::Invalid { code, .. } = &fault {
@@ -327,37 +324,7 @@ impl QueueRunner {
                 }
             }
         }
-        self.hw.queue.set_error(fault.to_error());
-        let mut done = Vec::new();
-        {
-            let mut events = process.events();
-            match &fault {
-                QueueFault::Vm(f) => events.memory_exception(
-                    uapi::kfd::HsaMemoryExceptionData {
-                        failure: uapi::kfd::MemoryExceptionFailure {
-                            not_present: 1,
-                            read_only: u32::from(matches!(f, crate::memory::vm::VmFault::ReadOnly { .. })),
-                            no_execute: 0,
-                            imprecise: 0,
-                        },
-                        va: f.va().0,
-                        gpu_id,
-                        error_type: uapi::kfd::KFD_MEM_ERR_NO_RAS,
-                    },
-                    &mut done,
-                ),
-                QueueFault::Invalid { .. } => events.hw_exception(
-                    uapi::kfd::HsaHwExceptionData {
-                        reset_type: uapi::kfd::KFD_HW_EXCEPTION_PER_ENGINE_RESET,
-                        reset_cause: uapi::kfd::KFD_HW_EXCEPTION_GPU_HANG,
-                        memory_lost: 0,
-                        gpu_id,
-                    },
-                    &mut done,
-                ),
-            }
-        }
-        self.hw.deliver(done);
+        super::report_fault(&self.hw, &fault, trace);
     }
 
     /// A poll of this queue panicked (a bug in the command processor): the queue stops with an

@@ -124,11 +124,22 @@ impl<'a> Mem<'a> {
         write: bool,
         f: impl FnOnce(&SharedRegion, usize) -> Result<R, VmFault>,
     ) -> Result<Option<R>, VmFault> {
-        if !va.is_multiple_of(8) {
+        self.with_sized_word(va, 8, write, f)
+    }
+
+    /// [`Mem::with_word`] for a naturally aligned word of `size` bytes.
+    fn with_sized_word<R>(
+        &mut self,
+        va: u64,
+        size: u64,
+        write: bool,
+        f: impl FnOnce(&SharedRegion, usize) -> Result<R, VmFault>,
+    ) -> Result<Option<R>, VmFault> {
+        if !va.is_multiple_of(size) {
             return Err(VmFault::Misaligned { va: GpuVa(va) });
         }
-        self.injected(va, 8)?;
-        let i = self.entry_index(va, 8).ok_or(VmFault::Unmapped { va: GpuVa(va) })?;
+        self.injected(va, size)?;
+        let i = self.entry_index(va, size).ok_or(VmFault::Unmapped { va: GpuVa(va) })?;
         let e = &self.tlb.entries[i];
         if write && !e.writable {
             return Err(VmFault::ReadOnly { va: GpuVa(va) });
@@ -139,8 +150,8 @@ impl<'a> Mem<'a> {
         }
     }
 
-    fn userptr_addr(&mut self, va: u64) -> Result<(u32, u64), VmFault> {
-        match self.entry(va, 8) {
+    fn userptr_addr(&mut self, va: u64, len: u64) -> Result<(u32, u64), VmFault> {
+        match self.entry(va, len) {
             Some(Entry { start, backing: RegionBacking::Userptr { pid, addr }, .. }) => Ok((*pid, addr + (va - start))),
             _ => Err(VmFault::Unmapped { va: GpuVa(va) }),
         }
@@ -152,7 +163,7 @@ impl<'a> Mem<'a> {
             return Ok(v);
         }
         let mut b = [0u8; 8];
-        let (pid, addr) = self.userptr_addr(va)?;
+        let (pid, addr) = self.userptr_addr(va, 8)?;
         remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
         Ok(u64::from_ne_bytes(b))
     }
@@ -165,7 +176,33 @@ impl<'a> Mem<'a> {
         })? {
             return Ok(());
         }
-        let (pid, addr) = self.userptr_addr(va)?;
+        let (pid, addr) = self.userptr_addr(va, 8)?;
+        remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+    }
+
+    /// Atomically loads the u32 at `va` (PM4 and SDMA packets poll and write dwords).
+    pub fn load_u32(&mut self, va: u64, order: Ordering) -> Result<u32, VmFault> {
+        let atomic = |r: &SharedRegion, off: usize| {
+            r.atomic_u32(off).map(|w| w.load(order)).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
+        };
+        if let Some(v) = self.with_sized_word(va, 4, false, atomic)? {
+            return Ok(v);
+        }
+        let mut b = [0u8; 4];
+        let (pid, addr) = self.userptr_addr(va, 4)?;
+        remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        Ok(u32::from_ne_bytes(b))
+    }
+
+    /// Atomically stores the u32 at `va`.
+    pub fn store_u32(&mut self, va: u64, value: u32, order: Ordering) -> Result<(), VmFault> {
+        let atomic = |r: &SharedRegion, off: usize| {
+            r.atomic_u32(off).map(|w| w.store(value, order)).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
+        };
+        if let Some(()) = self.with_sized_word(va, 4, true, atomic)? {
+            return Ok(());
+        }
+        let (pid, addr) = self.userptr_addr(va, 4)?;
         remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 

@@ -1,5 +1,6 @@
 //! The soft command processor: watches doorbells, consumes AQL packets, runs barrier packets
-//! and soft kernels, completes signals and raises events.
+//! and soft kernels, completes signals and raises events; on PM4 compute and SDMA queues it runs
+//! the packet subsets documented in `pm4.rs` and `sdma.rs` (rings in `ring.rs`).
 //!
 //! One engine thread serves every queue of the device. Clients ring doorbells with plain 64-bit
 //! stores into their doorbell slice (what ROCr does: no syscall), so the thread polls: it spins
@@ -9,6 +10,9 @@
 mod aql;
 mod kernels;
 mod mem;
+mod pm4;
+mod ring;
+mod sdma;
 mod signal;
 
 pub use kernels::{ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
@@ -19,9 +23,10 @@ use crate::faults::Faults;
 use crate::memory::backing::BackingFile;
 use crate::memory::vm::VmFault;
 use crate::process::Process;
-use crate::queue::{Queue, QueueError};
+use crate::queue::{Queue, QueueError, QueueType};
 use crate::trace::Trace;
 use aql::{LazyNow, PollCtx, QueueRunner};
+use ring::RingRunner;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -91,6 +96,60 @@ impl fmt::Display for QueueFault {
     }
 }
 
+/// An interrupt a PM4 or SDMA packet raised, as it reaches amdkfd through the IH ring: a
+/// RELEASE_MEM with INT_SEL is a CP end-of-pipe interrupt whose context id is the packet's
+/// INT_CTXID (32 valid bits); an SDMA TRAP is an SDMA trap interrupt with its 28-bit
+/// INT_CONTEXT. amdkfd (kfd_int_process_v9.c) hands both to kfd_signal_event_interrupt: the
+/// signal event with that id is set if its event-page slot was written (the packet before
+/// writes the id there, as kfdtest does), otherwise every event whose slot was written is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupt {
+    pub context_id: u32,
+    pub valid_bits: u32,
+}
+
+/// Records why a queue stopped and reports it: the queue's error, then MEMORY events for a VM
+/// fault or HW-exception / queue events for anything else, as KFD does.
+fn report_fault(hw: &HwQueue, fault: &QueueFault, trace: &Trace) {
+    log::warn!("pid {} queue {}: {}", hw.process.pid, hw.queue.id, fault);
+    if trace.enabled() {
+        let kind = crate::trace::Kind::QueueError { queue: hw.queue.id, reason: fault.to_string() };
+        trace.record(hw.process.pid, trace.now_ns(), kind);
+    }
+    hw.queue.set_error(fault.to_error());
+    let gpu_id = hw.queue.gpu_id;
+    let mut done = Vec::new();
+    {
+        let mut events = hw.process.events();
+        match fault {
+            QueueFault::Vm(f) => events.memory_exception(
+                uapi::kfd::HsaMemoryExceptionData {
+                    failure: uapi::kfd::MemoryExceptionFailure {
+                        not_present: 1,
+                        read_only: u32::from(matches!(f, VmFault::ReadOnly { .. })),
+                        no_execute: 0,
+                        imprecise: 0,
+                    },
+                    va: f.va().0,
+                    gpu_id,
+                    error_type: uapi::kfd::KFD_MEM_ERR_NO_RAS,
+                },
+                &mut done,
+            ),
+            QueueFault::Invalid { .. } => events.hw_exception(
+                uapi::kfd::HsaHwExceptionData {
+                    reset_type: uapi::kfd::KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+                    reset_cause: uapi::kfd::KFD_HW_EXCEPTION_GPU_HANG,
+                    memory_lost: 0,
+                    gpu_id,
+                },
+                &mut done,
+            ),
+        }
+    }
+    hw.deliver(done);
+}
+
 /// A queue as the engine sees it.
 pub struct HwQueue {
     pub process: Arc<Process>,
@@ -126,6 +185,66 @@ impl HwQueue {
             }
         }
         self.deliver(done);
+    }
+
+    /// Delivers interrupts raised by the queue's packets to its process's events.
+    fn interrupt(&self, interrupts: &[Interrupt]) {
+        if interrupts.is_empty() {
+            return;
+        }
+        let mut done = Vec::new();
+        {
+            let mut events = self.process.events();
+            for i in interrupts {
+                events.interrupt(i.context_id, i.valid_bits, &mut done);
+            }
+        }
+        self.deliver(done);
+    }
+}
+
+/// The packet processor of one queue, by queue type.
+enum Runner {
+    Aql(QueueRunner),
+    Ring(RingRunner),
+}
+
+impl Runner {
+    fn new(hw: Arc<HwQueue>, faults: Arc<Faults>) -> Runner {
+        match hw.queue.queue_type {
+            QueueType::ComputeAql => Runner::Aql(QueueRunner::new(hw, faults)),
+            QueueType::Compute | QueueType::Sdma | QueueType::SdmaXgmi | QueueType::SdmaByEngId => {
+                Runner::Ring(RingRunner::new(hw, faults))
+            }
+        }
+    }
+
+    fn hw(&self) -> &Arc<HwQueue> {
+        match self {
+            Runner::Aql(r) => &r.hw,
+            Runner::Ring(r) => &r.hw,
+        }
+    }
+
+    fn poll(&mut self, now: &LazyNow, ctx: &PollCtx) -> aql::Polled {
+        match self {
+            Runner::Aql(r) => r.poll(now, ctx),
+            Runner::Ring(r) => r.poll(now, ctx),
+        }
+    }
+
+    fn internal_error(&mut self, what: &str, ctx: &PollCtx) -> aql::Polled {
+        match self {
+            Runner::Aql(r) => r.internal_error(what, ctx.trace),
+            Runner::Ring(r) => r.internal_error(what, ctx),
+        }
+    }
+
+    fn abandon(&mut self) -> Vec<u32> {
+        match self {
+            Runner::Aql(r) => r.abandon(),
+            Runner::Ring(r) => r.abandon(),
+        }
     }
 }
 
@@ -253,7 +372,7 @@ impl Drop for Engine {
 }
 
 fn run(s: &Shared) {
-    let mut runners: Vec<QueueRunner> = Vec::new();
+    let mut runners: Vec<Runner> = Vec::new();
     let mut seen = 0u64;
     let mut last_activity = Instant::now();
     let mut sleep = Duration::from_micros(50);
@@ -275,9 +394,8 @@ fn run(s: &Shared) {
         let mut deadline: Option<Instant> = None;
         for r in runners.iter_mut() {
             let p = poll_guarded(r, &now, &PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace });
-            if !p.events.is_empty() {
-                r.hw.raise(&p.events);
-            }
+            r.hw().raise(&p.events);
+            r.hw().interrupt(&p.interrupts);
             progressed |= p.progressed;
             pending |= p.pending;
             deadline = match (deadline, p.deadline) {
@@ -321,7 +439,7 @@ fn run(s: &Shared) {
 /// Polls `r`; a panic in it (client memory is hostile, and a bug there must not take the
 /// engine thread, and with it every queue and every DESTROY_QUEUE, down) stops that queue
 /// with an error instead.
-fn poll_guarded(r: &mut QueueRunner, now: &LazyNow, ctx: &PollCtx) -> aql::Polled {
+fn poll_guarded(r: &mut Runner, now: &LazyNow, ctx: &PollCtx) -> aql::Polled {
     use std::panic::{catch_unwind, AssertUnwindSafe};
     let payload = match catch_unwind(AssertUnwindSafe(|| r.poll(now, ctx))) {
         Ok(p) => return p,
@@ -332,27 +450,27 @@ fn poll_guarded(r: &mut QueueRunner, now: &LazyNow, ctx: &PollCtx) -> aql::Polle
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic".into());
-    log::error!("pid {} queue {}: the command processor panicked: {what}", r.hw.process.pid, r.hw.queue.id);
+    log::error!("pid {} queue {}: the command processor panicked: {what}", r.hw().process.pid, r.hw().queue.id);
     // Reporting the error reads client memory too: if that panics as well, the queue just stops.
-    catch_unwind(AssertUnwindSafe(|| r.internal_error(&what, ctx.trace))).unwrap_or_default()
+    catch_unwind(AssertUnwindSafe(|| r.internal_error(&what, ctx))).unwrap_or_default()
 }
 
 /// Brings the runner list in line with the registry; removed queues are abandoned here, on the
 /// engine thread, before the remover is released.
-fn adopt(s: &Shared, runners: &mut Vec<QueueRunner>) {
+fn adopt(s: &Shared, runners: &mut Vec<Runner>) {
     let current: Vec<Arc<HwQueue>> = lock(&s.registry).queues.clone();
     let mut kept = Vec::with_capacity(current.len());
     for mut r in runners.drain(..) {
-        if current.iter().any(|q| Arc::ptr_eq(q, &r.hw)) {
+        if current.iter().any(|q| Arc::ptr_eq(q, r.hw())) {
             kept.push(r);
         } else {
             let ids = r.abandon();
-            r.hw.raise(&ids);
+            r.hw().raise(&ids);
         }
     }
     for q in current {
-        if !kept.iter().any(|r| Arc::ptr_eq(&r.hw, &q)) {
-            kept.push(QueueRunner::new(q, s.faults.clone()));
+        if !kept.iter().any(|r| Arc::ptr_eq(r.hw(), &q)) {
+            kept.push(Runner::new(q, s.faults.clone()));
         }
     }
     *runners = kept;

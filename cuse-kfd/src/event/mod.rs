@@ -203,6 +203,33 @@ impl EventTable {
         }
     }
 
+    /// An end-of-pipe or SDMA trap interrupt whose context id carries `valid_bits` bits of an
+    /// event id (amdkfd kfd_signal_event_interrupt): the event with that id is set if its slot
+    /// was written; if not, every event whose slot was written is (the exhaustive search amdkfd
+    /// falls back to when the id in the payload is wrong or partial).
+    pub fn interrupt(&mut self, context_id: u32, valid_bits: u32, done: &mut Vec<Completion>) {
+        let Some(page) = &self.page else { return };
+        let written = |id: u32| page.read_slot(id).is_some_and(|v| v != UNSIGNALED_EVENT_SLOT);
+        let mask = if valid_bits >= 32 { u32::MAX } else { (1u32 << valid_bits) - 1 };
+        let partial = context_id & mask;
+        let hit = self
+            .events
+            .values()
+            .filter(|e| e.uses_slot() && e.id & mask == partial)
+            .map(|e| e.id)
+            .find(|&id| written(id));
+        let ids: Vec<u32> = match hit {
+            Some(id) => vec![id],
+            None => self.events.values().filter(|e| e.uses_slot() && written(e.id)).map(|e| e.id).collect(),
+        };
+        for id in ids {
+            if let Some(page) = &self.page {
+                page.reset_slot(id);
+            }
+            self.set(id, done);
+        }
+    }
+
     /// Records a GPU VM fault in every MEMORY event and sets them (kfd_signal_vm_fault_event).
     pub fn memory_exception(&mut self, data: HsaMemoryExceptionData, done: &mut Vec<Completion>) {
         let ids: Vec<u32> =

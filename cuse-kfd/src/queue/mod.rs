@@ -91,14 +91,15 @@ pub struct QueueError {
     pub fault_va: Option<u64>,
 }
 
-/// What the command processor reports about a queue.
+/// What the command processor reports about a queue. On PM4 and SDMA queues the counts are in
+/// the queue's pointer units instead of packets: dwords (PM4) or bytes (SDMA), not wrapped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueStatus {
     /// Packets consumed.
     pub packets: u64,
     /// read_dispatch_id as last written.
     pub read_index: u64,
-    /// One past the highest packet index rung on the doorbell.
+    /// One past the highest packet index rung on the doorbell (the write pointer rung).
     pub write_index: u64,
     pub error: Option<QueueError>,
 }
