@@ -35,6 +35,11 @@ enum Command {
         /// A cuse-kfd node to use (default /dev/kfd).
         #[arg(long, value_name = "PATH")]
         device: Option<PathBuf>,
+        /// libhsakmt: `ours` (thunk/capi) first on the library path, or `system` (the system's
+        /// libhsakmt.so.1, over a node given by --device: in a mount namespace with the topology
+        /// at /sys/devices/virtual/kfd/kfd, render-node stand-ins and tools/kfd-preload).
+        #[arg(long, default_value = "ours", value_parser = ["ours", "system"])]
+        thunk: String,
         /// HSA runtime: `rocr` keeps the system's real ROCr, `shim` uses ours.
         #[arg(long, default_value = "rocr")]
         runtime: String,
@@ -128,7 +133,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve(a),
         Command::Topology { profile, gpus, write } => topology(&profile, gpus, write.as_deref()),
         Command::Status { name, runtime_dir, trace } => status(&name, runtime_dir, trace.as_deref()),
-        Command::Run { embedded, device, runtime, profile, gpus, program } => {
+        Command::Run { embedded, device, thunk, runtime, profile, gpus, program } => {
             if cuse_kfd::topology::Profile::by_name(&profile).is_none() {
                 return fail(format!("unknown profile {profile:?}"));
             }
@@ -137,7 +142,8 @@ fn main() -> ExitCode {
             } else {
                 run::Transport::Device(device.unwrap_or_else(|| PathBuf::from("/dev/kfd")))
             };
-            run::run(run::RunArgs { transport, runtime, profile, gpus, program })
+            let thunk = if thunk == "system" { run::Thunk::System } else { run::Thunk::Ours };
+            run::run(run::RunArgs { transport, thunk, runtime, profile, gpus, program })
         }
     };
     match r {

@@ -3,7 +3,15 @@
 //! `lsmod | grep amdgpu` check rocminfo makes, gives the program a /dev/kfd it can open (a
 //! private mount namespace where there is none), picks the transport (the device embedded in the
 //! program's own process, or a cuse-kfd node), then execs the program.
+//!
+//! With `--thunk system` the program keeps the system's libhsakmt.so.1, which talks to the
+//! kernel interfaces directly, so the private mount namespace gives it all of them: the node at
+//! /dev/kfd, the daemon's topology as a FUSE tree at /sys/devices/virtual/kfd/kfd, a regular
+//! file standing in for each GPU's /dev/dri/renderD<minor>, and tools/kfd-preload in LD_PRELOAD
+//! to turn its mmaps of those into mappings of the device's backing files. `run` then stays as
+//! the parent that serves the FUSE tree until the program exits.
 
+use cuse_kfd::sysfs::{SysfsMount, SysfsTree};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use std::ffi::OsString;
@@ -19,8 +27,18 @@ pub enum Transport {
     Device(PathBuf),
 }
 
+/// Which libhsakmt.so.1 the program uses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Thunk {
+    /// Ours (thunk/capi), first on the library path.
+    Ours,
+    /// The system's (e.g. Debian's libhsakmt1), over a cuse-kfd node.
+    System,
+}
+
 pub struct RunArgs {
     pub transport: Transport,
+    pub thunk: Thunk,
     /// `rocr` (the system's real ROCr) or `shim` (ours).
     pub runtime: String,
     pub profile: String,
@@ -34,9 +52,9 @@ fn profile_dir() -> Result<PathBuf, String> {
     Ok(exe.parent().ok_or("this executable has no directory")?.to_path_buf())
 }
 
-/// `<profile dir>/lib` holding `soname` -> the cargo-built `built`, building the package first
-/// when it is missing and cargo is at hand (as under `cargo run`).
-fn library(profile: &Path, package: &str, built: &str, soname: &str) -> Result<PathBuf, String> {
+/// The cargo-built `<profile dir>/<built>`, building the package first when it is missing and
+/// cargo is at hand (as under `cargo run`).
+fn artifact(profile: &Path, package: &str, built: &str) -> Result<PathBuf, String> {
     let lib = profile.join(built);
     if !lib.is_file() {
         let cargo = std::env::var_os("CARGO").ok_or_else(|| {
@@ -53,6 +71,12 @@ fn library(profile: &Path, package: &str, built: &str, soname: &str) -> Result<P
             return Err(format!("building {package} failed ({st})"));
         }
     }
+    Ok(lib)
+}
+
+/// `<profile dir>/lib` holding `soname` -> the cargo-built `built` (see [`artifact`]).
+fn library(profile: &Path, package: &str, built: &str, soname: &str) -> Result<PathBuf, String> {
+    let lib = artifact(profile, package, built)?;
     let dir = profile.join("lib");
     let link = dir.join(soname);
     // Already in place: leave it (the device tier's VM sees the target directory read-only).
@@ -111,17 +135,20 @@ fn bind(src: &Path, dst: &Path) -> Result<(), String> {
         .map_err(|e| format!("bind-mounting {} on {}: {e}", src.display(), dst.display()))
 }
 
-/// Puts `kfd` (a node to bind, or an empty file for the embedded device, which rocminfo only
-/// opens) at /dev/kfd: a tmpfs over /dev carrying over everything /dev had.
-fn provide_dev_kfd(kfd: Option<&Path>) -> Result<(), String> {
-    private_mounts()?;
-    let old = std::env::temp_dir().join(format!("cuse-kfd-run-dev-{}", std::process::id()));
+/// Mounts a tmpfs over `dir` that carries over what `dir` had (bind mounts of its entries),
+/// except the names in `skip`, so that entries can be added without touching the original.
+fn overlay(dir: &Path, skip: &[&str]) -> Result<(), String> {
+    let tag = dir.to_string_lossy().replace('/', "-");
+    let old = std::env::temp_dir().join(format!("cuse-kfd-run{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&old).map_err(|e| format!("creating {}: {e}", old.display()))?;
-    bind(Path::new("/dev"), &old)?;
-    mount(Some("tmpfs"), "/dev", Some("tmpfs"), MsFlags::MS_NOSUID, Some("mode=755"))
-        .map_err(|e| format!("mounting a tmpfs on /dev: {e}"))?;
+    bind(dir, &old)?;
+    mount(Some("tmpfs"), dir, Some("tmpfs"), MsFlags::MS_NOSUID, Some("mode=755"))
+        .map_err(|e| format!("mounting a tmpfs on {}: {e}", dir.display()))?;
     for entry in std::fs::read_dir(&old).map_err(|e| e.to_string())?.flatten() {
-        let (src, dst) = (entry.path(), Path::new("/dev").join(entry.file_name()));
+        if skip.iter().any(|s| entry.file_name() == *s) {
+            continue;
+        }
+        let (src, dst) = (entry.path(), dir.join(entry.file_name()));
         let ft = entry.file_type().map_err(|e| e.to_string())?;
         if ft.is_symlink() {
             let target = std::fs::read_link(&src).map_err(|e| e.to_string())?;
@@ -134,14 +161,130 @@ fn provide_dev_kfd(kfd: Option<&Path>) -> Result<(), String> {
             let _ = bind(&src, &dst);
         }
     }
+    Ok(())
+}
+
+/// Creates /dev/kfd (mode 0666) and binds `node` on it.
+fn put_dev_kfd(node: Option<&Path>) -> Result<(), String> {
     let dev_kfd = Path::new("/dev/kfd");
     std::fs::File::create(dev_kfd).map_err(|e| format!("creating /dev/kfd: {e}"))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dev_kfd, std::fs::Permissions::from_mode(0o666)).map_err(|e| e.to_string())?;
-    if let Some(node) = kfd {
-        bind(node, dev_kfd)?;
+    match node {
+        Some(node) => bind(node, dev_kfd),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Puts `kfd` (a node to bind, or an empty file for the embedded device, which rocminfo only
+/// opens) at /dev/kfd: a tmpfs over /dev carrying over everything /dev had.
+fn provide_dev_kfd(kfd: Option<&Path>) -> Result<(), String> {
+    private_mounts()?;
+    overlay(Path::new("/dev"), &[])?;
+    put_dev_kfd(kfd)
+}
+
+/// The runtime directory of the cuse-kfd node `node` (cuse-kfd's runtime-info ioctl).
+fn runtime_dir_of(node: &Path) -> Result<PathBuf, String> {
+    use std::os::fd::AsRawFd;
+    use uapi::vendor::{RuntimeInfo, CUSE_KFD_IOC_GET_RUNTIME_INFO};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(node)
+        .map_err(|e| format!("opening {}: {e}", node.display()))?;
+    let mut info = RuntimeInfo::default();
+    // SAFETY: `info` is a live, writable RuntimeInfo of exactly the size the ioctl number
+    // encodes; the device writes at most that many bytes.
+    let r = unsafe { libc::ioctl(file.as_raw_fd(), CUSE_KFD_IOC_GET_RUNTIME_INFO as _, &mut info as *mut RuntimeInfo) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!(
+            "{} does not answer cuse-kfd's runtime-info ioctl ({e}): not a cuse-kfd node",
+            node.display()
+        ));
+    }
+    let bytes = uapi::IntoBytes::as_bytes(&info.runtime_dir);
+    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    use std::os::unix::ffi::OsStrExt;
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes[..end])))
+}
+
+/// The daemon's topology (`<runtime dir>/topology`, written by the device) as a FUSE tree, and
+/// the render minors of its GPU nodes.
+fn read_topology(runtime_dir: &Path) -> Result<(SysfsTree, Vec<u32>), String> {
+    fn walk(base: &Path, rel: &str, dirs: &mut Vec<String>, files: &mut Vec<(String, String)>) -> std::io::Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(base.join(rel))?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let path = format!("{rel}/{}", e.file_name().to_string_lossy());
+            if e.file_type()?.is_dir() {
+                dirs.push(path.clone());
+                walk(base, &path, dirs, files)?;
+            } else {
+                let text = std::fs::read_to_string(base.join(&path))?;
+                files.push((path, text));
+            }
+        }
+        Ok(())
+    }
+    let (mut dirs, mut files) = (vec!["topology".to_string()], Vec::new());
+    walk(runtime_dir, "topology", &mut dirs, &mut files)
+        .map_err(|e| format!("reading the topology under {}: {e}", runtime_dir.display()))?;
+    let minors = files
+        .iter()
+        .filter(|(p, _)| p.starts_with("topology/nodes/") && p.matches('/').count() == 3 && p.ends_with("/properties"))
+        .filter_map(|(_, text)| {
+            text.lines().find_map(|l| l.strip_prefix("drm_render_minor ").and_then(|v| v.trim().parse().ok()))
+        })
+        .filter(|m: &u32| *m != 0)
+        .collect();
+    let tree =
+        SysfsTree::new(&dirs, &files).map_err(|e| format!("the topology under {}: {e}", runtime_dir.display()))?;
+    Ok((tree, minors))
+}
+
+/// The mount namespace the system's libhsakmt needs (see the module docs); the tree is served
+/// while the returned mount lives.
+fn system_thunk_namespace(node: &Path, runtime_dir: &Path) -> Result<SysfsMount, String> {
+    let (tree, minors) = read_topology(runtime_dir)?;
+    private_mounts()?;
+    // A host GPU's own /dev/dri and kfd sysfs are hidden: the program must see only our device.
+    overlay(Path::new("/dev"), &["kfd", "dri"])?;
+    put_dev_kfd(Some(node))?;
+    std::fs::create_dir("/dev/dri").map_err(|e| format!("creating /dev/dri: {e}"))?;
+    for minor in minors {
+        // libhsakmt opens it O_RDWR, hands the fd to ACQUIRE_VM and mmaps buffers through it
+        // (redirected by kfd-preload); a regular file is enough for all three.
+        let path = PathBuf::from(format!("/dev/dri/renderD{minor}"));
+        std::fs::File::create(&path).map_err(|e| format!("creating {}: {e}", path.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).map_err(|e| e.to_string())?;
+    }
+    let kfd_dir = Path::new(cuse_kfd::topology::KFD_SYSFS_DIR);
+    if !kfd_dir.is_dir() {
+        // sysfs cannot make directories: a tmpfs over its parent's parent can.
+        overlay(Path::new("/sys/devices/virtual"), &["kfd"])?;
+        std::fs::create_dir_all(kfd_dir).map_err(|e| format!("creating {}: {e}", kfd_dir.display()))?;
+    }
+    tree.mount(kfd_dir).map_err(|e| format!("mounting the topology at {}: {e}", kfd_dir.display()))
+}
+
+/// Runs the program on the system's libhsakmt over `node` and exits with its status.
+fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(), String> {
+    let preload = artifact(profile, "kfd-preload", "libkfd_preload.so")?;
+    let runtime_dir = runtime_dir_of(node)?;
+    let mut list = preload.into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+        list.push(":");
+        list.push(old);
+    }
+    cmd.env("LD_PRELOAD", list);
+    let _tree = system_thunk_namespace(node, &runtime_dir)?;
+    let status = cmd.status().map_err(|e| format!("running {:?}: {e}", cmd.get_program()))?;
+    // Exiting ends the mount namespace and, with it, the tree (no unmount to wait for).
+    use std::os::unix::process::ExitStatusExt;
+    std::process::exit(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
 /// Sets everything up and execs the program; returns only on failure.
@@ -150,16 +293,28 @@ pub fn run(a: RunArgs) -> Result<(), String> {
         return Err("no program to run (cuse-kfd run [OPTIONS] -- PROGRAM ARGS...)".into());
     };
     let profile = profile_dir()?;
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    cmd.env("PATH", prepend("PATH", &fake_lsmod()?));
+    if a.thunk == Thunk::System {
+        let Transport::Device(node) = &a.transport else {
+            return Err("--thunk system needs a cuse-kfd node (--device PATH): the system's libhsakmt issues real \
+                        ioctls on /dev/kfd, and the embedded device lives inside our libhsakmt"
+                .into());
+        };
+        if a.runtime != "rocr" {
+            return Err("--thunk system runs the system's ROCr (--runtime rocr): the shim is built on our thunk".into());
+        }
+        cmd.env_remove("CUSE_KFD_EMBEDDED");
+        return run_system_thunk(cmd, &profile, node);
+    }
     let mut libs = library(&profile, "hsakmt", "libhsakmt.so", "libhsakmt.so.1")?;
     match a.runtime.as_str() {
         "rocr" => {}
         "shim" => libs = library(&profile, "rocr-shim", "librocr_shim.so", "libhsa-runtime64.so.1")?,
         other => return Err(format!("unknown runtime {other:?} (rocr or shim)")),
     }
-    let mut cmd = Command::new(program);
-    cmd.args(args);
     cmd.env("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", &libs));
-    cmd.env("PATH", prepend("PATH", &fake_lsmod()?));
     cmd.env("CUSE_KFD_PROFILE", &a.profile).env("CUSE_KFD_GPUS", a.gpus.to_string());
     let node = match &a.transport {
         Transport::Embedded => {

@@ -74,3 +74,32 @@ fn device_tier_rocminfo_through_the_node() {
     assert_eq!(a[1], ("gfx90a".to_string(), "AMD Instinct MI210".to_string()), "{text}");
     assert!(text.contains("*** Done ***"), "{text}");
 }
+
+/// One layer further down, in the real-device tier: Debian's real libhsakmt 5.2.3 and real ROCr
+/// over /dev/<node> (`run --thunk system`: the topology as a FUSE tree at its sysfs path, a
+/// render-node stand-in, and kfd-preload redirecting its mmaps to the device's backing files).
+#[test]
+fn device_tier_rocminfo_on_the_system_libhsakmt() {
+    let Some(bin) = kfd_tests::device::tier() else { return };
+    let real = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libhsakmt.so.1");
+    assert!(real.exists(), "{} is missing (cargo xtask test installs libhsakmt1)", real.display());
+    let d = kfd_tests::device::Daemon::start(&bin, "kfd-t-rocminfo-sys");
+    let out = Command::new(&bin)
+        .args(["run", "--thunk", "system", "--device"])
+        .arg(&d.node)
+        .args(["--", "rocminfo"])
+        // The real libhsakmt's own log: its "acquiring VM" line shows that it, not ours, ran.
+        .env("HSAKMT_DEBUG_LEVEL", "7")
+        .output()
+        .expect("cuse-kfd run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "rocminfo failed:\n{text}");
+    assert!(text.contains("acquiring VM for"), "the system's libhsakmt did not run:\n{text}");
+    let a = agents(&text);
+    assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
+    // No marketing name: libhsakmt asks libdrm_amdgpu for it, which needs a real DRM node.
+    assert_eq!(a[1].0, "gfx90a", "the GPU agent:\n{text}");
+    assert!(text.contains("Device Type:             GPU"), "{text}");
+    assert!(text.contains("amdgcn-amd-amdhsa--gfx90a"), "the GPU's ISA:\n{text}");
+    assert!(text.contains("*** Done ***"), "{text}");
+}

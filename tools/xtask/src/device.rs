@@ -248,6 +248,8 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
     // target directory is read-only), so it is built, and its soname link made, here.
     // `--lib` on its own: with `--bins` the library would be built as an rlib only.
     cargo_json(ctx, &["build", "-p", "hsakmt", "--lib"])?;
+    // `cuse-kfd run --thunk system` preloads tools/kfd-preload (libkfd_preload.so beside cuse-kfd).
+    cargo_json(ctx, &["build", "-p", "kfd-preload", "--lib"])?;
     let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "--bins"])?;
     let daemon = artifacts(&messages)
         .find(|a| a.name == "cuse-kfd" && a.kinds.iter().any(|k| k == "bin") && !a.test)

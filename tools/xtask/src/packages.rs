@@ -9,7 +9,7 @@ pub struct Package {
 }
 
 /// Every package the tests need.
-pub const REQUIRED: [Package; 7] = [
+pub const REQUIRED: [Package; 8] = [
     // /usr/include/linux/kfd_ioctl.h (KFD 1.11 on bookworm) and linux/fuse.h.
     Package { name: "linux-libc-dev", why: "linux/kfd_ioctl.h for the uapi ABI test" },
     // /usr/include/libdrm/drm.h: kfd_ioctl.h includes <drm/drm.h>.
@@ -18,6 +18,9 @@ pub const REQUIRED: [Package; 7] = [
     Package { name: "libhsa-runtime-dev", why: "hsa/*.h for the uapi ABI test" },
     // /usr/include/hsakmt/*.h: the hsaKmt* API the thunk implements.
     Package { name: "libhsakmt-dev", why: "hsakmt.h for the thunk's C ABI checks" },
+    // /usr/lib/x86_64-linux-gnu/libhsakmt.so.1 (5.2.3): the real thunk, for
+    // `cuse-kfd run --thunk system` in the device tier.
+    Package { name: "libhsakmt1", why: "the real libhsakmt for `cuse-kfd run --thunk system`" },
     // /usr/bin/rocminfo, with libhsa-runtime64-1: an unmodified ROCm client.
     Package { name: "rocminfo", why: "a real ROCm client for the real-client tests" },
     // libfuse3 and its headers, fusermount3: FUSE mounts (the sysfs-shaped topology tree).
