@@ -97,8 +97,8 @@ fn device_tier_rocminfo_on_the_system_libhsakmt() {
     assert!(text.contains("acquiring VM for"), "the system's libhsakmt did not run:\n{text}");
     let a = agents(&text);
     assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
-    // No marketing name: libhsakmt asks libdrm_amdgpu for it, which needs a real DRM node.
-    assert_eq!(a[1].0, "gfx90a", "the GPU agent:\n{text}");
+    // The marketing name comes through libdrm_amdgpu, answered by kfd-preload for the stand-in.
+    assert_eq!(a[1], ("gfx90a".to_string(), "AMD Instinct MI210".to_string()), "the GPU agent:\n{text}");
     assert!(text.contains("Device Type:             GPU"), "{text}");
     assert!(text.contains("amdgcn-amd-amdhsa--gfx90a"), "the GPU's ISA:\n{text}");
     assert!(text.contains("*** Done ***"), "{text}");

@@ -12,9 +12,16 @@
 //!
 //! The runtime directory and the pid the device knows this process by come from cuse-kfd's
 //! vendor ioctl on the process's /dev/kfd fd.
+//!
+//! libhsakmt also asks libdrm_amdgpu for each GPU's marketing name (amdgpu_device_initialize
+//! on the render fd, amdgpu_get_marketing_name), which a regular file cannot answer. For a
+//! render stand-in this library answers those three calls itself, with the name libdrm would
+//! give: the first entry of libdrm's amdgpu.ids for the node's device_id (what our own thunk
+//! reports too). Real render nodes go to libdrm_amdgpu.
 
 mod sys;
 
+use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
@@ -117,6 +124,42 @@ fn redirect(fd: RawFd, offset: u64, len: u64) -> Option<Result<File, i32>> {
     })())
 }
 
+/// Where libhsakmt reads the topology (served by `cuse-kfd run` in its mount namespace).
+const TOPOLOGY_NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
+
+/// libdrm's table of board names (what amdgpu_get_marketing_name reads).
+const AMDGPU_IDS: &str = "/usr/share/libdrm/amdgpu.ids";
+
+/// The value of `key` in a sysfs properties text ("key value" lines).
+fn property(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// The first board name `amdgpu_ids` (amdgpu.ids' "ID, REVISION, NAME" lines) gives `device_id`.
+fn board_name(amdgpu_ids: &str, device_id: u64) -> Option<String> {
+    amdgpu_ids.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let (id, rest) = l.split_once(',')?;
+        let (_revision, name) = rest.split_once(',')?;
+        (u64::from_str_radix(id.trim(), 16).ok()? == device_id).then(|| name.trim().to_string())
+    })
+}
+
+/// The marketing name of the GPU whose render stand-in (a regular file, not a DRM node) is
+/// `fd`; `None` for anything else or when libdrm's table has no name for it.
+fn stand_in_marketing_name(fd: RawFd) -> Option<CString> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    let minor: u64 = link.to_str()?.strip_prefix(RENDER_PREFIX)?.parse().ok()?;
+    if !std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?.is_file() {
+        return None;
+    }
+    let device_id = std::fs::read_dir(TOPOLOGY_NODES).ok()?.flatten().find_map(|node| {
+        let text = std::fs::read_to_string(node.path().join("properties")).ok()?;
+        (property(&text, "drm_render_minor")? == minor).then(|| property(&text, "device_id"))?
+    })?;
+    let name = board_name(&std::fs::read_to_string(AMDGPU_IDS).ok()?, device_id)?;
+    CString::new(name).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +172,21 @@ mod tests {
         assert_eq!(redirect(f.as_raw_fd(), 0, 4096).map(|r| r.is_ok()), None);
         assert!(redirect(-1, 0, 4096).is_none());
         assert_eq!(space_of(-1), None);
+    }
+
+    #[test]
+    fn board_names_come_from_the_first_matching_amdgpu_ids_line() {
+        let ids = "# comment\n1.0.0\n73BF,\tC0,\tAMD Radeon RX 6900 XT\n73BF,\tC1,\tAMD Radeon RX 6800 XT\n\
+                   740F,\t02,\tAMD Instinct MI210\n";
+        assert_eq!(board_name(ids, 0x740F).as_deref(), Some("AMD Instinct MI210"));
+        assert_eq!(board_name(ids, 0x73BF).as_deref(), Some("AMD Radeon RX 6900 XT"));
+        assert_eq!(board_name(ids, 0x1234), None);
+        let props = "cpu_cores_count 0\ndevice_id 29711\ndrm_render_minor 128\n";
+        assert_eq!(property(props, "device_id"), Some(0x740F));
+        assert_eq!(property(props, "drm_render_minor"), Some(128));
+        assert_eq!(property(props, "device"), None);
+        let f = File::open("/proc/self/status").unwrap();
+        assert_eq!(stand_in_marketing_name(f.as_raw_fd()), None);
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The unsafe part: the exported `mmap`/`mmap64` that replace libc's for the whole process,
-//! the raw mmap syscall behind them, and cuse-kfd's runtime-info ioctl.
+//! the raw mmap syscall behind them, cuse-kfd's runtime-info ioctl, and the three
+//! libdrm_amdgpu calls answered for render stand-ins (others forwarded to libdrm_amdgpu).
 
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Mutex;
 use uapi::vendor::{RuntimeInfo, CUSE_KFD_IOC_GET_RUNTIME_INFO};
 
 /// The kernel's mmap, bypassing libc's (which this library replaces). glibc's syscall() gives
@@ -65,6 +68,92 @@ pub fn runtime_info(fd: RawFd) -> Result<RuntimeInfo, i32> {
         return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
     }
     Ok(info)
+}
+
+/// glibc's RTLD_NEXT: the next definition of a symbol after this library's.
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+
+/// The next definition of `name` (NUL-terminated), i.e. libdrm_amdgpu's.
+fn next(name: &[u8]) -> Option<*mut c_void> {
+    // SAFETY: `name` is a NUL-terminated symbol name; dlsym only reads it.
+    let f = unsafe { libc::dlsym(RTLD_NEXT, name.as_ptr() as *const c_char) };
+    (!f.is_null()).then_some(f)
+}
+
+/// The handles this library made (each a leaked `Box<CString>`: the marketing name).
+static STAND_IN_HANDLES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn is_ours(handle: *mut c_void) -> bool {
+    STAND_IN_HANDLES.lock().unwrap_or_else(|e| e.into_inner()).contains(&(handle as usize))
+}
+
+/// libdrm_amdgpu's `amdgpu_device_initialize`: for a render stand-in, a handle that only
+/// answers `amdgpu_get_marketing_name`.
+#[no_mangle]
+pub extern "C" fn amdgpu_device_initialize(
+    fd: c_int,
+    major: *mut u32,
+    minor: *mut u32,
+    handle: *mut *mut c_void,
+) -> c_int {
+    if let Some(name) = super::stand_in_marketing_name(fd).filter(|_| !handle.is_null()) {
+        let h = Box::into_raw(Box::new(name)) as *mut c_void;
+        STAND_IN_HANDLES.lock().unwrap_or_else(|e| e.into_inner()).push(h as usize);
+        // SAFETY: the caller passes writable out-pointers (libdrm's contract; `handle` checked
+        // non-null above, the version pointers checked here). 3.0: amdgpu's DRM interface.
+        unsafe {
+            if !major.is_null() {
+                *major = 3;
+            }
+            if !minor.is_null() {
+                *minor = 0;
+            }
+            *handle = h;
+        }
+        return 0;
+    }
+    let Some(f) = next(b"amdgpu_device_initialize\0") else { return -libc::ENOSYS };
+    // SAFETY: libdrm_amdgpu's function of exactly this signature, called with the caller's
+    // arguments.
+    unsafe {
+        let f: extern "C" fn(c_int, *mut u32, *mut u32, *mut *mut c_void) -> c_int = std::mem::transmute(f);
+        f(fd, major, minor, handle)
+    }
+}
+
+/// libdrm_amdgpu's `amdgpu_get_marketing_name`.
+#[no_mangle]
+pub extern "C" fn amdgpu_get_marketing_name(handle: *mut c_void) -> *const c_char {
+    if is_ours(handle) {
+        // SAFETY: one of our live handles (a leaked Box<CString>, freed only by deinitialize).
+        return unsafe { (*(handle as *const CString)).as_ptr() };
+    }
+    let Some(f) = next(b"amdgpu_get_marketing_name\0") else { return std::ptr::null() };
+    // SAFETY: libdrm_amdgpu's function of exactly this signature, with the caller's handle.
+    unsafe {
+        let f: extern "C" fn(*mut c_void) -> *const c_char = std::mem::transmute(f);
+        f(handle)
+    }
+}
+
+/// libdrm_amdgpu's `amdgpu_device_deinitialize`.
+#[no_mangle]
+pub extern "C" fn amdgpu_device_deinitialize(handle: *mut c_void) -> c_int {
+    let mut ours = STAND_IN_HANDLES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = ours.iter().position(|h| *h == handle as usize) {
+        ours.swap_remove(i);
+        // SAFETY: made by Box::into_raw in amdgpu_device_initialize and removed from the list
+        // just now, so freed exactly once.
+        drop(unsafe { Box::from_raw(handle as *mut CString) });
+        return 0;
+    }
+    drop(ours);
+    let Some(f) = next(b"amdgpu_device_deinitialize\0") else { return -libc::ENOSYS };
+    // SAFETY: libdrm_amdgpu's function of exactly this signature, with the caller's handle.
+    unsafe {
+        let f: extern "C" fn(*mut c_void) -> c_int = std::mem::transmute(f);
+        f(handle)
+    }
 }
 
 #[cfg(test)]
