@@ -1,3 +1,4 @@
 //! Shared helpers of the cross-crate tests.
 
 pub mod device;
+pub mod shim_programs;

@@ -213,11 +213,17 @@ pub fn pool(p: &PoolDesc, attr: u32) -> Result<Info> {
     })
 }
 
-/// hsa_amd_agent_memory_pool_get_info: every allocation is mapped to every agent of this
-/// process, so access is allowed by default everywhere.
+/// hsa_amd_agent_memory_pool_get_info. Access is what ROCr reports: an agent's own pools are
+/// open to it, another agent's must be granted with hsa_amd_agents_allow_access (the CPU to VRAM,
+/// a GPU to system memory). Granting is then a no-op here, every allocation being mapped to every
+/// agent already, but a program written against these answers also runs on ROCr.
 pub fn agent_pool(a: &AgentDesc, p: &PoolDesc, attr: u32) -> Result<Info> {
     Ok(match attr {
-        HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS => Info::U32(HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT),
+        HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS => Info::U32(if p.owner == a.handle {
+            HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
+        } else {
+            HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT
+        }),
         HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS => Info::U32(u32::from(p.owner != a.handle)),
         _ => return Err(unknown("agent memory pool", attr)),
     })

@@ -102,8 +102,12 @@ impl MemoryTable {
 
     /// Removes the allocation that starts at `ptr`.
     pub fn remove(&self, ptr: u64) -> Result<Arc<Allocation>> {
+        // INVALID_ALLOCATION, as ROCr answers for a pointer it has no allocation at.
         self.lock().remove(&ptr).ok_or_else(|| {
-            Error::invalid_argument(format!("{ptr:#x} is not the start of memory this runtime allocated"))
+            Error::new(
+                Status::INVALID_ALLOCATION,
+                format!("{ptr:#x} is not the start of memory this runtime allocated"),
+            )
         })
     }
 

@@ -140,7 +140,8 @@ impl Runtime {
         callback: Option<QueueCallback>,
     ) -> Result<QueueState> {
         if !self.agent_desc(agent)?.is_gpu() {
-            return Err(Error::new(Status::INVALID_QUEUE_CREATION, "CPU agents take no AQL queues in this runtime"));
+            // The generic status, as ROCr answers for its CPU agent.
+            return Err(Error::new(Status::ERROR, "CPU agents take no AQL queues in this runtime"));
         }
         let gpu = self.gpu_desc(agent)?.gpu_id();
         match queue_type {

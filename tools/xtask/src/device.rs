@@ -32,7 +32,7 @@ pub struct DeviceTest {
 /// integration test target whose tests return early unless CUSE_KFD_DEVICE_TIER is set.
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table).
-pub const DEVICE_TESTS: [DeviceTest; 4] = [
+pub const DEVICE_TESTS: [DeviceTest; 5] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -44,6 +44,14 @@ pub const DEVICE_TESTS: [DeviceTest; 4] = [
         target: "rocr_programs",
         args: &["device_tier"],
         what: "the real ROCr 5.2.3 over our libhsakmt over the node: queues, barriers, wraparound, BLOCKED waits",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "shim_programs",
+        // The output of passing tests too: each program's checks and time on the node.
+        args: &["device_tier", "--show-output"],
+        what: "the shim's C programs over the node on our HSA runtime, and without its extensions on the \
+               real ROCr 5.2.3: one behaviour, two runtimes",
     },
     DeviceTest {
         package: "kfd-tests",
@@ -262,6 +270,16 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(profile.join("libhsakmt.so"), &link)
         .map_err(|e| format!("linking {}: {e}", link.display()))?;
+    // The shim's C programs (kfd-tests/shim_programs) load our HSA runtime: the cdylib staged
+    // as libhsa-runtime64.so.1 in <profile>/rocr-shim-lib, where that test looks. A copy renamed
+    // into place, as `cargo test -p rocr-shim` stages it: a concurrent run never maps half a file.
+    cargo_json(ctx, &["build", "-p", "rocr-shim", "--lib"])?;
+    let shim_dir = profile.join("rocr-shim-lib");
+    let tmp = shim_dir.join(format!("libhsa-runtime64.so.1.{}", std::process::id()));
+    std::fs::create_dir_all(&shim_dir)
+        .and_then(|()| std::fs::copy(profile.join("librocr_shim.so"), &tmp))
+        .and_then(|_| std::fs::rename(&tmp, shim_dir.join("libhsa-runtime64.so.1")))
+        .map_err(|e| format!("staging librocr_shim.so in {}: {e}", shim_dir.display()))?;
     let mut tests = Vec::new();
     for t in targets {
         let messages = cargo_json(ctx, &["test", "--no-run", "-p", &t.package, "--test", &t.target])?;

@@ -1,6 +1,6 @@
 //! Memory: region and pool allocation, hsa_memory_copy on the device's COPY_BYTES kernel.
 
-use super::{fail, out, runtime, status, HsaStatus};
+use super::{out, runtime, status, HsaStatus};
 use crate::agent::Pool;
 use crate::status::{Error, Status};
 use std::ffi::c_void;
@@ -56,31 +56,51 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
     hsa_memory_free(ptr)
 }
 
+/// Between allocations of this runtime the device copies (Runtime::copy). Memory the runtime did
+/// not allocate is taken for host memory, as ROCr takes it, and copied by the CPU: the device
+/// cannot reach it, the CPU can (every allocation of this runtime, VRAM included, is mapped in
+/// the process too). A range that starts inside an allocation must end inside it.
 #[no_mangle]
-pub extern "C" fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, size: usize) -> HsaStatus {
+pub unsafe extern "C" fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, size: usize) -> HsaStatus {
     let r = runtime().and_then(|rt| {
         if dst.is_null() || src.is_null() {
             return Err(Error::invalid_argument("hsa_memory_copy: NULL pointer"));
         }
-        rt.copy(dst as u64, src as u64, size as u64)
+        let foreign = |p: u64| size > 0 && rt.allocation(p, 1).is_none();
+        if !foreign(dst as u64) && !foreign(src as u64) {
+            return rt.copy(dst as u64, src as u64, size as u64);
+        }
+        for (p, what) in [(dst as u64, "destination"), (src as u64, "source")] {
+            if !foreign(p) && rt.allocation(p, size as u64).is_none() {
+                return Err(Error::invalid_argument(format!(
+                    "hsa_memory_copy: the {what} {p:#x}+{size} runs past the end of its allocation"
+                )));
+            }
+        }
+        // SAFETY: hsa.h's precondition: both ranges are valid for `size` bytes.
+        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+        Ok(())
     });
     status(r)
 }
 
-/// Host memory the runtime did not allocate cannot be made visible to this device (the shim
-/// maps no user pages): an error, not a pretend success.
+/// A performance hint that the HSA specification makes a no-op in the base profile (the only
+/// profile here), as ROCr does on a discrete GPU: it does not make the memory visible to the
+/// device (packets cannot use it; hsa_memory_copy copies it with the CPU). Arguments are checked
+/// as ROCr checks them.
 #[no_mangle]
 pub extern "C" fn hsa_memory_register(ptr: *mut c_void, size: usize) -> HsaStatus {
-    fail(&Error::new(
-        Status::ERROR,
-        format!("hsa_memory_register({ptr:p}, {size}): registering host memory is not supported; allocate from a region or pool instead"),
-    ))
+    let r = runtime().and_then(|_| {
+        if size == 0 && !ptr.is_null() {
+            return Err(Error::invalid_argument(format!("hsa_memory_register({ptr:p}, 0): size 0")));
+        }
+        Ok(())
+    });
+    status(r)
 }
 
+/// The counterpart of hsa_memory_register: a no-op.
 #[no_mangle]
-pub extern "C" fn hsa_memory_deregister(ptr: *mut c_void, size: usize) -> HsaStatus {
-    fail(&Error::new(
-        Status::ERROR,
-        format!("hsa_memory_deregister({ptr:p}, {size}): registering host memory is not supported"),
-    ))
+pub extern "C" fn hsa_memory_deregister(_ptr: *mut c_void, _size: usize) -> HsaStatus {
+    status(runtime().map(|_| ()))
 }

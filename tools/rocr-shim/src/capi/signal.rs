@@ -55,7 +55,13 @@ pub unsafe extern "C" fn hsa_signal_create(
 
 #[no_mangle]
 pub extern "C" fn hsa_signal_destroy(signal: u64) -> HsaStatus {
-    status(runtime().and_then(|rt| rt.destroy_signal_raw(signal)))
+    status(runtime().and_then(|rt| {
+        // The null signal is a bad argument rather than a bad signal, as ROCr answers.
+        if signal == 0 {
+            return Err(Error::invalid_argument("hsa_signal_destroy: the null signal"));
+        }
+        rt.destroy_signal_raw(signal)
+    }))
 }
 
 macro_rules! loads {

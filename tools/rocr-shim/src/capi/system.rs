@@ -146,9 +146,10 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
         for a in agents {
             rt.agent_desc(*a)?;
         }
+        // The generic status, as ROCr answers for memory it did not allocate.
         rt.allocation(ptr as u64, 1)
             .map(|_| ())
-            .ok_or_else(|| Error::invalid_argument(format!("{ptr:p} is not memory this runtime allocated")))
+            .ok_or_else(|| Error::new(Status::ERROR, format!("{ptr:p} is not memory this runtime allocated")))
     });
     status(r)
 }

@@ -1,5 +1,10 @@
 /* Helpers shared by the C tests of the shim: checks, agent/region/pool discovery and AQL
- * packet submission written the way an HSA program writes them. */
+ * packet submission written the way an HSA program writes them.
+ *
+ * Two modes. By default a program is built for the shim and may use its extensions
+ * (cuse_kfd_shim.h). With -DCUSE_KFD_REAL_ROCR it is built against Debian's real ROCr 5.2.3
+ * (tests/tests/shim_programs.rs): the extensions are compiled out, so the same standard-HSA
+ * checks hold on both runtimes. */
 #ifndef SHIM_TEST_CHECK_H
 #define SHIM_TEST_CHECK_H
 
@@ -16,7 +21,36 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
+#ifdef CUSE_KFD_REAL_ROCR
+#include <dlfcn.h>
+/* Real ROCr has no way to say why a call failed beyond its status. */
+#define LAST_ERROR() "real ROCr"
+/* Misuse the HSA specification leaves undefined (a made-up or destroyed handle, a queue's own
+ * doorbell signal destroyed, a copy past the end of an allocation): the shim validates and
+ * returns an error status; real ROCr takes handles for object addresses and crashes, aborts on
+ * an assertion, or carries on. Such checks are under #if CHECKS_MISUSE: they are the shim's,
+ * not a behaviour both runtimes share. */
+#define CHECKS_MISUSE 0
+#else
 #include "cuse_kfd_shim.h"
+#define LAST_ERROR() cuse_kfd_shim_last_error()
+#define CHECKS_MISUSE 1
+#endif
+
+/* Before main: stdout line-buffered, so that a program that crashes still shows how far it got.
+ * Built for real ROCr, it must run on it (a library path that puts the shim first would have the
+ * checks pass or fail for the wrong runtime): it says which library answers. */
+__attribute__((constructor)) static void program_start(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef CUSE_KFD_REAL_ROCR
+  Dl_info info;
+  if (dladdr((void*)hsa_init, &info) && info.dli_fname) printf("runtime: %s\n", info.dli_fname);
+  if (dlsym(RTLD_DEFAULT, "cuse_kfd_shim_last_error") != NULL) {
+    fprintf(stderr, "built for the real ROCr (CUSE_KFD_REAL_ROCR), but the shim's library was loaded\n");
+    exit(1);
+  }
+#endif
+}
 
 #define CHECK(cond)                                                                    \
   do {                                                                                 \
@@ -33,7 +67,7 @@
       const char* t_ = NULL;                                                           \
       hsa_status_string(s_, &t_);                                                      \
       fprintf(stderr, "%s:%d: %s = %#x (%s) [%s], want %#x\n", __FILE__, __LINE__,     \
-              #expr, (unsigned)s_, t_ ? t_ : "?", cuse_kfd_shim_last_error(),          \
+              #expr, (unsigned)s_, t_ ? t_ : "?", LAST_ERROR(),                        \
               (unsigned)(want));                                                       \
       exit(1);                                                                         \
     }                                                                                  \
@@ -50,6 +84,14 @@ static inline uint64_t now_ns(void) {
 }
 
 static inline void sleep_ms(unsigned ms) { usleep(ms * 1000u); }
+
+/* A loop count of a stress part divided by $CUSE_KFD_TEST_DIVISOR (default 1): the device tier
+ * runs these programs under TCG, where a round trip through CUSE costs milliseconds. */
+static inline int scaled(int n) {
+  const char* d = getenv("CUSE_KFD_TEST_DIVISOR");
+  int k = d ? atoi(d) : 1;
+  return k > 1 ? (n / k > 0 ? n / k : 1) : n;
+}
 
 typedef struct {
   hsa_agent_t cpu, gpu;
@@ -76,8 +118,22 @@ static hsa_status_t find_region(hsa_region_t r, void* data) {
   return HSA_STATUS_SUCCESS;
 }
 
-static hsa_status_t first_pool(hsa_amd_memory_pool_t p, void* data) {
-  *(hsa_amd_memory_pool_t*)data = p;
+/* The first global pool with all of the flags in `want`: pools are found by what they are, not
+ * by position (ROCr lists three system pools, the shim one). */
+typedef struct {
+  uint32_t want;
+  hsa_amd_memory_pool_t found;
+} pool_query_t;
+
+static hsa_status_t find_pool(hsa_amd_memory_pool_t p, void* data) {
+  pool_query_t* q = data;
+  hsa_amd_segment_t seg;
+  uint32_t flags;
+  OK(hsa_amd_memory_pool_get_info(p, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &seg));
+  if (seg != HSA_AMD_SEGMENT_GLOBAL) return HSA_STATUS_SUCCESS;
+  OK(hsa_amd_memory_pool_get_info(p, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags));
+  if ((flags & q->want) != q->want) return HSA_STATUS_SUCCESS;
+  q->found = p;
   return HSA_STATUS_INFO_BREAK;
 }
 
@@ -88,8 +144,12 @@ static inline env_t find_env(void) {
   CHECK(e.cpu.handle && e.gpu.handle);
   OK(hsa_agent_iterate_regions(e.gpu, find_region, &e));
   CHECK(e.system.handle && e.kernarg.handle && e.vram.handle);
-  CHECK_STATUS(hsa_amd_agent_iterate_memory_pools(e.cpu, first_pool, &e.sys_pool), HSA_STATUS_INFO_BREAK);
-  CHECK_STATUS(hsa_amd_agent_iterate_memory_pools(e.gpu, first_pool, &e.vram_pool), HSA_STATUS_INFO_BREAK);
+  pool_query_t sys = {HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, {0}};
+  pool_query_t vram = {HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, {0}};
+  CHECK_STATUS(hsa_amd_agent_iterate_memory_pools(e.cpu, find_pool, &sys), HSA_STATUS_INFO_BREAK);
+  CHECK_STATUS(hsa_amd_agent_iterate_memory_pools(e.gpu, find_pool, &vram), HSA_STATUS_INFO_BREAK);
+  e.sys_pool = sys.found;
+  e.vram_pool = vram.found;
   return e;
 }
 

@@ -19,10 +19,17 @@ static void size_rules(const env_t* e) {
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK_STATUS(hsa_queue_create(e->gpu, 1u << 31, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+#ifdef CUSE_KFD_REAL_ROCR
+  /* No GWS on the device, so no cooperative queue. ROCr's status is not checked: the topology
+   * advertises num_gws 64, so ROCr reports COOPERATIVE_QUEUES and tries ALLOC_QUEUE_GWS, which
+   * the device refuses (OUT_OF_RESOURCES); a device inconsistency, reported, not papered over. */
+  CHECK(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_COOPERATIVE, NULL, NULL, 0, 0, &q) != HSA_STATUS_SUCCESS);
+#else
   CHECK_STATUS(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_COOPERATIVE, NULL, NULL, 0, 0, &q),
                HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
-  CHECK_STATUS(hsa_queue_create(e->cpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q),
-               HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
+#endif
+  /* CPU agents take no queues: ROCr answers with the generic error. */
+  CHECK_STATUS(hsa_queue_create(e->cpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q), HSA_STATUS_ERROR);
   CHECK_STATUS(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, NULL),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   const uint32_t valid[] = {64, 128, 4096, 131072};
@@ -33,11 +40,15 @@ static void size_rules(const env_t* e) {
     CHECK(q->doorbell_signal.handle != 0);
     CHECK(q->type == HSA_QUEUE_TYPE_MULTI);
     CHECK(q->features & HSA_QUEUE_FEATURE_KERNEL_DISPATCH);
+#if CHECKS_MISUSE
     /* The doorbell signal belongs to the queue. */
     CHECK_STATUS(hsa_signal_destroy(q->doorbell_signal), HSA_STATUS_ERROR_INVALID_SIGNAL);
+#endif
     OK(hsa_queue_destroy(q));
   }
+#if CHECKS_MISUSE
   CHECK_STATUS(hsa_queue_destroy(q), HSA_STATUS_ERROR_INVALID_QUEUE);
+#endif
 }
 
 /* Creates queues until the first failure: it must be OUT_OF_RESOURCES, at no more than
@@ -55,7 +66,7 @@ static void queue_cap(const env_t* e) {
   }
   CHECK_STATUS(st, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK(n >= 126 && n <= max);
-  printf("queue cap: %u queues, then OUT_OF_RESOURCES (%s)\n", n, cuse_kfd_shim_last_error());
+  printf("queue cap: %u queues, then OUT_OF_RESOURCES (%s)\n", n, LAST_ERROR());
   hsa_signal_t done = new_signal(2);
   const hsa_signal_t none[5] = {{0}};
   submit_barrier(qs[0], HSA_PACKET_TYPE_BARRIER_AND, none, done);
@@ -91,9 +102,11 @@ static void index_ops(const env_t* e) {
   CHECK(hsa_queue_cas_write_index_release(q, 23, 24) == 23);
   CHECK(hsa_queue_cas_write_index_acq_rel(q, 24, 25) == 24);
   CHECK(hsa_queue_load_write_index_relaxed(q) == 25);
-  /* The device owns the read index: stores are refused (logged), the index stays. */
+#if CHECKS_MISUSE
+  /* The device owns the read index: stores are refused (logged), the index stays (ROCr asserts). */
   hsa_queue_store_read_index_relaxed(q, 3);
   hsa_queue_store_read_index_screlease(q, 3);
+#endif
   CHECK(hsa_queue_load_read_index_scacquire(q) == 0);
   CHECK(hsa_queue_load_read_index_acquire(q) == 0);
   OK(hsa_queue_destroy(q));
@@ -196,7 +209,9 @@ static void inactivate(const env_t* e) {
   CHECK(hsa_queue_load_read_index_scacquire(q) == 0);
   OK(hsa_signal_destroy(done));
   OK(hsa_queue_destroy(q));
+#if CHECKS_MISUSE
   CHECK_STATUS(hsa_queue_inactivate(q), HSA_STATUS_ERROR_INVALID_QUEUE);
+#endif
 }
 
 int main(void) {
@@ -211,9 +226,11 @@ int main(void) {
   OK(hsa_queue_destroy(q));
   error_callback(&e);
   queue_cap(&e);
+#ifndef CUSE_KFD_REAL_ROCR
   cuse_kfd_shim_counters_t c;
   OK(cuse_kfd_shim_get_counters(&c));
   CHECK(c.live_queues == 0);
+#endif
   OK(hsa_shut_down());
   printf("PASS queue\n");
   return 0;

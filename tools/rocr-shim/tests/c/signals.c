@@ -74,9 +74,11 @@ static void ops(void) {
   CHECK(hsa_signal_cas_acq_rel(s, 12, 13) == 12);
   CHECK(hsa_signal_load_relaxed(s) == 13);
   OK(hsa_signal_destroy(s));
+#if CHECKS_MISUSE
   CHECK_STATUS(hsa_signal_destroy(s), HSA_STATUS_ERROR_INVALID_SIGNAL);
+#endif
   hsa_signal_t zero = {0};
-  CHECK_STATUS(hsa_signal_destroy(zero), HSA_STATUS_ERROR_INVALID_SIGNAL);
+  CHECK_STATUS(hsa_signal_destroy(zero), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_signal_create(0, 0, NULL, NULL), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 }
 
@@ -142,7 +144,7 @@ static void waits(void) {
 typedef struct {
   hsa_queue_t* q;
   hsa_signal_t s;
-  uint64_t kernel;
+  uint64_t kernel; /* a soft kernel (shim only) */
   void* kernarg;
 } device_job_t;
 
@@ -154,6 +156,7 @@ static void* barrier_later(void* arg) {
   return NULL;
 }
 
+#ifndef CUSE_KFD_REAL_ROCR
 static void* kernel_later(void* arg) {
   device_job_t* j = arg;
   sleep_ms(30);
@@ -161,34 +164,42 @@ static void* kernel_later(void* arg) {
   submit_dispatch(j->q, j->kernel, j->kernarg, 1, 1, no);
   return NULL;
 }
+#endif
 
-/* The device decrementing a completion signal, and a SIGNAL_STORE kernel, wake both kinds of
- * waiter. */
+/* The device decrementing a completion signal, and (shim: its soft kernels) a SIGNAL_STORE
+ * kernel, wake both kinds of waiter. */
 static void device_wakes(const env_t* e) {
   hsa_queue_t* q = NULL;
   OK(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q));
-  uint64_t kernel;
+  device_job_t j = {q, {0}, 0, NULL};
+#ifndef CUSE_KFD_REAL_ROCR
   uint32_t size;
-  OK(cuse_kfd_shim_soft_kernel(e->gpu, CUSE_KFD_SOFT_KERNEL_SIGNAL_STORE, &kernel, &size));
+  OK(cuse_kfd_shim_soft_kernel(e->gpu, CUSE_KFD_SOFT_KERNEL_SIGNAL_STORE, &j.kernel, &size));
   CHECK(size == sizeof(cuse_kfd_signal_store_args_t));
   cuse_kfd_signal_store_args_t* args = NULL;
   OK(hsa_memory_allocate(e->kernarg, sizeof *args, (void**)&args));
+  j.kernarg = args;
+#endif
   const hsa_wait_state_t hints[] = {HSA_WAIT_STATE_BLOCKED, HSA_WAIT_STATE_ACTIVE};
   for (unsigned h = 0; h < 2; h++) {
     hsa_signal_t s = new_signal(1);
-    device_job_t j = {q, s, kernel, args};
+    j.s = s;
     pthread_t t;
     CHECK(pthread_create(&t, NULL, barrier_later, &j) == 0);
     CHECK(hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, 0, 10000 * MS, hints[h]) == 0);
     pthread_join(t, NULL);
+#ifndef CUSE_KFD_REAL_ROCR
     args->signal = s;
     args->value = 42;
     CHECK(pthread_create(&t, NULL, kernel_later, &j) == 0);
     CHECK(hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, 42, 10000 * MS, hints[h]) == 42);
     pthread_join(t, NULL);
+#endif
     OK(hsa_signal_destroy(s));
   }
+#ifndef CUSE_KFD_REAL_ROCR
   OK(hsa_memory_free(args));
+#endif
   OK(hsa_queue_destroy(q));
 }
 
@@ -211,8 +222,12 @@ static void groups(const env_t* e) {
   CHECK((which.handle == s[1].handle && v == 7) || (which.handle == s[2].handle && v == 0));
   OK(hsa_signal_group_destroy(g));
   CHECK_STATUS(hsa_signal_group_destroy(g), HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP);
+#if CHECKS_MISUSE
   hsa_signal_t bad[2] = {s[0], {0x4000}};
   CHECK_STATUS(hsa_signal_group_create(2, bad, 0, NULL, &g), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+#endif
+  hsa_signal_t with_null[2] = {s[0], {0}};
+  CHECK_STATUS(hsa_signal_group_create(2, with_null, 0, NULL, &g), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(hsa_signal_group_create(0, s, 0, NULL, &g), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 
   /* hsa_amd_signal_wait_any: UINT32_MAX after the timeout, else the index and its value. */
@@ -230,21 +245,29 @@ static void groups(const env_t* e) {
   for (int i = 0; i < 3; i++) OK(hsa_signal_destroy(s[i]));
 }
 
+/* Interrupt or not by consumer (what the shim says through cuse_kfd_shim_signal_get_info); on
+ * both runtimes every kind of signal can be waited on. */
 static void consumers(const env_t* e) {
+#ifndef CUSE_KFD_REAL_ROCR
   cuse_kfd_shim_signal_info_t info;
+#define INFO(s, cond)                              \
+  do {                                             \
+    OK(cuse_kfd_shim_signal_get_info((s), &info)); \
+    CHECK(cond);                                   \
+  } while (0)
+#else
+#define INFO(s, cond) ((void)(s))
+#endif
   hsa_signal_t s;
   OK(hsa_signal_create(1, 0, NULL, &s));
-  OK(cuse_kfd_shim_signal_get_info(s, &info));
-  CHECK(info.interrupt == 1 && info.event_id != 0 && info.placement == HSA_AMD_SIGNAL_PLACEMENT_HOST);
+  INFO(s, info.interrupt == 1 && info.event_id != 0 && info.placement == HSA_AMD_SIGNAL_PLACEMENT_HOST);
   OK(hsa_signal_destroy(s));
   OK(hsa_signal_create(1, 1, &e->cpu, &s));
-  OK(cuse_kfd_shim_signal_get_info(s, &info));
-  CHECK(info.interrupt == 1);
+  INFO(s, info.interrupt == 1);
   OK(hsa_signal_destroy(s));
   /* Consumed by the GPU only: polled, no event; waits still work. */
   OK(hsa_signal_create(1, 1, &e->gpu, &s));
-  OK(cuse_kfd_shim_signal_get_info(s, &info));
-  CHECK(info.interrupt == 0);
+  INFO(s, info.interrupt == 0);
   store_job_t j = {s, 0, 30};
   pthread_t t;
   CHECK(pthread_create(&t, NULL, store_later, &j) == 0);
@@ -252,11 +275,13 @@ static void consumers(const env_t* e) {
   pthread_join(t, NULL);
   OK(hsa_signal_destroy(s));
   OK(hsa_amd_signal_create(1, 0, NULL, HSA_AMD_SIGNAL_AMD_GPU_ONLY, &s));
-  OK(cuse_kfd_shim_signal_get_info(s, &info));
-  CHECK(info.interrupt == 0);
+  INFO(s, info.interrupt == 0);
   OK(hsa_signal_destroy(s));
+#undef INFO
+#if CHECKS_MISUSE
   hsa_agent_t bogus = {0x99};
   CHECK_STATUS(hsa_signal_create(1, 1, &bogus, &s), HSA_STATUS_ERROR_INVALID_AGENT);
+#endif
 }
 
 static volatile int waiter_done;
@@ -283,16 +308,20 @@ static void destroy_wakes(void) {
 int main(void) {
   OK(hsa_init());
   env_t e = find_env();
+#ifndef CUSE_KFD_REAL_ROCR
   cuse_kfd_shim_counters_t before, after;
   OK(cuse_kfd_shim_get_counters(&before));
+#endif
   ops();
   waits();
   device_wakes(&e);
   groups(&e);
   consumers(&e);
   destroy_wakes();
+#ifndef CUSE_KFD_REAL_ROCR
   OK(cuse_kfd_shim_get_counters(&after));
   CHECK(after.live_signals == before.live_signals);
+#endif
   OK(hsa_shut_down());
   printf("PASS signals\n");
   return 0;
