@@ -74,10 +74,10 @@ fn artifact(profile: &Path, package: &str, built: &str) -> Result<PathBuf, Strin
     Ok(lib)
 }
 
-/// `<profile dir>/lib` holding `soname` -> the cargo-built `built` (see [`artifact`]).
-fn library(profile: &Path, package: &str, built: &str, soname: &str) -> Result<PathBuf, String> {
+/// `<profile dir>/<dir>` holding `soname` -> the cargo-built `built` (see [`artifact`]).
+fn library(profile: &Path, dir: &str, package: &str, built: &str, soname: &str) -> Result<PathBuf, String> {
     let lib = artifact(profile, package, built)?;
-    let dir = profile.join("lib");
+    let dir = profile.join(dir);
     let link = dir.join(soname);
     // Already in place: leave it (the device tier's VM sees the target directory read-only).
     if std::fs::read_link(&link).is_ok_and(|t| t == lib) {
@@ -308,13 +308,26 @@ pub fn run(a: RunArgs) -> Result<(), String> {
         cmd.env_remove("CUSE_KFD_EMBEDDED");
         return run_system_thunk(cmd, &profile, node);
     }
-    let mut libs = library(&profile, "hsakmt", "libhsakmt.so", "libhsakmt.so.1")?;
-    match a.runtime.as_str() {
-        "rocr" => {}
-        "shim" => libs = library(&profile, "rocr-shim", "librocr_shim.so", "libhsa-runtime64.so.1")?,
+    let thunk = library(&profile, "lib", "hsakmt", "libhsakmt.so", "libhsakmt.so.1")?;
+    // The shim's libhsa-runtime64.so.1 has a directory of its own: in the thunk's, it would
+    // shadow the real ROCr for every later `--runtime rocr` run.
+    let libs = match a.runtime.as_str() {
+        "rocr" => {
+            // Left there by an older cuse-kfd; gone, or the real ROCr never loads.
+            let stale = thunk.join("libhsa-runtime64.so.1");
+            if stale.symlink_metadata().is_ok() {
+                std::fs::remove_file(&stale).map_err(|e| format!("removing the stale {}: {e}", stale.display()))?;
+            }
+            std::env::join_paths([&thunk])
+        }
+        "shim" => std::env::join_paths([
+            library(&profile, "lib-shim", "rocr-shim", "librocr_shim.so", "libhsa-runtime64.so.1")?,
+            thunk,
+        ]),
         other => return Err(format!("unknown runtime {other:?} (rocr or shim)")),
     }
-    cmd.env("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", &libs));
+    .map_err(|e| format!("library path: {e}"))?;
+    cmd.env("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", Path::new(&libs)));
     cmd.env("CUSE_KFD_PROFILE", &a.profile).env("CUSE_KFD_GPUS", a.gpus.to_string());
     let node = match &a.transport {
         Transport::Embedded => {

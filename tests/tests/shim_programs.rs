@@ -44,6 +44,9 @@ impl Build {
 enum Transport<'a> {
     /// The device inside the program's process: `cargo run -p cuse-kfd -- run --embedded`.
     Embedded,
+    /// The device inside the program's process, on the shim: `cuse-kfd run --embedded --runtime
+    /// shim`, which puts the shim's libhsa-runtime64.so.1 and our libhsakmt first.
+    EmbeddedShim,
     /// A node, through `<bin> run --device <node>` (it puts our libhsakmt first).
     Run { bin: &'a Path, node: &'a Path },
     /// A node, the program started directly with the staged shim first on the library path.
@@ -53,7 +56,7 @@ enum Transport<'a> {
 impl Transport<'_> {
     fn name(&self) -> String {
         match self {
-            Transport::Embedded => "embedded".into(),
+            Transport::Embedded | Transport::EmbeddedShim => "embedded".into(),
             Transport::Run { node, .. } | Transport::Shim { node, .. } => node.display().to_string(),
         }
     }
@@ -63,6 +66,11 @@ impl Transport<'_> {
             Transport::Embedded => {
                 let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
                 c.args(["run", "-q", "-p", "cuse-kfd", "--", "run", "--embedded", "--"]).arg(exe);
+                c
+            }
+            Transport::EmbeddedShim => {
+                let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+                c.args(["run", "-q", "-p", "cuse-kfd", "--", "run", "--embedded", "--runtime", "shim", "--"]).arg(exe);
                 c
             }
             Transport::Run { bin, node } => {
@@ -129,7 +137,7 @@ fn run(exe: &Path, transport: Transport) -> (bool, String) {
     let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
     let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
     let limit = match transport {
-        Transport::Embedded => RUN_LIMIT,
+        Transport::Embedded | Transport::EmbeddedShim => RUN_LIMIT,
         _ => DEVICE_RUN_LIMIT,
     };
     let t0 = Instant::now();
@@ -196,6 +204,13 @@ fn real_rocr_threads() {
 #[test]
 fn real_rocr_copy() {
     check(Build::RealRocr, "copy", Transport::Embedded);
+}
+
+/// `cuse-kfd run --runtime shim` runs an HSA program on the shim (and a later `--runtime rocr`
+/// run still gets the real ROCr: real_rocr_* check that the shim is not what they loaded).
+#[test]
+fn cuse_kfd_run_with_the_shim_runtime() {
+    check(Build::Shim, "queue", Transport::EmbeddedShim);
 }
 
 /// Every program on the shim, against a `cuse-kfd serve` node through the kernel's CUSE.
