@@ -53,6 +53,8 @@ pub struct ProcessDevice {
     pub alternate_aperture: (u64, u64),
     pub doorbells: Option<Doorbells>,
     pub mmio_page: Option<Arc<BackingFile>>,
+    /// The queue holding this GPU's global wave sync resources (one per process, as in amdkfd).
+    pub gws_queue: Option<u32>,
 }
 
 impl ProcessDevice {
@@ -68,6 +70,7 @@ impl ProcessDevice {
             alternate_aperture: (0, 0),
             doorbells: None,
             mmio_page: None,
+            gws_queue: None,
         }
     }
 }

@@ -52,11 +52,15 @@ fn profile_dir() -> Result<PathBuf, String> {
     Ok(exe.parent().ok_or("this executable has no directory")?.to_path_buf())
 }
 
-/// The cargo-built `<profile dir>/<built>`, building the package first when it is missing and
-/// cargo is at hand (as under `cargo run`).
+/// The cargo-built `<profile dir>/<built>`. Under cargo (`cargo run`, tests) with a writable
+/// target directory the package is built first, so a library never lags behind the daemon it
+/// embeds (cargo only checks when it is fresh); elsewhere (the device tier's VM sees the target
+/// directory read-only) it must exist.
 fn artifact(profile: &Path, package: &str, built: &str) -> Result<PathBuf, String> {
     let lib = profile.join(built);
-    if !lib.is_file() {
+    let missing = !lib.is_file();
+    let writable = nix::unistd::access(profile, nix::unistd::AccessFlags::W_OK).is_ok();
+    if missing || (writable && std::env::var_os("CARGO").is_some()) {
         let cargo = std::env::var_os("CARGO").ok_or_else(|| {
             format!("{} is missing: build it with `cargo build -p {package}` (same profile as cuse-kfd)", lib.display())
         })?;
@@ -65,7 +69,9 @@ fn artifact(profile: &Path, package: &str, built: &str) -> Result<PathBuf, Strin
         if profile.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
-        eprintln!("cuse-kfd run: building {package} (its library is not built yet)");
+        if missing {
+            eprintln!("cuse-kfd run: building {package} (its library is not built yet)");
+        }
         let st = cmd.status().map_err(|e| format!("running cargo: {e}"))?;
         if !st.success() || !lib.is_file() {
             return Err(format!("building {package} failed ({st})"));
@@ -249,9 +255,18 @@ fn read_topology(runtime_dir: &Path) -> Result<(SysfsTree, Vec<u32>), String> {
 fn system_thunk_namespace(node: &Path, runtime_dir: &Path) -> Result<SysfsMount, String> {
     let (tree, minors) = read_topology(runtime_dir)?;
     private_mounts()?;
+    // Held by an O_PATH fd (no open of the device itself), taken in the new namespace (a bind
+    // source must be a mount of it): the node may be /dev/kfd, which the tmpfs below hides.
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(node)
+        .map_err(|e| format!("opening {}: {e}", node.display()))?;
     // A host GPU's own /dev/dri and kfd sysfs are hidden: the program must see only our device.
     overlay(Path::new("/dev"), &["kfd", "dri"])?;
-    put_dev_kfd(Some(node))?;
+    put_dev_kfd(Some(Path::new(&format!("/proc/self/fd/{}", held.as_raw_fd()))))?;
     std::fs::create_dir("/dev/dri").map_err(|e| format!("creating /dev/dri: {e}"))?;
     for minor in minors {
         // libhsakmt opens it O_RDWR, hands the fd to ACQUIRE_VM and mmaps buffers through it

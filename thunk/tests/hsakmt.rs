@@ -403,13 +403,17 @@ fn aql_barrier(t: &Thunk) {
     t.set_queue_cu_mask(res.queue_id, &[0xFFFF, 0xFFFF, 0xFFFF, 0xFF]).unwrap();
     assert_eq!(t.queue_cu_mask(res.queue_id).unwrap(), [0xFFFF, 0xFFFF, 0xFFFF, 0xFF]);
     assert_eq!(t.set_queue_cu_mask(res.queue_id, &[]), Err(Status::InvalidParameter));
-    assert_eq!(t.alloc_queue_gws(res.queue_id, 1), Err(Status::NotSupported));
+    assert_eq!(t.alloc_queue_gws(res.queue_id, 1), Ok(0), "the queue gets all of the GPU's GWS");
 
     // A PM4 compute queue gets its pointers from the thunk.
     let mut pm4 = QueueResource::default();
     t.create_queue(1, QueueType::COMPUTE, 100, QueuePriority::NORMAL, ring, 64 * 64, None, &mut pm4).unwrap();
     assert_ne!(pm4.read_ptr, 0);
     assert_eq!(pm4.doorbell & !8191, res.doorbell & !8191, "the same doorbell slice");
+    assert_eq!(t.alloc_queue_gws(pm4.queue_id, 1), Err(Status::OutOfResources), "one GWS queue per process and GPU");
+    assert_eq!(t.alloc_queue_gws(pm4.queue_id, 0), Err(Status::InvalidParameter), "it holds none to give back");
+    assert_eq!(t.alloc_queue_gws(res.queue_id, 0), Ok(0));
+    assert_eq!(t.alloc_queue_gws(pm4.queue_id, 1), Ok(0), "free again");
     assert_ne!(pm4.doorbell, res.doorbell, "a doorbell of its own");
     t.destroy_queue(pm4.queue_id).unwrap();
     t.destroy_queue(res.queue_id).unwrap();

@@ -113,8 +113,14 @@ pub fn destroy(ctx: &Ctx, a: &mut DestroyQueueArgs) -> Result<(), Errno> {
     let q = inner.queues.remove(&a.queue_id).ok_or(Errno::EINVAL)?;
     // Returns once the command processor has let go of the queue and woken its waiters.
     ctx.device.engine().remove(|hw| Arc::ptr_eq(&hw.queue, &q));
-    if let Some(db) = inner.devices.get_mut(&q.gpu_id).and_then(|d| d.doorbells.as_mut()) {
-        db.free(q.doorbell_index);
+    if let Some(pdd) = inner.devices.get_mut(&q.gpu_id) {
+        if let Some(db) = pdd.doorbells.as_mut() {
+            db.free(q.doorbell_index);
+        }
+        // Its GWS go with it (pqm_destroy_queue).
+        if pdd.gws_queue == Some(a.queue_id) {
+            pdd.gws_queue = None;
+        }
     }
     Ok(())
 }
@@ -162,9 +168,21 @@ pub fn get_wave_state(ctx: &Ctx, a: &mut GetQueueWaveStateArgs) -> Result<(), Er
     Err(Errno::EINVAL)
 }
 
+/// kfd_ioctl_alloc_queue_gws / pqm_set_gws: num_gws > 0 gives the queue all of its GPU's GWS
+/// (first_gws 0), one queue per process and GPU; 0 takes them back.
 pub fn alloc_gws(ctx: &Ctx, a: &mut AllocQueueGwsArgs) -> Result<(), Errno> {
-    let inner = ctx.process.inner();
-    inner.queues.get(&a.queue_id).ok_or(Errno::EINVAL)?;
-    // The device has no global wave sync resources (num_gws 0 in the topology).
-    Err(Errno::ENODEV)
+    let mut inner = ctx.process.inner();
+    let gpu_id = inner.queues.get(&a.queue_id).ok_or(Errno::EINVAL)?.gpu_id;
+    if ctx.device.topology().gpu(gpu_id).is_none_or(|g| g.profile.num_gws == 0) {
+        return Err(Errno::ENODEV);
+    }
+    let pdd = inner.devices.get_mut(&gpu_id).ok_or(Errno::EINVAL)?;
+    match (a.num_gws, pdd.gws_queue) {
+        (0, Some(q)) if q == a.queue_id => pdd.gws_queue = None,
+        (0, _) => return Err(Errno::EINVAL),
+        (_, Some(_)) => return Err(Errno::EBUSY),
+        (_, None) => pdd.gws_queue = Some(a.queue_id),
+    }
+    a.first_gws = 0;
+    Ok(())
 }

@@ -271,7 +271,8 @@ impl Thunk {
     }
 
     /// `hsaKmtAllocQueueGWS`: `n` global wave sync entries for a queue; returns the first.
-    /// The device has none and answers ENODEV: `NotSupported`.
+    /// One queue per process and GPU holds them (EBUSY: `OutOfResources`); a GPU without GWS
+    /// answers ENODEV: `NotSupported`.
     pub fn alloc_queue_gws(&self, id: QueueId, n: u32) -> Result<u32> {
         let queue_id = self.kfd_queue_id(id)?;
         let mut a = AllocQueueGwsArgs { queue_id, num_gws: n, ..Default::default() };

@@ -35,7 +35,7 @@ pub fn allowed(nr: u32) -> &'static [Errno] {
         0x1A => &[EINVAL, EFAULT],                // SET_CU_MASK
         0x1B => &[EINVAL, EFAULT],                // GET_QUEUE_WAVE_STATE
         0x1C | 0x1D => &[EINVAL],                 // GET_DMABUF_INFO, IMPORT_DMABUF
-        0x1E => &[EINVAL, ENODEV],                // ALLOC_QUEUE_GWS
+        0x1E => &[EINVAL, ENODEV, EBUSY],         // ALLOC_QUEUE_GWS
         0x1F => &[EINVAL, EOPNOTSUPP],            // SMI_EVENTS
         0x20 => &[EPERM],                         // SVM (no CONFIG_HSA_AMD_SVM)
         0x21 => &[EINVAL, EBUSY, EPERM],          // SET_XNACK_MODE

@@ -19,15 +19,21 @@ static void size_rules(const env_t* e) {
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK_STATUS(hsa_queue_create(e->gpu, 1u << 31, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  /* Cooperative queues need global wave sync: the real ROCr gets the GPU's GWS from the device
+   * (ALLOC_QUEUE_GWS), the shim does not allocate them and says so. Either way the answer must
+   * agree with what the agent reports. */
+  bool coop = false;
+  OK(hsa_agent_get_info(e->gpu, (hsa_agent_info_t)HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES, &coop));
 #ifdef CUSE_KFD_REAL_ROCR
-  /* No GWS on the device, so no cooperative queue. ROCr's status is not checked: the topology
-   * advertises num_gws 64, so ROCr reports COOPERATIVE_QUEUES and tries ALLOC_QUEUE_GWS, which
-   * the device refuses (OUT_OF_RESOURCES); a device inconsistency, reported, not papered over. */
-  CHECK(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_COOPERATIVE, NULL, NULL, 0, 0, &q) != HSA_STATUS_SUCCESS);
-#else
-  CHECK_STATUS(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_COOPERATIVE, NULL, NULL, 0, 0, &q),
-               HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
+  CHECK(coop); /* the topology reports num_gws 64 */
 #endif
+  if (coop) {
+    OK(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_COOPERATIVE, NULL, NULL, 0, 0, &q));
+    OK(hsa_queue_destroy(q));
+  } else {
+    CHECK_STATUS(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_COOPERATIVE, NULL, NULL, 0, 0, &q),
+                 HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
+  }
   /* CPU agents take no queues: ROCr answers with the generic error. */
   CHECK_STATUS(hsa_queue_create(e->cpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q), HSA_STATUS_ERROR);
   CHECK_STATUS(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, NULL),
