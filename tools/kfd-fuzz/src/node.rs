@@ -220,16 +220,37 @@ pub fn run(
     let secs = start.elapsed().as_secs_f64();
     println!("kfd-fuzz: {children} children ({killed} SIGKILLed), about {planned} operations planned");
     total.ops = total.ioctls;
+    total.cases = children;
     for f in &failures {
         println!("kfd-fuzz: FAILURE: {f}");
-        let kind = ["hang", "leak"].into_iter().find(|k| f.starts_with(k)).unwrap_or("child");
-        *total.failures.entry(kind.to_string()).or_insert(0) += 1;
+        *total.failures.entry(failure_kind(f).to_string()).or_insert(0) += 1;
     }
     print!("{}", total.summary(secs, &ops::all_requests()));
     if failures.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// The summary's name for a failure of the parent's list: the parent's own checks start with
+/// their kind ("hang: ...", "leak: ..."); a child's failure is named by how it ended: exit 3 is
+/// its watchdog (a hang), a signal other than the parent's SIGKILL or a panic (exit 101) a
+/// crash, exit 1 the oracle that caught it (its first output line, "isolation: ...",
+/// "errno: ...", "model: ...").
+fn failure_kind(f: &str) -> &'static str {
+    if let Some(k) = ["hang", "leak"].into_iter().find(|k| f.starts_with(&format!("{k}: "))) {
+        return k;
+    }
+    let Some(rest) = f.strip_prefix("child ") else { return "child" };
+    let Some((_, ended)) = rest.split_once(" ended with ") else { return "child" };
+    if ended.starts_with("exit status: 3:") {
+        "hang"
+    } else if ended.starts_with("signal: ") || ended.starts_with("exit status: 101:") {
+        "crash"
+    } else {
+        let said = ended.strip_prefix("exit status: 1: ").unwrap_or_default();
+        ["isolation", "errno", "model"].into_iter().find(|k| said.starts_with(&format!("{k}: "))).unwrap_or("child")
     }
 }
 
@@ -441,4 +462,24 @@ fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64, stats:
         }
     }
     Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failure_kind;
+
+    #[test]
+    fn failures_are_named_by_how_the_child_ended() {
+        let child = |ended: &str| format!("child 7 ended with {ended}\n  rerun: kfd-fuzz --target node --node-child 7");
+        assert_eq!(failure_kind("hang: child 7 did not finish in time"), "hang");
+        assert_eq!(failure_kind("leak: client directories [\"12\"] are left"), "leak");
+        assert_eq!(failure_kind(&child("exit status: 3: hang: request 9 not answered within 5s")), "hang");
+        assert_eq!(failure_kind(&child("signal: 11 (SIGSEGV) (core dumped): ")), "crash");
+        assert_eq!(failure_kind(&child("exit status: 101: thread 'main' panicked")), "crash");
+        assert_eq!(failure_kind(&child("exit status: 1: isolation: FREE succeeded on Buffer(3)")), "isolation");
+        assert_eq!(failure_kind(&child("exit status: 1: errno: SET_EVENT answered EIO")), "errno");
+        assert_eq!(failure_kind(&child("exit status: 1: model: well-formed ALLOC failed")), "model");
+        assert_eq!(failure_kind(&child("exit status: 1: cannot open /dev/kfd: ENOENT")), "child");
+        assert_eq!(failure_kind("cannot start a child: EAGAIN"), "child");
+    }
 }

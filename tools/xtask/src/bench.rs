@@ -46,6 +46,7 @@ fn cuse_bench(ctx: &Ctx) -> Outcome {
             exe: bench,
             args: vec!["cuse".into()],
             cwd: ctx.root.clone(),
+            limit: None,
         };
         let mut env = vec![
             ("CUSE_KFD_BIN", daemon.to_string_lossy().into_owned()),

@@ -3,8 +3,9 @@
 //! VM that boots a stock Debian kernel (see vm.rs).
 //!
 //! Every test binary is built on the host first (`cargo test --no-run`, executables from
-//! cargo's JSON messages), with the daemon (`cargo build -p cuse-kfd --bins`). The tests get
-//! CUSE_KFD_DEVICE_TIER=1 and CUSE_KFD_BIN=<the cuse-kfd binary>; without the first they
+//! cargo's JSON messages), with the daemon (`cargo build -p cuse-kfd --bins`) and kfd-fuzz
+//! (`cargo build -p kfd-fuzz --bins`). The tests get CUSE_KFD_DEVICE_TIER=1, CUSE_KFD_BIN=<the
+//! cuse-kfd binary> and CUSE_KFD_FUZZ_BIN=<the kfd-fuzz binary>; without the first they
 //! return early, so a plain `cargo test` passes anywhere. The tier fails when no test really
 //! ran: a test that runs for real prints [`RAN_MARKER`] straight to stdout (not captured by
 //! libtest).
@@ -32,7 +33,7 @@ pub struct DeviceTest {
 /// integration test target whose tests return early unless CUSE_KFD_DEVICE_TIER is set.
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table).
-pub const DEVICE_TESTS: [DeviceTest; 5] = [
+pub const DEVICE_TESTS: [DeviceTest; 6] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -65,6 +66,13 @@ pub const DEVICE_TESTS: [DeviceTest; 5] = [
         args: &[],
         what: "cuse-kfd serve through the kernel: ioctls and RETRY hops, waits, EINTR, killed clients, \
                isolation, the daemon dying, status, fault injection",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "fuzz_node",
+        args: &[],
+        what: "kfd-fuzz --target node --iterations 100000 (fixed seed) against cuse-kfd serve: no crash, \
+               hang, leak or isolation break",
     },
 ];
 
@@ -106,6 +114,16 @@ const VM_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Each test binary is killed after this long (natively, and in the guest with `timeout`), so
 /// that one hung binary still leaves the others' results.
 const BINARY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// Test binaries (package/target) that need longer than [`BINARY_TIMEOUT`], with their own
+/// limit; the VM's limit grows by the difference. kfd-fuzz's 100,000 operations on the node
+/// (fuzz_node, CPU-bound under TCG) took 6.5, 9.2 and 11.3 min on a 2-core machine that another
+/// TCG VM shared for part or all of the run; a hang kfd-fuzz finds ends its round within 30 s.
+const LONG_BINARIES: [(&str, Duration); 1] = [("kfd-tests/fuzz_node", Duration::from_secs(20 * 60))];
+
+/// The limit of the test binary `label` where it has its own.
+fn own_limit(label: &str) -> Option<Duration> {
+    LONG_BINARIES.iter().find(|(l, _)| *l == label).map(|(_, d)| *d)
+}
 
 /// The tier: build, choose where to run, run, summarize.
 pub fn run(ctx: &Ctx) -> Outcome {
@@ -121,6 +139,7 @@ pub fn run(ctx: &Ctx) -> Outcome {
         let mut env = vec![
             ("CUSE_KFD_DEVICE_TIER", "1".to_owned()),
             ("CUSE_KFD_BIN", built.daemon.to_string_lossy().into_owned()),
+            ("CUSE_KFD_FUZZ_BIN", built.fuzz.to_string_lossy().into_owned()),
             ("RUST_BACKTRACE", "1".to_owned()),
         ];
         if let Ok(log) = std::env::var("RUST_LOG") {
@@ -246,6 +265,8 @@ fn provision(ctx: &Ctx) -> Result<(vm::Vng, vm::Kernel), String> {
 /// What the build produced.
 struct Built {
     daemon: PathBuf,
+    /// kfd-fuzz, for `kfd-tests/fuzz_node`.
+    fuzz: PathBuf,
     tests: Vec<GuestTest>,
 }
 
@@ -263,6 +284,11 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
         .find(|a| a.name == "cuse-kfd" && a.kinds.iter().any(|k| k == "bin") && !a.test)
         .map(|a| a.executable)
         .ok_or("cargo build -p cuse-kfd --bins produced no cuse-kfd executable")?;
+    let messages = cargo_json(ctx, &["build", "-p", "kfd-fuzz", "--bins"])?;
+    let fuzz = artifacts(&messages)
+        .find(|a| a.name == "kfd-fuzz" && a.kinds.iter().any(|k| k == "bin") && !a.test)
+        .map(|a| a.executable)
+        .ok_or("cargo build -p kfd-fuzz --bins produced no kfd-fuzz executable")?;
     let profile = daemon.parent().ok_or("the daemon has no directory")?;
     let libdir = profile.join("lib");
     std::fs::create_dir_all(&libdir).map_err(|e| format!("creating {}: {e}", libdir.display()))?;
@@ -286,14 +312,16 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
         let artifact = artifacts(&messages).find(|a| a.test && a.name == t.target).ok_or_else(|| {
             format!("cargo test --no-run -p {} --test {} produced no test executable", t.package, t.target)
         })?;
+        let label = format!("{}/{}", t.package, t.target);
         tests.push(GuestTest {
-            label: format!("{}/{}", t.package, t.target),
+            limit: own_limit(&label),
+            label,
             exe: artifact.executable,
             args: t.args.clone(),
             cwd: artifact.package_dir.unwrap_or_else(|| ctx.root.clone()),
         });
     }
-    Ok(Built { daemon, tests })
+    Ok(Built { daemon, fuzz, tests })
 }
 
 /// Runs `cargo <args> --message-format=json-render-diagnostics`: compiler output goes to the
@@ -486,7 +514,7 @@ fn run_native(tests: &[GuestTest], env: &[(&str, String)]) -> Report {
         println!("$ (cd {} && {} {})", t.cwd.display(), t.exe.display(), t.args.join(" "));
         let mut cmd = Command::new(&t.exe);
         cmd.args(&t.args).current_dir(&t.cwd).envs(env.iter().map(|(k, v)| (k, v)));
-        let deadline = Instant::now() + BINARY_TIMEOUT;
+        let deadline = Instant::now() + t.limit.unwrap_or(BINARY_TIMEOUT);
         let code = match run_streamed(cmd, deadline, |line| tally.feed(line, start.elapsed())) {
             Ok(status) => status.code().unwrap_or(-1),
             Err(why) => {
@@ -529,7 +557,8 @@ fn run_vm(ctx: &Ctx, vng: &vm::Vng, kernel: &vm::Kernel, tests: &[GuestTest], en
     let mut cmd = vng.command();
     cmd.args(&args).current_dir(&ctx.root);
     let start = Instant::now();
-    let result = run_streamed(cmd, start + VM_TIMEOUT, |line| report.tally.feed(line, start.elapsed()));
+    let longer: Duration = tests.iter().filter_map(|t| t.limit).map(|l| l.saturating_sub(BINARY_TIMEOUT)).sum();
+    let result = run_streamed(cmd, start + VM_TIMEOUT + longer, |line| report.tally.feed(line, start.elapsed()));
     report.elapsed = start.elapsed();
     let _ = std::fs::remove_file(&script_path);
     let t = &report.tally;
@@ -772,6 +801,16 @@ mod tests {
         let status = run_streamed(cmd, Instant::now() + Duration::from_secs(30), |l| lines.push(l.to_owned())).unwrap();
         assert_eq!(status.code(), Some(3));
         assert_eq!(lines, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn binaries_with_their_own_limit_are_in_the_table_and_get_longer() {
+        for (label, limit) in &LONG_BINARIES {
+            assert!(DEVICE_TESTS.iter().any(|t| format!("{}/{}", t.package, t.target) == *label), "{label}");
+            assert!(*limit > BINARY_TIMEOUT, "{label}");
+        }
+        assert_eq!(own_limit("kfd-tests/fuzz_node"), Some(Duration::from_secs(20 * 60)));
+        assert_eq!(own_limit("kfd-tests/device"), None);
     }
 
     #[test]

@@ -245,6 +245,8 @@ pub struct GuestTest {
     pub args: Vec<String>,
     /// The package directory: cargo runs tests there, so the guest does too.
     pub cwd: PathBuf,
+    /// Its own time limit where it needs longer than the run's (see [`guest_script`]).
+    pub limit: Option<Duration>,
 }
 
 /// The guest script's lines that the host reads (see `device::Tally`).
@@ -258,12 +260,11 @@ pub const EXIT_NO_MODPROBE: i32 = 90;
 pub const EXIT_NO_CUSE_NODE: i32 = 91;
 
 /// The POSIX shell script the guest runs: load cuse (loudly failing), then each test executable
-/// in its package directory with `env`, under `timeout` (`limit` each: one hung binary does not
-/// take the whole VM budget); a BEGIN/END line around each, and the exit line last. Shortly
-/// before a binary's limit a watchdog lists the guest's processes with their kernel wait
-/// channels, to show where it hangs.
+/// in its package directory with `env`, under `timeout` (`limit` each unless the test has its
+/// own: one hung binary does not take the whole VM budget); a BEGIN/END line around each, and
+/// the exit line last. Shortly before a binary's limit a watchdog lists the guest's processes
+/// with their kernel wait channels, to show where it hangs.
 pub fn guest_script(tests: &[GuestTest], env: &[(&str, String)], limit: Duration) -> String {
-    let limit = limit.as_secs().max(10);
     let mut s = String::from(
         "#!/bin/sh\n\
          # Written by `cargo xtask test device`; runs inside the virtme-ng guest.\n",
@@ -285,16 +286,15 @@ pub fn guest_script(tests: &[GuestTest], env: &[(&str, String)], limit: Duration
     for (key, value) in env {
         s += &format!("export {key}={}\n", shell_quote(value));
     }
-    s += &format!(
-        "status=0\n\
-         watchdog() {{\n\
-         \x20   sleep {}\n\
-         \x20   echo \"guest: $1 is about to time out ({limit} s); its processes and where they wait:\"\n\
-         \x20   ps -eo pid,ppid,stat,wchan:32,etime,args | grep -v ' \\[' || true\n\
-         }}\n",
-        limit - 5
-    );
+    // `watchdog LABEL LIMIT`: LIMIT is that binary's own.
+    s += "status=0\n\
+          watchdog() {\n\
+          \x20   sleep $(($2 - 5))\n\
+          \x20   echo \"guest: $1 is about to time out ($2 s); its processes and where they wait:\"\n\
+          \x20   ps -eo pid,ppid,stat,wchan:32,etime,args | grep -v ' \\[' || true\n\
+          }\n";
     for t in tests {
+        let limit = t.limit.unwrap_or(limit).as_secs().max(10);
         let mut line = shell_quote(&t.exe.to_string_lossy());
         for a in &t.args {
             line += " ";
@@ -302,7 +302,7 @@ pub fn guest_script(tests: &[GuestTest], env: &[(&str, String)], limit: Duration
         }
         s += &format!(
             "echo \"{BEGIN} {label}\"\n\
-             watchdog {label} &\n\
+             watchdog {label} {limit} &\n\
              watch=$!\n\
              (cd {cwd} && exec timeout -k 5 {limit} {line})\n\
              rc=$?\n\
@@ -379,19 +379,32 @@ mod tests {
 
     #[test]
     fn the_guest_script_quotes_and_brackets_each_test() {
-        let tests = [GuestTest {
-            label: "kfd-tests/device".into(),
-            exe: "/w/target/debug/deps/device-1f".into(),
-            args: vec!["--test-threads=1".into()],
-            cwd: "/w/it's".into(),
-        }];
+        let tests = [
+            GuestTest {
+                label: "kfd-tests/device".into(),
+                exe: "/w/target/debug/deps/device-1f".into(),
+                args: vec!["--test-threads=1".into()],
+                cwd: "/w/it's".into(),
+                limit: None,
+            },
+            GuestTest {
+                label: "kfd-tests/fuzz_node".into(),
+                exe: "/w/target/debug/deps/fuzz_node-2e".into(),
+                args: vec![],
+                cwd: "/w/tests".into(),
+                limit: Some(Duration::from_secs(1200)),
+            },
+        ];
         let s = guest_script(&tests, &[("CUSE_KFD_BIN", "/w/target/debug/cuse-kfd".into())], Duration::from_secs(300));
         assert!(s.contains("if ! modprobe cuse; then"));
         assert!(s.contains("export CUSE_KFD_BIN='/w/target/debug/cuse-kfd'\n"));
         assert!(s.contains(
             "(cd '/w/it'\\''s' && exec timeout -k 5 300 '/w/target/debug/deps/device-1f' '--test-threads=1')\n"
         ));
-        assert!(s.contains("watchdog kfd-tests/device &\n") && s.contains("    sleep 295\n"));
+        assert!(s.contains("watchdog kfd-tests/device 300 &\n") && s.contains("    sleep $(($2 - 5))\n"));
+        // A test with its own limit gets it, and its watchdog too.
+        assert!(s.contains("(cd '/w/tests' && exec timeout -k 5 1200 '/w/target/debug/deps/fuzz_node-2e')\n"));
+        assert!(s.contains("watchdog kfd-tests/fuzz_node 1200 &\n"));
         assert!(s.contains("echo \"CUSE_KFD_TEST_END kfd-tests/device $rc\"\n"));
         assert!(s.ends_with("echo \"CUSE_KFD_GUEST_EXIT=$status\"\nexit $status\n"));
     }
