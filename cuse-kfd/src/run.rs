@@ -297,9 +297,14 @@ fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(),
     cmd.env("LD_PRELOAD", list);
     let _tree = system_thunk_namespace(node, &runtime_dir)?;
     let status = cmd.status().map_err(|e| format!("running {:?}: {e}", cmd.get_program()))?;
-    // Exiting ends the mount namespace and, with it, the tree (no unmount to wait for).
+    // Exiting ends the mount namespace and, with it, the tree (no unmount to wait for). _exit,
+    // not exit: libc's exit-time teardown would race the FUSE thread, which is still serving.
+    use std::io::Write;
     use std::os::unix::process::ExitStatusExt;
-    std::process::exit(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+    let _ = (std::io::stdout().flush(), std::io::stderr().flush());
+    let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    // SAFETY: _exit ends the process at once; nothing of this process is used after it.
+    unsafe { libc::_exit(code) }
 }
 
 /// Sets everything up and execs the program; returns only on failure.
