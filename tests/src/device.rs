@@ -53,7 +53,9 @@ impl Daemon {
             if let Some(status) = d.child.try_wait().unwrap() {
                 panic!("cuse-kfd serve exited with {status} before {} appeared", d.node.display());
             }
-            assert!(t0.elapsed() < Duration::from_secs(90), "{} did not appear", d.node.display());
+            if t0.elapsed() > Duration::from_secs(90) {
+                panic!("{} did not appear within 90 s:\n{}", d.node.display(), d.why_not_ready());
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
         d
@@ -63,6 +65,30 @@ impl Daemon {
     fn ready(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(&self.node).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o666)
+    }
+
+    /// What a daemon that did not come up is doing: the node's state and, for each of its
+    /// threads, where it waits in the kernel (wchan, and the kernel stack when readable).
+    fn why_not_ready(&self) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let mut out = match std::fs::metadata(&self.node) {
+            Ok(m) => format!("node: mode {:o}\n", m.permissions().mode() & 0o7777),
+            Err(e) => format!("node: {e}\n"),
+        };
+        let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default().trim().to_owned();
+        let proc_dir = PathBuf::from(format!("/proc/{}", self.child.id()));
+        for task in std::fs::read_dir(proc_dir.join("task")).into_iter().flatten().flatten() {
+            let p = task.path();
+            out += &format!(
+                "thread {} {}: state {} wchan {}\n{}\n",
+                task.file_name().to_string_lossy(),
+                read(p.join("comm")),
+                read(p.join("stat")).rsplit_once(") ").map_or(String::new(), |(_, r)| r[..1].to_owned()),
+                read(p.join("wchan")),
+                read(p.join("stack")),
+            );
+        }
+        out
     }
 
     /// SIGKILL: the daemon dies without cleaning up.
