@@ -3,6 +3,8 @@
 //!
 //! - c/rocr/*.c (tests/tests/rocr_programs.rs) against Debian's hsa.h, linked with the real
 //!   libhsa-runtime64, into $OUT_DIR/rocr;
+//! - c/hsakmt/*.c (tests/tests/hsakmt_programs.rs) against Debian's hsakmt.h (/usr/include),
+//!   linked with the real libhsakmt (5.2.3), into $OUT_DIR/hsakmt;
 //! - the shim's programs, tools/rocr-shim/tests/c (tests/tests/shim_programs.rs), in both modes
 //!   of its check.h: for the shim into $OUT_DIR/shim-programs/shim, and with
 //!   -DCUSE_KFD_REAL_ROCR, linked with the real ROCr, into $OUT_DIR/shim-programs/rocr.
@@ -24,6 +26,7 @@ const CFLAGS: [&str; 7] = ["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werr
 
 fn main() {
     println!("cargo:rerun-if-changed=c/rocr");
+    println!("cargo:rerun-if-changed=c/hsakmt");
     println!("cargo:rerun-if-changed=src/shim_programs.rs");
     println!("cargo:rerun-if-changed=../tools/rocr-shim/tests/c");
     println!("cargo:rerun-if-changed=../tools/rocr-shim/include");
@@ -31,6 +34,7 @@ fn main() {
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     rocr_programs(&cc, &out.join("rocr"));
+    hsakmt_programs(&cc, &out.join("hsakmt"));
     shim_programs(&cc, &out.join("shim-programs"));
 }
 
@@ -84,6 +88,29 @@ fn rocr_programs(cc: &OsStr, out: &Path) {
         a.extend(args(["-L/usr/lib/x86_64-linux-gnu", "-lhsa-runtime64", "-lpthread"]));
         if let Err(failure) = run(cc, &a) {
             record("the ROCr program", &name, &err, failure);
+        }
+    }
+}
+
+/// Each tests/c/hsakmt/<name>.c alone (with its common.h), linked with the system's libhsakmt.
+fn hsakmt_programs(cc: &OsStr, out: &Path) {
+    std::fs::create_dir_all(out).expect("create $OUT_DIR/hsakmt");
+    let mut sources: Vec<_> = std::fs::read_dir("c/hsakmt")
+        .expect("c/hsakmt")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    sources.sort();
+    for file in sources {
+        let name = file.file_stem().expect("a file name").to_string_lossy().into_owned();
+        let (exe, err) = clean(out, &name);
+        // hsakmt.h is /usr/include/hsakmt.h in Debian's libhsakmt-dev 5.2.3.
+        let mut a = args(CFLAGS);
+        a.extend(args([file.as_os_str(), "-o".as_ref(), exe.as_os_str()]));
+        a.extend(args(["-L/usr/lib/x86_64-linux-gnu", "-lhsakmt"]));
+        if let Err(failure) = run(cc, &a) {
+            record("the libhsakmt program", &name, &err, failure);
         }
     }
 }

@@ -1,0 +1,117 @@
+//! The real libhsakmt on our device: the C programs of tests/c/hsakmt, built against Debian's
+//! hsakmt.h and linked with the system's libhsakmt.so.1 (5.2.3), run by
+//! `$CUSE_KFD_BIN run --thunk system --device /dev/<node>` against a `cuse-kfd serve` node in the
+//! real-device tier (set up by `cargo xtask test device`; elsewhere the test says so and returns).
+//! Each program prints what it checks and exits non-zero on the first failure; it passes when it
+//! exits 0 having printed `PASS <name>`.
+//!
+//! tests/build.rs compiles the programs on the host (cc and libhsakmt-dev are needed; `cargo xtask
+//! test` installs them), so the tier's VM only runs them.
+
+use kfd_tests::device::{tier, Daemon};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The programs, in tests/c/hsakmt/<name>.c, and what each checks.
+const PROGRAMS: [(&str, &str); 5] = [
+    ("topology", "hsaKmtOpenKFD, the version, system and node properties, memory banks, caches, IO links, clocks"),
+    ("memory", "system (userptr), GTT and VRAM: allocate, map, host write, SDMA COPY_LINEAR + FENCE, host read back"),
+    ("queues", "AQL, PM4 and SDMA queues created and destroyed; PM4 WRITE_DATA and SDMA FENCE run on them"),
+    ("events", "PM4 RELEASE_MEM and SDMA FENCE+TRAP set the signal event that hsaKmtWaitOnEvent waits on"),
+    ("isolation", "a forked child's own KFD cannot reach the parent's queue, event or VRAM; the parent's still work"),
+];
+
+/// A program run is killed after this long, so that a hang is reported with its output, well
+/// inside the tier's per-binary limit.
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+/// Program `name`, which tests/build.rs compiled from tests/c/hsakmt/<name>.c on the host;
+/// panics with the compiler's output if that failed.
+fn program(name: &str) -> PathBuf {
+    let dir = Path::new(env!("OUT_DIR")).join("hsakmt");
+    if let Ok(why) = std::fs::read_to_string(dir.join(format!("{name}.err"))) {
+        panic!("{name}.c did not compile (cc and libhsakmt-dev are needed; cargo xtask test installs them):\n{why}");
+    }
+    let exe = dir.join(name);
+    assert!(exe.is_file(), "{} was not built (tests/build.rs builds tests/c/hsakmt/{name}.c)", exe.display());
+    exe
+}
+
+/// Runs `exe` on `node` with the system's libhsakmt, in a process group of its own that is
+/// killed after [`RUN_LIMIT`]; returns whether it exited 0 and its stdout then stderr.
+fn run(bin: &Path, node: &Path, exe: &Path) -> (bool, String) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin);
+    cmd.args(["run", "--thunk", "system", "--device"]).arg(node).arg("--").arg(exe);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("waiting for the program") {
+            break Some(st);
+        }
+        if t0.elapsed() > RUN_LIMIT {
+            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut text = stdout.join().unwrap_or_default() + &stderr.join().unwrap_or_default();
+    match status {
+        Some(st) if st.success() => (true, text),
+        Some(st) => {
+            text += &format!("\n[{} exited with {st}]", exe.display());
+            (false, text)
+        }
+        None => {
+            text += &format!("\n[{} killed after {} s]", exe.display(), RUN_LIMIT.as_secs());
+            (false, text)
+        }
+    }
+}
+
+/// Every program on a `cuse-kfd serve` node through the kernel's CUSE, with the real libhsakmt.
+#[test]
+fn device_tier_hsakmt_programs() {
+    let Some(bin) = tier() else { return };
+    let real = Path::new("/usr/lib/x86_64-linux-gnu/libhsakmt.so.1");
+    assert!(real.exists(), "{} is missing (cargo xtask test installs libhsakmt1)", real.display());
+    let d = Daemon::start(&bin, "kfd-t-hsakmt");
+    for (name, what) in PROGRAMS {
+        println!("{name}: {what}");
+        let exe = program(name);
+        let t0 = Instant::now();
+        let (ok, text) = run(&bin, &d.node, &exe);
+        println!("--- {name}, {:.1} s:\n{text}", t0.elapsed().as_secs_f64());
+        assert!(ok, "{name} failed on {}:\n{text}", d.node.display());
+        assert!(text.lines().any(|l| l.trim() == format!("PASS {name}")), "{name} did not reach its end:\n{text}");
+    }
+}
+
+/// The list above names every program in tests/c/hsakmt, and each exists.
+#[test]
+fn every_program_is_listed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("c/hsakmt");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/c/hsakmt")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".c").map(str::to_owned))
+        .collect();
+    found.sort();
+    let mut listed: Vec<String> = PROGRAMS.iter().map(|(n, _)| n.to_string()).collect();
+    listed.sort();
+    assert_eq!(found, listed, "tests/c/hsakmt/*.c and PROGRAMS");
+}
