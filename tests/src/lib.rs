@@ -1,4 +1,5 @@
 //! Shared helpers of the cross-crate tests.
 
 pub mod device;
+pub mod program;
 pub mod shim_programs;

@@ -9,9 +9,9 @@
 //! test` installs them), so the tier's VM only runs them.
 
 use kfd_tests::device::{tier, Daemon};
-use std::io::Read;
+use kfd_tests::program::run_bounded;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The programs, in tests/c/hsakmt/<name>.c, and what each checks.
@@ -39,48 +39,11 @@ fn program(name: &str) -> PathBuf {
     exe
 }
 
-/// Runs `exe` on `node` with the system's libhsakmt, in a process group of its own that is
-/// killed after [`RUN_LIMIT`]; returns whether it exited 0 and its stdout then stderr.
+/// Runs `exe` on `node` with the system's libhsakmt (see [`run_bounded`]).
 fn run(bin: &Path, node: &Path, exe: &Path) -> (bool, String) {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(bin);
     cmd.args(["run", "--thunk", "system", "--device"]).arg(node).arg("--").arg(exe);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
-    let read = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
-    let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("waiting for the program") {
-            break Some(st);
-        }
-        if t0.elapsed() > RUN_LIMIT {
-            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut text = stdout.join().unwrap_or_default() + &stderr.join().unwrap_or_default();
-    match status {
-        Some(st) if st.success() => (true, text),
-        Some(st) => {
-            text += &format!("\n[{} exited with {st}]", exe.display());
-            (false, text)
-        }
-        None => {
-            text += &format!("\n[{} killed after {} s]", exe.display(), RUN_LIMIT.as_secs());
-            (false, text)
-        }
-    }
+    run_bounded(cmd, exe, RUN_LIMIT, String::new)
 }
 
 /// Every program on a `cuse-kfd serve` node through the kernel's CUSE, with the real libhsakmt.

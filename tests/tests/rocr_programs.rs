@@ -12,9 +12,9 @@
 //! are needed; `cargo xtask test` installs them), so the tier's VM only runs them.
 
 use kfd_tests::device::{tier, Daemon};
-use std::io::Read;
+use kfd_tests::program::run_bounded;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How a program reaches the device.
@@ -88,94 +88,26 @@ fn program(name: &str) -> PathBuf {
     exe
 }
 
-/// Runs `exe` through `transport`, in a process group of its own that is killed after
-/// [`RUN_LIMIT`]; returns whether it exited 0 and its stdout then stderr.
+/// Runs `exe` through `transport` (see [`run_bounded`]); on a node, a hung run also reports the
+/// daemon's status (its processes, queues, events and parked waits).
 fn run(exe: &Path, transport: Transport) -> (bool, String) {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = transport.command(exe);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
-    let read = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
-    let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
     let limit = match transport {
         Transport::Embedded => RUN_LIMIT,
         Transport::Device { .. } => DEVICE_RUN_LIMIT,
     };
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("waiting for the program") {
-            break Some(st);
-        }
-        if t0.elapsed() > limit {
-            // Where it hangs, before the evidence is killed: each thread of the group and what
-            // the daemon holds for it.
-            eprintln!("{}", where_it_waits(child.id(), transport));
-            // The whole group: cargo, and the program it started.
-            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut text = stdout.join().unwrap_or_default() + &stderr.join().unwrap_or_default();
-    match status {
-        Some(st) if st.success() => (true, text),
-        Some(st) => {
-            text += &format!("\n[{} exited with {st}]", exe.display());
-            (false, text)
-        }
-        None => {
-            text += &format!("\n[{} killed after {} s]", exe.display(), limit.as_secs());
-            (false, text)
-        }
-    }
-}
-
-/// A report on a hung run: every thread of process group `pgid` with its kernel wait channel,
-/// and, on a node, the daemon's status (its processes, queues, events and parked waits).
-fn where_it_waits(pgid: u32, transport: Transport) -> String {
-    let mut out = format!("--- the run did not end; the threads of process group {pgid}:\n");
-    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default().trim().to_owned();
-    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = proc_dir.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let stat = read(proc_dir.path().join("stat"));
-        // Fields after the command (which may hold spaces): state ppid pgrp ...
-        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
-        if rest.split_whitespace().nth(2) != Some(&pgid.to_string()) {
-            continue;
-        }
-        let cmd = read(proc_dir.path().join("cmdline")).replace('\0', " ");
-        out += &format!("pid {pid}: {cmd}\n");
-        for task in std::fs::read_dir(proc_dir.path().join("task")).into_iter().flatten().flatten() {
-            let comm = read(task.path().join("comm"));
-            let wchan = read(task.path().join("wchan"));
-            let state = read(task.path().join("stat")).rsplit_once(") ").map(|(_, r)| r[..1].to_owned());
-            out += &format!(
-                "  tid {} {comm:<16} state {} wchan {wchan}\n",
-                task.file_name().to_string_lossy(),
-                state.unwrap_or_default()
-            );
-        }
-    }
-    if let Transport::Device { bin, runtime_dir, .. } = transport {
-        let status = Command::new(bin).arg("status").arg("--runtime-dir").arg(runtime_dir).output();
-        match status {
-            Ok(o) => {
-                out += &format!("--- cuse-kfd status:\n{}", String::from_utf8_lossy(&o.stdout));
-                out += &String::from_utf8_lossy(&o.stderr);
+    run_bounded(transport.command(exe), exe, limit, || match transport {
+        Transport::Embedded => String::new(),
+        Transport::Device { bin, runtime_dir, .. } => {
+            match Command::new(bin).arg("status").arg("--runtime-dir").arg(runtime_dir).output() {
+                Ok(o) => format!(
+                    "--- cuse-kfd status:\n{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                ),
+                Err(e) => format!("--- cuse-kfd status: {e}\n"),
             }
-            Err(e) => out += &format!("--- cuse-kfd status: {e}\n"),
         }
-    }
-    out
+    })
 }
 
 /// Builds and runs program `name` on `transport`; it must exit 0 having printed `PASS <name>`.

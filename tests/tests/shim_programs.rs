@@ -16,10 +16,10 @@
 //! `PASS <name>`.
 
 use kfd_tests::device::{tier, Daemon};
+use kfd_tests::program::run_bounded;
 use kfd_tests::shim_programs::{REAL_ROCR_PROGRAMS, SHIM_PROGRAMS};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A build of the programs: which runtime it links.
@@ -120,54 +120,13 @@ fn program(build: Build, name: &str) -> PathBuf {
     exe
 }
 
-/// Runs `exe` through `transport` in a process group of its own, killed after the limit; returns
-/// whether it exited 0, and its stdout then stderr.
+/// Runs `exe` through `transport` (see [`run_bounded`]).
 fn run(exe: &Path, transport: Transport) -> (bool, String) {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = transport.command(exe);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
-    let read = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
-    let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
     let limit = match transport {
         Transport::Embedded | Transport::EmbeddedShim => RUN_LIMIT,
         _ => DEVICE_RUN_LIMIT,
     };
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("waiting for the program") {
-            break Some(st);
-        }
-        if t0.elapsed() > limit {
-            // The whole group: cargo or `cuse-kfd run`, and the program.
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(child.id() as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut text = stdout.join().unwrap_or_default() + &stderr.join().unwrap_or_default();
-    match status {
-        Some(st) if st.success() => (true, text),
-        Some(st) => {
-            text += &format!("\n[{} exited with {st}]", exe.display());
-            (false, text)
-        }
-        None => {
-            text += &format!("\n[{} killed after {} s]", exe.display(), limit.as_secs());
-            (false, text)
-        }
-    }
+    run_bounded(transport.command(exe), exe, limit, String::new)
 }
 
 /// Runs program `name` of `build` through `transport`; it must exit 0 having printed `PASS <name>`.

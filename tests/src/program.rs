@@ -1,0 +1,108 @@
+//! Running a test program (a C program, usually behind `cuse-kfd run` or `cargo run`) in a
+//! process group of its own, bounded in time, with its output collected; a run that does not end
+//! is reported with where each of its threads waits before the whole group is killed.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `cmd` (which starts program `exe`) for at most `limit`; returns whether it exited 0 and
+/// its stdout then stderr, ending with why it failed. Past the limit, the report of
+/// [`where_it_waits`] plus `on_hang()` (e.g. the daemon's status) goes to stderr first.
+pub fn run_bounded(mut cmd: Command, exe: &Path, limit: Duration, on_hang: impl FnOnce() -> String) -> (bool, String) {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = read(Box::new(child.stderr.take().expect("piped stderr")));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("waiting for the program") {
+            break Some(st);
+        }
+        if t0.elapsed() > limit {
+            // Where it hangs, before the evidence is killed.
+            eprintln!("{}{}", where_it_waits(child.id()), on_hang());
+            // The whole group: cargo or `cuse-kfd run`, and the program.
+            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut text = stdout.join().unwrap_or_default() + &stderr.join().unwrap_or_default();
+    match status {
+        Some(st) if st.success() => (true, text),
+        Some(st) => {
+            text += &format!("\n[{} exited with {st}]", exe.display());
+            (false, text)
+        }
+        None => {
+            text += &format!("\n[{} killed after {} s]", exe.display(), limit.as_secs());
+            (false, text)
+        }
+    }
+}
+
+/// Every thread of process group `pgid` with its state and kernel wait channel.
+pub fn where_it_waits(pgid: u32) -> String {
+    let mut out = format!("--- the run did not end; the threads of process group {pgid}:\n");
+    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default().trim().to_owned();
+    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = proc_dir.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let stat = read(proc_dir.path().join("stat"));
+        // Fields after the command (which may hold spaces): state ppid pgrp ...
+        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
+        if rest.split_whitespace().nth(2) != Some(&pgid.to_string()) {
+            continue;
+        }
+        let cmd = read(proc_dir.path().join("cmdline")).replace('\0', " ");
+        out += &format!("pid {pid}: {cmd}\n");
+        for task in std::fs::read_dir(proc_dir.path().join("task")).into_iter().flatten().flatten() {
+            let comm = read(task.path().join("comm"));
+            let wchan = read(task.path().join("wchan"));
+            let state = read(task.path().join("stat")).rsplit_once(") ").map(|(_, r)| r[..1].to_owned());
+            out += &format!(
+                "  tid {} {comm:<16} state {} wchan {wchan}\n",
+                task.file_name().to_string_lossy(),
+                state.unwrap_or_default()
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_past_its_limit_is_killed_and_reported() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo started; sleep 30"]);
+        let t0 = Instant::now();
+        let (ok, text) = run_bounded(cmd, Path::new("sh"), Duration::from_millis(300), || "extra\n".into());
+        assert!(!ok && t0.elapsed() < Duration::from_secs(10), "{text}");
+        assert!(text.starts_with("started") && text.ends_with("[sh killed after 0 s]"), "{text}");
+    }
+
+    #[test]
+    fn exit_status_and_output_come_back() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let (ok, text) = run_bounded(cmd, Path::new("sh"), Duration::from_secs(30), String::new);
+        assert!(!ok, "{text}");
+        assert!(text.starts_with("out\nerr\n") && text.contains("exited with exit status: 3"), "{text}");
+        let (ok, text) = run_bounded(Command::new("true"), Path::new("true"), Duration::from_secs(30), String::new);
+        assert!(ok && text.is_empty(), "{text}");
+    }
+}
