@@ -32,7 +32,8 @@ pub struct DeviceTest {
 /// Every test binary of the tier, in the order they run. A new one is a line here: an
 /// integration test target whose tests return early unless CUSE_KFD_DEVICE_TIER is set.
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
-/// one in the VM before it joins the table).
+/// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
+/// named ones (a quicker loop while working on one; CI never sets it).
 pub const DEVICE_TESTS: [DeviceTest; 7] = [
     DeviceTest {
         package: "kfd-tests",
@@ -109,6 +110,15 @@ fn targets() -> Result<Vec<Target>, String> {
             println!("extra device test {item} (CUSE_KFD_DEVICE_EXTRA_TESTS)");
             all.push(Target { package: package.into(), target: target.into(), args: Vec::new() });
         }
+    }
+    let only = std::env::var("CUSE_KFD_DEVICE_ONLY").unwrap_or_default();
+    let only: Vec<&str> = only.split([' ', ',']).filter(|i| !i.is_empty()).collect();
+    if !only.is_empty() {
+        if let Some(unknown) = only.iter().find(|o| !all.iter().any(|t| t.target == **o)) {
+            return Err(format!("CUSE_KFD_DEVICE_ONLY: no device test target `{unknown}`"));
+        }
+        all.retain(|t| only.contains(&t.target.as_str()));
+        println!("CUSE_KFD_DEVICE_ONLY: running only {}", only.join(", "));
     }
     Ok(all)
 }

@@ -149,7 +149,8 @@ USAGE:
         virtme-ng (pip, in a venv of its own). Environment: CUSE_KFD_DEVICE_RUNNER=native|vm
         forces the choice; CUSE_KFD_VM_KVM=1 lets the VM use KVM; CUSE_KFD_VNG=PATH uses
         that vng instead of the venv's; CUSE_KFD_DEVICE_EXTRA_TESTS='package/target ...' runs
-        more test targets than the table below.
+        more test targets than the table below; CUSE_KFD_DEVICE_ONLY='target ...' runs only
+        those (while working on one; a run that sets it is not the whole tier).
 
     cargo xtask bench [BENCH...]
         Runs the benches (release builds) and prints the same kind of table. A bench whose
