@@ -29,8 +29,8 @@ fn create_and_destroy() {
     let rig = Rig::new();
     let c = rig.open();
     let e = c.try_create_event(KFD_IOC_EVENT_SIGNAL, true, 0).unwrap();
-    assert_eq!(e.event_id, 1, "slot 0 is reserved: the first signal event is 1");
-    assert_eq!((e.event_slot_index, e.event_trigger_data), (1, 1));
+    assert_eq!(e.event_id, 0, "the first signal event takes slot 0, as in amdkfd");
+    assert_eq!((e.event_slot_index, e.event_trigger_data), (0, 0));
     assert_eq!(e.event_page_offset, KFD_MMAP_TYPE_EVENTS);
     assert_eq!(rig.stats().events, 1);
     c.destroy_event(e.event_id).unwrap();
@@ -40,11 +40,12 @@ fn create_and_destroy() {
 }
 
 #[test]
-fn event_page_holds_4095_signal_events_then_enospc() {
+fn event_page_holds_4096_signal_events_then_enospc() {
     let rig = Rig::new();
     let c = rig.open();
-    let ids: Vec<u32> = (0..KFD_SIGNAL_EVENT_LIMIT - 1).map(|_| c.signal_event(false)).collect();
-    assert_eq!(ids, (1..KFD_SIGNAL_EVENT_LIMIT).collect::<Vec<_>>());
+    // amdkfd: slots 0..4095 of the page, lowest free first.
+    let ids: Vec<u32> = (0..KFD_SIGNAL_EVENT_LIMIT).map(|_| c.signal_event(false)).collect();
+    assert_eq!(ids, (0..KFD_SIGNAL_EVENT_LIMIT).collect::<Vec<_>>());
     assert_eq!(c.try_create_event(KFD_IOC_EVENT_SIGNAL, false, 0).unwrap_err(), Errno::ENOSPC);
     assert_eq!(
         c.try_create_event(KFD_IOC_EVENT_DEBUG_EVENT, false, 0).unwrap_err(),
@@ -54,10 +55,16 @@ fn event_page_holds_4095_signal_events_then_enospc() {
     // Non-signal events do not need a slot.
     let mem = c.try_create_event(KFD_IOC_EVENT_MEMORY, false, 0).unwrap();
     assert!(mem.event_id >= KFD_SIGNAL_EVENT_LIMIT);
-    assert_eq!(rig.stats().events, KFD_SIGNAL_EVENT_LIMIT as usize);
+    assert_eq!(rig.stats().events, KFD_SIGNAL_EVENT_LIMIT as usize + 1);
     // A freed slot is handed out again (the lowest free, as idr_alloc).
     c.destroy_event(100).unwrap();
     assert_eq!(c.signal_event(false), 100);
+    assert_eq!(c.try_create_event(KFD_IOC_EVENT_SIGNAL, false, 0).unwrap_err(), Errno::ENOSPC);
+    // Freed in any order, handed out lowest first.
+    for id in [3000, 7, 0] {
+        c.destroy_event(id).unwrap();
+    }
+    assert_eq!([c.signal_event(false), c.signal_event(false), c.signal_event(false)], [0, 7, 3000]);
     assert_eq!(c.try_create_event(KFD_IOC_EVENT_SIGNAL, false, 0).unwrap_err(), Errno::ENOSPC);
 }
 
@@ -327,7 +334,7 @@ fn client_gtt_buffer_becomes_the_event_page() {
     assert_eq!(word(&page, 8), 0, "a fresh GTT buffer is zero");
     // The first CREATE_EVENT names the buffer by its handle.
     let e = c.try_create_event(KFD_IOC_EVENT_SIGNAL, false, buf.handle).unwrap();
-    assert_eq!(e.event_id, 1);
+    assert_eq!(e.event_id, 0);
     assert_eq!(e.event_page_offset, KFD_MMAP_TYPE_EVENTS);
     let slots = KFD_SIGNAL_EVENT_LIMIT as usize;
     assert!((0..slots).all(|s| word(&page, s * 8) == UNSIGNALED_EVENT_SLOT), "every slot reads all ones");
@@ -416,6 +423,6 @@ fn concurrent_first_signal_events_all_succeed() {
         });
         let mut ids: Vec<u32> = results.iter().map(|r| r.expect("CREATE_EVENT").event_id).collect();
         ids.sort_unstable();
-        assert_eq!(ids, (1..=8).collect::<Vec<_>>());
+        assert_eq!(ids, (0..8).collect::<Vec<_>>());
     }
 }

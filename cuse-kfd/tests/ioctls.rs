@@ -532,7 +532,7 @@ fn events_of_every_type_can_be_created_and_destroyed() {
         let e = c.try_create_event(t, false, 0).unwrap_or_else(|e| panic!("type {t}: {e}"));
         assert_eq!(e.event_trigger_data, e.event_id);
         if t == KFD_IOC_EVENT_SIGNAL || t == KFD_IOC_EVENT_DEBUG_EVENT {
-            assert!(e.event_id >= 1 && e.event_id < KFD_SIGNAL_EVENT_LIMIT);
+            assert!(e.event_id < KFD_SIGNAL_EVENT_LIMIT);
             assert_eq!(e.event_page_offset, KFD_MMAP_TYPE_EVENTS);
             assert_eq!(e.event_slot_index, e.event_id);
         } else {

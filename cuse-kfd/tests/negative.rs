@@ -131,7 +131,7 @@ fn with_127_queues(fx: &mut Fx) {
 }
 
 fn with_full_event_page(fx: &mut Fx) {
-    for _ in 1..KFD_SIGNAL_EVENT_LIMIT {
+    for _ in 0..KFD_SIGNAL_EVENT_LIMIT {
         fx.c.signal_event(false);
     }
 }
@@ -538,9 +538,9 @@ fn rows() -> Vec<Row> {
             EINVAL,
         ),
         row(
-            "SET_EVENT reserved id 0",
+            "SET_EVENT the free slot next to the one event",
             with_event,
-            |_| req(AMDKFD_IOC_SET_EVENT, SetEventArgs { event_id: 0, pad: 0 }),
+            |_| req(AMDKFD_IOC_SET_EVENT, SetEventArgs { event_id: 1, pad: 0 }),
             EINVAL,
         ),
         row(

@@ -144,7 +144,7 @@ pub const KFD_IOC_WAIT_RESULT_COMPLETE: u32 = 0;
 pub const KFD_IOC_WAIT_RESULT_TIMEOUT: u32 = 1;
 pub const KFD_IOC_WAIT_RESULT_FAIL: u32 = 2;
 
-/// Slots in the event page; slot 0 is never handed out.
+/// Slots in the event page, and so signal events per process (ids 0..4095).
 pub const KFD_SIGNAL_EVENT_LIMIT: u32 = 4096;
 /// The value of an unsignaled event-page slot.
 pub const UNSIGNALED_EVENT_SLOT: u64 = u64::MAX;

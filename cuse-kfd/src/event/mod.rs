@@ -55,6 +55,9 @@ pub struct EventTable {
     page: Option<EventPage>,
     waiters: HashMap<WaitId, Waiter>,
     next_nonsignal: u32,
+    /// Every slot below this one is taken: the search for the lowest free slot starts here, so
+    /// that filling the page is linear, not quadratic.
+    first_maybe_free_slot: u32,
 }
 
 /// What CREATE_EVENT hands back.
@@ -107,9 +110,13 @@ impl EventTable {
         }
         let id = if uses_slot(event_type) {
             let page = self.page.as_ref().ok_or(Errno::ENOMEM)?;
-            // Slot 0 is reserved; ids of signal events are their slots.
-            let id = (1..page.slots()).find(|id| !self.events.contains_key(id)).ok_or(Errno::ENOSPC)?;
+            // Ids of signal events are their slots, the lowest free first from 0 (amdkfd's
+            // idr_alloc over the mapped page: 4096 per process).
+            let id = (self.first_maybe_free_slot..page.slots())
+                .find(|id| !self.events.contains_key(id))
+                .ok_or(Errno::ENOSPC)?;
             page.reset_slot(id);
+            self.first_maybe_free_slot = id + 1;
             id
         } else {
             let used = self.events.range(FIRST_NONSIGNAL_EVENT_ID..).count();
@@ -143,6 +150,7 @@ impl EventTable {
     pub fn destroy(&mut self, id: u32, done: &mut Vec<Completion>) -> Result<(), Errno> {
         let ev = self.events.remove(&id).ok_or(Errno::EINVAL)?;
         if ev.uses_slot() {
+            self.first_maybe_free_slot = self.first_maybe_free_slot.min(id);
             if let Some(page) = &self.page {
                 page.reset_slot(id);
             }
@@ -327,6 +335,7 @@ impl EventTable {
             self.cancel_wait(id, WaitOutcome::Destroyed, done);
         }
         self.events.clear();
+        self.first_maybe_free_slot = 0;
         self.page = None;
     }
 }
