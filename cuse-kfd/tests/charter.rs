@@ -115,7 +115,8 @@ fn b01_queue_on_caller_supplied_ring_and_pointers_runs_and_is_destroyed() {
         (ptrs.u64_at(0x100).load(Ordering::Acquire) == 1).then_some(())
     });
     assert_eq!(ring.u32_at(0).load(Ordering::Acquire) & 0xFF, u32::from(HSA_PACKET_TYPE_INVALID));
-    assert_eq!(rig.status(a.queue_id).read_index, 1);
+    // The status the engine reports is published after its poll: eventually 1.
+    wait_for(TIMEOUT, "the queue status at read index 1", || (rig.status(a.queue_id).read_index == 1).then_some(()));
 
     rig.kfd
         .call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 })
