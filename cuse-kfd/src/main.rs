@@ -37,7 +37,8 @@ enum Command {
         device: Option<PathBuf>,
         /// libhsakmt: `ours` (thunk/capi) first on the library path, or `system` (the system's
         /// libhsakmt.so.1, over a node given by --device: in a mount namespace with the topology
-        /// at /sys/devices/virtual/kfd/kfd, render-node stand-ins and tools/kfd-preload).
+        /// at /sys/devices/virtual/kfd/kfd, render-node stand-ins and tools/kfd-preload; root or
+        /// user namespaces; the program is killed if `run` dies).
         #[arg(long, default_value = "ours", value_parser = ["ours", "system"])]
         thunk: String,
         /// HSA runtime: `rocr` keeps the system's real ROCr, `shim` uses ours.

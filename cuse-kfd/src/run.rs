@@ -285,6 +285,27 @@ fn system_thunk_namespace(node: &Path, runtime_dir: &Path) -> Result<SysfsMount,
     tree.mount(kfd_dir).map_err(|e| format!("mounting the topology at {}: {e}", kfd_dir.display()))
 }
 
+/// The program gets SIGKILL when this process dies: it serves the program's topology tree, so a
+/// `cuse-kfd run` that is killed must not leave the program behind on a dead mount.
+fn die_with_this_process(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl and getppid,
+    // which are async-signal-safe; it touches no memory of the parent's other threads.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Died between fork and prctl: the signal was never armed.
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::other("cuse-kfd run exited before the program started"));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Runs the program on the system's libhsakmt over `node` and exits with its status.
 fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(), String> {
     let preload = artifact(profile, "kfd-preload", "libkfd_preload.so")?;
@@ -296,6 +317,7 @@ fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(),
     }
     cmd.env("LD_PRELOAD", list);
     let _tree = system_thunk_namespace(node, &runtime_dir)?;
+    die_with_this_process(&mut cmd);
     let status = cmd.status().map_err(|e| format!("running {:?}: {e}", cmd.get_program()))?;
     // Exiting ends the mount namespace and, with it, the tree (no unmount to wait for). _exit,
     // not exit: libc's exit-time teardown would race the FUSE thread, which is still serving.
