@@ -6,7 +6,9 @@
 //! The transport is a parameter: the device embedded in the program's process
 //! (`cargo run -p cuse-kfd -- run --embedded`, any machine with root or user namespaces), or a
 //! `cuse-kfd serve` node in the real-device tier (`$CUSE_KFD_BIN run --device /dev/<node>`, set up
-//! by `cargo xtask test device`; elsewhere that test says so and returns).
+//! by `cargo xtask test device`; elsewhere that test says so and returns). On the node the same
+//! programs also run over the system's libhsakmt.so.1 (Debian's 5.2.3, `run --thunk system`):
+//! the real ROCr over the real thunk over our device.
 //!
 //! tests/build.rs compiles the programs on the host (cc, libhsa-runtime-dev and libhsa-runtime64-1
 //! are needed; `cargo xtask test` installs them), so the tier's VM only runs them.
@@ -22,15 +24,16 @@ use std::time::{Duration, Instant};
 enum Transport<'a> {
     /// The device inside the program's process, through `cargo run -p cuse-kfd -- run --embedded`.
     Embedded,
-    /// A daemon's node, through `<bin> run --device <node>` (`bin` is the cuse-kfd binary).
-    Device { bin: &'a Path, node: &'a Path, runtime_dir: &'a Path },
+    /// A daemon's node, through `<bin> run --device <node> --thunk <thunk>` (`bin` is the
+    /// cuse-kfd binary, `thunk` ours or system).
+    Device { bin: &'a Path, node: &'a Path, runtime_dir: &'a Path, thunk: &'a str },
 }
 
 impl Transport<'_> {
     fn name(&self) -> String {
         match self {
             Transport::Embedded => "embedded".into(),
-            Transport::Device { node, .. } => node.display().to_string(),
+            Transport::Device { node, thunk, .. } => format!("{} ({thunk} libhsakmt)", node.display()),
         }
     }
 
@@ -42,9 +45,9 @@ impl Transport<'_> {
                 c.args(["run", "-q", "-p", "cuse-kfd", "--", "run", "--embedded", "--"]);
                 c
             }
-            Transport::Device { bin, node, .. } => {
+            Transport::Device { bin, node, thunk, .. } => {
                 let mut c = Command::new(bin);
-                c.args(["run", "--device"]).arg(node).arg("--");
+                c.args(["run", "--thunk", thunk, "--device"]).arg(node).arg("--");
                 c
             }
         };
@@ -118,7 +121,21 @@ fn check(name: &str, transport: Transport) -> String {
     println!("--- {name} ({}), {:.1} s:\n{text}", transport.name(), t0.elapsed().as_secs_f64());
     assert!(ok, "{name} failed on the {} device:\n{text}", transport.name());
     assert!(text.lines().any(|l| l.trim() == format!("PASS {name}")), "{name} did not reach its end:\n{text}");
+    check_thunk(&text, transport);
     text
+}
+
+/// The system's libhsakmt.so.1 (Debian's libhsakmt1).
+const SYSTEM_HSAKMT: &str = "/usr/lib/x86_64-linux-gnu/libhsakmt.so.1";
+
+/// The program printed the libhsakmt that ROCr loaded: the system's for `--thunk system`, ours
+/// (never the system's) otherwise.
+fn check_thunk(text: &str, transport: Transport) {
+    let loaded = text.lines().find_map(|l| l.strip_prefix("libhsakmt: ")).expect("the program names its libhsakmt");
+    let real = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let is_system = real(loaded) == real(SYSTEM_HSAKMT);
+    let want_system = matches!(transport, Transport::Device { thunk: "system", .. });
+    assert_eq!(is_system, want_system, "ROCr loaded {loaded} on the {} device", transport.name());
 }
 
 #[test]
@@ -153,14 +170,25 @@ fn rocr_queue_errors_reach_the_callback() {
     check("queue_error", Transport::Embedded);
 }
 
-/// Every program against a `cuse-kfd serve` node through the kernel's CUSE.
+/// Every program against a `cuse-kfd serve` node through the kernel's CUSE, over our libhsakmt.
 #[test]
 fn device_tier_rocr_programs() {
+    on_the_node("ours");
+}
+
+/// Every program against a node over the system's libhsakmt.so.1: nothing of ours in the
+/// program's process but the LD_PRELOAD mmap redirect.
+#[test]
+fn device_tier_rocr_programs_on_the_system_libhsakmt() {
+    on_the_node("system");
+}
+
+fn on_the_node(thunk: &str) {
     let Some(bin) = tier() else { return };
-    let d = Daemon::start(&bin, "kfd-t-rocr");
+    let d = Daemon::start(&bin, &format!("kfd-t-rocr-{thunk}"));
     for (name, what) in PROGRAMS {
         println!("{name}: {what}");
-        check(name, Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir });
+        check(name, Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk });
     }
 }
 

@@ -3,6 +3,11 @@
 #ifndef ROCR_COMMON_H
 #define ROCR_COMMON_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dl_iterate_phdr */
+#endif
+#include <link.h>
+
 #include <hsa.h>
 #include <hsa_ext_amd.h>
 #include <stdint.h>
@@ -62,9 +67,23 @@ static hsa_status_t find_gpu_cb(hsa_agent_t agent, void *data) {
     return HSA_STATUS_SUCCESS;
 }
 
-/* hsa_init and the first GPU agent (its name printed). */
+static int find_hsakmt_cb(struct dl_phdr_info *info, size_t size, void *out) {
+    (void)size;
+    if (strstr(info->dlpi_name, "libhsakmt.so")) {
+        *(const char **)out = info->dlpi_name;
+        return 1;
+    }
+    return 0;
+}
+
+/* hsa_init and the first GPU agent (its name printed), and the libhsakmt that ROCr loaded: the
+ * tests check it is the thunk they asked for. */
 static inline hsa_agent_t init_gpu(void) {
     HSA(hsa_init());
+    const char *thunk = NULL;
+    dl_iterate_phdr(find_hsakmt_cb, &thunk);
+    CHECK(thunk != NULL, "ROCr loaded a libhsakmt.so");
+    printf("libhsakmt: %s\n", thunk);
     hsa_agent_t gpu = {0};
     hsa_status_t s = hsa_iterate_agents(find_gpu_cb, &gpu);
     CHECK(s == HSA_STATUS_INFO_BREAK && gpu.handle != 0, "no GPU agent (hsa_iterate_agents -> %s)", status_name(s));

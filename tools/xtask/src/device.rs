@@ -45,7 +45,8 @@ pub const DEVICE_TESTS: [DeviceTest; 7] = [
         package: "kfd-tests",
         target: "rocr_programs",
         args: &["device_tier"],
-        what: "the real ROCr 5.2.3 over our libhsakmt over the node: queues, barriers, wraparound, BLOCKED waits",
+        what: "the real ROCr 5.2.3 over the node, on our libhsakmt and on the system's: queues, barriers, \
+               wraparound, BLOCKED waits, timeouts, queue errors",
     },
     DeviceTest {
         package: "kfd-tests",
@@ -64,9 +65,11 @@ pub const DEVICE_TESTS: [DeviceTest; 7] = [
     DeviceTest {
         package: "kfd-tests",
         target: "hsakmt_programs",
-        args: &["device_tier"],
+        // The output of passing tests too: each program's checks and time on the node.
+        args: &["device_tier", "--show-output"],
         what: "C programs on Debian's real libhsakmt 5.2.3 over the node: topology, memory and SDMA copies, \
-               AQL/PM4/SDMA queues, RELEASE_MEM and TRAP events, a forked process isolated",
+               allocation until ENOMEM, AQL/PM4/SDMA queues, RELEASE_MEM and TRAP events, 4096 events, \
+               a forked process isolated; run without root; a killed run takes its program along",
     },
     DeviceTest {
         package: "kfd-tests",
