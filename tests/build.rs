@@ -71,32 +71,25 @@ fn record(what: &str, name: &str, err: &Path, failure: String) {
     std::fs::write(err, failure).expect("write the compiler's output");
 }
 
+/// Each c/rocr/<name>.c alone (with its common.h), against Debian's hsa.h, linked with the real ROCr.
 fn rocr_programs(cc: &OsStr, out: &Path) {
-    std::fs::create_dir_all(out).expect("create $OUT_DIR/rocr");
-    let mut sources: Vec<_> = std::fs::read_dir("c/rocr")
-        .expect("c/rocr")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "c"))
-        .collect();
-    sources.sort();
-    for file in sources {
-        let name = file.file_stem().expect("a file name").to_string_lossy().into_owned();
-        let (exe, err) = clean(out, &name);
-        let mut a = args(CFLAGS.iter().filter(|f| **f != "-Wno-unused-function"));
-        a.extend(args(["-I/usr/include/hsa".as_ref(), file.as_os_str(), "-o".as_ref(), exe.as_os_str()]));
-        a.extend(args(["-L/usr/lib/x86_64-linux-gnu", "-lhsa-runtime64", "-lpthread"]));
-        if let Err(failure) = run(cc, &a) {
-            record("the ROCr program", &name, &err, failure);
-        }
-    }
+    let mut flags = args(CFLAGS.iter().filter(|f| **f != "-Wno-unused-function"));
+    flags.push("-I/usr/include/hsa".into());
+    c_programs(cc, "c/rocr", out, "the ROCr program", &flags, &["-lhsa-runtime64", "-lpthread"]);
 }
 
-/// Each tests/c/hsakmt/<name>.c alone (with its common.h), linked with the system's libhsakmt.
+/// Each c/hsakmt/<name>.c alone (with its common.h), linked with the system's libhsakmt; hsakmt.h
+/// is /usr/include/hsakmt.h in Debian's libhsakmt-dev 5.2.3.
 fn hsakmt_programs(cc: &OsStr, out: &Path) {
-    std::fs::create_dir_all(out).expect("create $OUT_DIR/hsakmt");
-    let mut sources: Vec<_> = std::fs::read_dir("c/hsakmt")
-        .expect("c/hsakmt")
+    c_programs(cc, "c/hsakmt", out, "the libhsakmt program", &args(CFLAGS), &["-lhsakmt"]);
+}
+
+/// Compiles each `dir`/<name>.c into `out`/<name> with `flags`, linked with the system's `libs`;
+/// one that fails leaves `out`/<name>.err.
+fn c_programs(cc: &OsStr, dir: &str, out: &Path, what: &str, flags: &[OsString], libs: &[&str]) {
+    std::fs::create_dir_all(out).unwrap_or_else(|e| panic!("create {}: {e}", out.display()));
+    let mut sources: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "c"))
@@ -105,12 +98,12 @@ fn hsakmt_programs(cc: &OsStr, out: &Path) {
     for file in sources {
         let name = file.file_stem().expect("a file name").to_string_lossy().into_owned();
         let (exe, err) = clean(out, &name);
-        // hsakmt.h is /usr/include/hsakmt.h in Debian's libhsakmt-dev 5.2.3.
-        let mut a = args(CFLAGS);
+        let mut a = flags.to_vec();
         a.extend(args([file.as_os_str(), "-o".as_ref(), exe.as_os_str()]));
-        a.extend(args(["-L/usr/lib/x86_64-linux-gnu", "-lhsakmt"]));
+        a.push("-L/usr/lib/x86_64-linux-gnu".into());
+        a.extend(args(libs));
         if let Err(failure) = run(cc, &a) {
-            record("the libhsakmt program", &name, &err, failure);
+            record(what, &name, &err, failure);
         }
     }
 }

@@ -81,6 +81,20 @@ pub fn where_it_waits(pgid: u32) -> String {
     out
 }
 
+/// Checks that `listed` names exactly the C programs in `dir` (<name>.c), so that none is left
+/// out of its test and none listed is missing.
+pub fn assert_lists_every_program<'a>(dir: &Path, listed: impl IntoIterator<Item = &'a str>) {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".c").map(str::to_owned))
+        .collect();
+    found.sort();
+    let mut listed: Vec<String> = listed.into_iter().map(str::to_owned).collect();
+    listed.sort();
+    assert_eq!(found, listed, "the programs in {} and the list of the test that runs them", dir.display());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 //! test` installs them), so the tier's VM only runs them.
 
 use kfd_tests::device::{tier, Daemon};
-use kfd_tests::program::run_bounded;
+use kfd_tests::program::{assert_lists_every_program, run_bounded};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -136,14 +136,8 @@ fn alive(pid: i32) -> bool {
 /// The list above names every program in tests/c/hsakmt, and each exists.
 #[test]
 fn every_program_is_listed() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("c/hsakmt");
-    let mut found: Vec<String> = std::fs::read_dir(&dir)
-        .expect("tests/c/hsakmt")
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".c").map(str::to_owned))
-        .collect();
-    found.sort();
-    let mut listed: Vec<String> = PROGRAMS.iter().map(|(n, _)| n.to_string()).collect();
-    listed.sort();
-    assert_eq!(found, listed, "tests/c/hsakmt/*.c and PROGRAMS");
+    assert_lists_every_program(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("c/hsakmt"),
+        PROGRAMS.iter().map(|(n, _)| *n),
+    );
 }

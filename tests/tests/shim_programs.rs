@@ -16,7 +16,7 @@
 //! `PASS <name>`.
 
 use kfd_tests::device::{tier, Daemon};
-use kfd_tests::program::run_bounded;
+use kfd_tests::program::{assert_lists_every_program, run_bounded};
 use kfd_tests::shim_programs::{REAL_ROCR_PROGRAMS, SHIM_PROGRAMS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -202,16 +202,7 @@ fn device_tier_real_rocr_programs() {
 /// One test per real-ROCr program above, and the lists name programs that exist.
 #[test]
 fn every_program_is_listed() {
-    let src = workspace().join("tools/rocr-shim/tests/c");
-    let mut found: Vec<String> = std::fs::read_dir(&src)
-        .expect("tools/rocr-shim/tests/c")
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".c").map(str::to_owned))
-        .collect();
-    found.sort();
-    let mut shim: Vec<String> = SHIM_PROGRAMS.iter().map(|n| n.to_string()).collect();
-    shim.sort();
-    assert_eq!(found, shim, "tools/rocr-shim/tests/c/*.c and SHIM_PROGRAMS");
+    assert_lists_every_program(&workspace().join("tools/rocr-shim/tests/c"), SHIM_PROGRAMS.iter().copied());
     assert!(REAL_ROCR_PROGRAMS.iter().all(|n| SHIM_PROGRAMS.contains(n)));
     let this = std::fs::read_to_string(workspace().join(file!())).expect("this test's source");
     for name in REAL_ROCR_PROGRAMS {
