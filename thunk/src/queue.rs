@@ -14,8 +14,58 @@ use uapi::queue::*;
 /// Bytes of the process doorbell slice (2 pages on SOC15).
 const DOORBELL_SLICE: u64 = 8192;
 
-pub struct AqlQueue {
+/// What AQL and ring queues share: a queue KFD created and its doorbell, mapped. Dropping it
+/// destroys the queue, so it must be dropped before the memory the queue uses.
+struct KfdQueue {
     kfd: Kfd,
+    id: u32,
+    doorbell: HostMapping,
+    doorbell_byte: u64,
+    doorbell_offset: u64,
+}
+
+impl KfdQueue {
+    /// CREATE_QUEUE with `a`, then the doorbell slice mapped; a queue whose doorbell cannot be
+    /// mapped is destroyed again.
+    fn create(kfd: &Kfd, a: &mut CreateQueueArgs) -> Result<KfdQueue, Errno> {
+        kfd.call(AMDKFD_IOC_CREATE_QUEUE, a)?;
+        let queue_id = a.queue_id;
+        let destroy = |e| {
+            let _ = kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id, pad: 0 });
+            e
+        };
+        let slice = a.doorbell_offset & !(DOORBELL_SLICE - 1);
+        let file = open_backing(kfd, Space::Kfd, slice).map_err(destroy)?;
+        let doorbell = HostMapping::map(&file, DOORBELL_SLICE as usize).map_err(destroy)?;
+        Ok(KfdQueue {
+            kfd: kfd.clone(),
+            id: queue_id,
+            doorbell,
+            doorbell_byte: a.doorbell_offset & (DOORBELL_SLICE - 1),
+            doorbell_offset: a.doorbell_offset,
+        })
+    }
+
+    /// Rings the doorbell with `value` (a plain 64-bit store, as ROCr and kfdtest do).
+    fn ring_doorbell(&self, value: u64) {
+        let addr = self.doorbell.addr() + self.doorbell_byte;
+        // SAFETY: the doorbell slice mapping is live for `self` and the doorbell is an aligned
+        // 8-byte word inside it.
+        unsafe { AtomicU64::from_ptr(addr as *mut u64) }.store(value, Ordering::Release);
+    }
+}
+
+impl Drop for KfdQueue {
+    fn drop(&mut self) {
+        if let Err(e) = self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: self.id, pad: 0 }) {
+            log::warn!("destroying queue {}: {e}", self.id);
+        }
+    }
+}
+
+pub struct AqlQueue {
+    /// First: the queue is destroyed before its ring and descriptor are freed.
+    queue: KfdQueue,
     pub id: u32,
     pub gpu_id: u32,
     /// Packets in the ring.
@@ -23,8 +73,6 @@ pub struct AqlQueue {
     pub ring: GpuMemory,
     /// Holds the amd_queue_t at offset 0.
     pub desc: GpuMemory,
-    doorbell: HostMapping,
-    doorbell_byte: u64,
     pub doorbell_offset: u64,
     /// The last read index seen: the producer reloads it only when the ring looks full.
     cached_read: AtomicU64,
@@ -62,24 +110,15 @@ impl AqlQueue {
             queue_priority: 7,
             ..Default::default()
         };
-        kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut a)?;
-        let destroy = |e| {
-            let _ = kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 });
-            e
-        };
-        let slice = a.doorbell_offset & !(DOORBELL_SLICE - 1);
-        let file = open_backing(kfd, Space::Kfd, slice).map_err(destroy)?;
-        let doorbell = HostMapping::map(&file, DOORBELL_SLICE as usize).map_err(destroy)?;
+        let queue = KfdQueue::create(kfd, &mut a)?;
         Ok(AqlQueue {
-            kfd: kfd.clone(),
-            id: a.queue_id,
+            id: queue.id,
+            doorbell_offset: queue.doorbell_offset,
+            queue,
             gpu_id,
             slots,
             ring,
             desc,
-            doorbell,
-            doorbell_byte: a.doorbell_offset & (DOORBELL_SLICE - 1),
-            doorbell_offset: a.doorbell_offset,
             cached_read: AtomicU64::new(0),
         })
     }
@@ -97,16 +136,9 @@ impl AqlQueue {
         self.desc.u64_at(AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64).store(signal, Ordering::Release);
     }
 
-    fn doorbell_word(&self) -> &AtomicU64 {
-        let addr = self.doorbell.addr() + self.doorbell_byte;
-        // SAFETY: the doorbell slice mapping is live for `self` and the doorbell is an aligned
-        // 8-byte word inside it.
-        unsafe { AtomicU64::from_ptr(addr as *mut u64) }
-    }
-
     /// Rings the doorbell with `index` (a plain 64-bit store, as ROCr does).
     pub fn ring_doorbell(&self, index: u64) {
-        self.doorbell_word().store(index, Ordering::Release);
+        self.queue.ring_doorbell(index);
     }
 
     /// Reserves a slot, waiting while the ring is full; returns its index.
@@ -162,19 +194,11 @@ impl AqlQueue {
             queue_percentage: percentage,
             queue_priority: 7,
         };
-        self.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
+        self.queue.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
     }
 
     pub fn kfd(&self) -> &Kfd {
-        &self.kfd
-    }
-}
-
-impl Drop for AqlQueue {
-    fn drop(&mut self) {
-        if let Err(e) = self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: self.id, pad: 0 }) {
-            log::warn!("destroying queue {}: {e}", self.id);
-        }
+        &self.queue.kfd
     }
 }
 
@@ -213,7 +237,8 @@ impl RingKind {
 /// offset 0 and the write pointer at offset 8 of a pointer page, a doorbell in the mapped
 /// doorbell slice.
 pub struct RingQueue {
-    kfd: Kfd,
+    /// First: the queue is destroyed before its ring and pointers are freed.
+    queue: KfdQueue,
     pub id: u32,
     pub gpu_id: u32,
     pub kind: RingKind,
@@ -222,8 +247,6 @@ pub struct RingQueue {
     pub ring_bytes: u64,
     /// Read pointer at 0, write pointer at 8.
     pub ptrs: GpuMemory,
-    doorbell: HostMapping,
-    doorbell_byte: u64,
     pub doorbell_offset: u64,
     /// Dwords written so far (does not wrap).
     written: AtomicU64,
@@ -245,25 +268,16 @@ impl RingQueue {
             queue_priority: 7,
             ..Default::default()
         };
-        kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut a)?;
-        let destroy = |e| {
-            let _ = kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 });
-            e
-        };
-        let slice = a.doorbell_offset & !(DOORBELL_SLICE - 1);
-        let file = open_backing(kfd, Space::Kfd, slice).map_err(destroy)?;
-        let doorbell = HostMapping::map(&file, DOORBELL_SLICE as usize).map_err(destroy)?;
+        let queue = KfdQueue::create(kfd, &mut a)?;
         Ok(RingQueue {
-            kfd: kfd.clone(),
-            id: a.queue_id,
+            id: queue.id,
+            doorbell_offset: queue.doorbell_offset,
+            queue,
             gpu_id,
             kind,
             ring,
             ring_bytes: bytes,
             ptrs,
-            doorbell,
-            doorbell_byte: a.doorbell_offset & (DOORBELL_SLICE - 1),
-            doorbell_offset: a.doorbell_offset,
             written: AtomicU64::new(0),
         })
     }
@@ -320,10 +334,7 @@ impl RingQueue {
 
     /// Rings the doorbell with a raw value (a plain 64-bit store).
     pub fn ring_doorbell(&self, value: u64) {
-        let addr = self.doorbell.addr() + self.doorbell_byte;
-        // SAFETY: the doorbell slice mapping is live for `self` and the doorbell is an aligned
-        // 8-byte word inside it.
-        unsafe { AtomicU64::from_ptr(addr as *mut u64) }.store(value, Ordering::Release);
+        self.queue.ring_doorbell(value);
     }
 
     /// write + commit.
@@ -334,15 +345,7 @@ impl RingQueue {
     }
 
     pub fn kfd(&self) -> &Kfd {
-        &self.kfd
-    }
-}
-
-impl Drop for RingQueue {
-    fn drop(&mut self) {
-        if let Err(e) = self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: self.id, pad: 0 }) {
-            log::warn!("destroying queue {}: {e}", self.id);
-        }
+        &self.queue.kfd
     }
 }
 
