@@ -146,11 +146,14 @@ USAGE:
         The device tier needs root. It runs its test binaries natively when /dev/cuse exists
         or `modprobe cuse` makes it; otherwise it boots a virtme-ng VM (QEMU, TCG) with a
         Debian kernel that has CUSE, first installing the VM's packages below (apt-get) and
-        virtme-ng (pip, in a venv of its own). Environment: CUSE_KFD_DEVICE_RUNNER=native|vm
-        forces the choice; CUSE_KFD_VM_KVM=1 lets the VM use KVM; CUSE_KFD_VNG=PATH uses
-        that vng instead of the venv's; CUSE_KFD_DEVICE_EXTRA_TESTS='package/target ...' runs
-        more test targets than the table below; CUSE_KFD_DEVICE_ONLY='target ...' runs only
-        those (while working on one; a run that sets it is not the whole tier).
+        virtme-ng (pip, in a venv of its own). Without root it is skipped, with the reason;
+        but CI must never skip it: when the environment variable CI is set (not empty, not
+        `false` or `0`), a device tier that would be skipped FAILS, with the reason.
+        Environment: CUSE_KFD_DEVICE_RUNNER=native|vm forces the choice; CUSE_KFD_VM_KVM=1
+        lets the VM use KVM; CUSE_KFD_VNG=PATH uses that vng instead of the venv's;
+        CUSE_KFD_DEVICE_EXTRA_TESTS='package/target ...' runs more test targets than the
+        table below; CUSE_KFD_DEVICE_ONLY='target ...' runs only those (while working on
+        one; a run that sets it is not the whole tier).
 
     cargo xtask bench [BENCH...]
         Runs the benches (release builds) and prints the same kind of table. A bench whose
