@@ -197,6 +197,14 @@ fn group_id(g: &str) -> Result<u32, String> {
 }
 
 fn serve(a: ServeArgs) -> Result<(), String> {
+    // SIGINT and SIGTERM are taken by the main thread (the sigwait below), so they are blocked
+    // here, before Device::new starts the engine and timer threads, the control socket its
+    // thread and the server its readers: threads inherit the mask, and a signal during setup
+    // stays pending until the wait instead of killing the daemon without a teardown.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals.thread_block().map_err(|e| format!("blocking signals: {e}"))?;
     if a.name.is_empty() || a.name.contains("..") || a.name.starts_with('/') {
         return Err(format!("invalid device name {:?}", a.name));
     }
@@ -224,12 +232,6 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     cuse_kfd::control::spawn(device.weak(), &runtime_dir)
         .map_err(|e| format!("starting the control socket in {}: {e}", runtime_dir.display()))?;
 
-    // Signals are taken by the main thread only: block them before any thread starts.
-    let mut signals = SigSet::empty();
-    signals.add(Signal::SIGINT);
-    signals.add(Signal::SIGTERM);
-    signals.thread_block().map_err(|e| format!("blocking signals: {e}"))?;
-
     let session = Arc::new(Session::new(device.clone(), channel.clone(), Box::new(SystemProcfs), &a.name));
     let (s, c, threads) = (session.clone(), channel.clone(), a.threads);
     let server = std::thread::Builder::new()
@@ -245,24 +247,40 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("starting the server: {e}"))?;
 
     let node = Path::new("/dev").join(&a.name);
-    setup_node(&node, a.mode, gid, &session)?;
-    let sysfs = match &a.sysfs_mount {
-        Some(dir) => Some(
-            cuse_kfd::sysfs::mount(device.topology(), dir)
-                .map_err(|e| format!("mounting the topology at {}: {e}", dir.display()))?,
-        ),
-        None => None,
+    let sysfs = setup_node(&node, a.mode, gid, &session).and_then(|()| match &a.sysfs_mount {
+        Some(dir) => cuse_kfd::sysfs::mount(device.topology(), dir)
+            .map(Some)
+            .map_err(|e| format!("mounting the topology at {}: {e}", dir.display())),
+        None => Ok(None),
+    });
+    let sysfs = match sysfs {
+        Ok(m) => m,
+        Err(e) => {
+            // A failed setup leaves nothing behind either.
+            shutdown(&session, None, &runtime_dir);
+            return Err(e);
+        }
     };
     log::info!("serving {} ({} x{}), runtime directory {}", node.display(), a.profile, a.gpus, runtime_dir.display());
-    let sig = signals.wait().map_err(|e| format!("waiting for signals: {e}"))?;
-    log::info!("{sig:?}: shutting down");
+    // A signal that came during setup is pending and returns at once.
+    let sig = signals.wait().map_err(|e| format!("waiting for signals: {e}"));
+    match &sig {
+        Ok(sig) => log::info!("{sig:?}: shutting down"),
+        Err(e) => log::error!("{e}: shutting down"),
+    }
+    shutdown(&session, sysfs, &runtime_dir);
+    drop(server);
+    sig.map(|_| ())
+}
+
+/// Tears down every context (answering parked waits, removing backing files), unmounts the
+/// topology and removes its tree.
+fn shutdown(session: &Session, sysfs: Option<cuse_kfd::sysfs::SysfsMount>, runtime_dir: &Path) {
     session.shutdown();
     if let Some(Err(e)) = sysfs.map(|m| m.unmount()) {
         log::warn!("unmounting the topology: {e}");
     }
     let _ = std::fs::remove_dir_all(runtime_dir.join("topology"));
-    drop(server);
-    Ok(())
 }
 
 /// Waits for devtmpfs to create the node after CUSE_INIT, then gives it its mode and group.
