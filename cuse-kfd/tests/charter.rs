@@ -496,9 +496,15 @@ fn b08_destroy_with_pending_packets_and_a_parked_waiter_is_prompt_and_wakes_it()
     assert!(took < Duration::from_secs(1), "DESTROY_QUEUE took {took:?}");
     assert_eq!(rig.stats().queues, before - 1);
     let woke = waiter.recv_timeout(Duration::from_secs(2)).expect("the parked waiter was not woken by the destroy");
-    assert_eq!(woke.result, Ok(()), "{woke:?}");
-    assert_eq!(woke.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE, "{woke:?}");
+    // BEHAVIOURS 18: FAIL (EIO), as for a destroyed event; the event itself stays unset.
+    assert_eq!(woke.result, Err(Errno::EIO), "{woke:?}");
+    assert_eq!(woke.wait_result, KFD_IOC_WAIT_RESULT_FAIL, "{woke:?}");
     assert_eq!(rig.stats().waiters, 0);
+    assert_eq!(
+        rig.kfd.wait_events(&[ev], false, 0).wait_result,
+        KFD_IOC_WAIT_RESULT_TIMEOUT,
+        "the event of a packet that never ran was set"
+    );
     for i in [done, 2, 3, 4] {
         assert_eq!(sig.value(i).load(Ordering::Acquire), 1, "signal {i} of a packet that never ran changed");
     }
@@ -835,6 +841,8 @@ fn bad_packets(rig: &Rig, completion: u64) -> Vec<Bad> {
         ..Default::default()
     });
     let gfx = packet::dispatch(rig.gfx_kernel(), rig.args(&[0u64; 2]), [64, 1, 1], [64, 1, 1], completion, false);
+    let unknown =
+        packet::dispatch(rig.unknown_builtin_kernel(), rig.args(&[0u64; 2]), [64, 1, 1], [64, 1, 1], completion, false);
     let mut cond = packet::barrier_value(completion, HSA_SIGNAL_CONDITION_EQ, 1, -1, completion);
     cond[32..36].copy_from_slice(&9u32.to_le_bytes());
     vec![
@@ -845,6 +853,7 @@ fn bad_packets(rig: &Rig, completion: u64) -> Vec<Bad> {
         Bad { what: "grid of 0 work-items", packet: zero_grid, code: ERROR_INVALID_PACKET_FORMAT },
         Bad { what: "agent dispatch", packet: agent, code: ERROR_INVALID_PACKET_FORMAT },
         Bad { what: "GFX kernel descriptor", packet: gfx, code: ERROR_INVALID_CODE_OBJECT },
+        Bad { what: "soft descriptor of builtin 99", packet: unknown, code: ERROR_INVALID_CODE_OBJECT },
         Bad { what: "barrier-value condition 9", packet: cond, code: ERROR_INVALID_PACKET_FORMAT },
     ]
 }

@@ -336,8 +336,9 @@ impl QueueRunner {
         out
     }
 
-    /// The queue is being destroyed: waiters on the completion signals of packets that will
-    /// never run are woken through their events (the signals keep their values).
+    /// The queue is being destroyed: returns the events of the completion signals of packets
+    /// that will never run, whose waiters are then woken with FAIL (the signals keep their
+    /// values).
     pub fn abandon(&mut self) -> Vec<u32> {
         let mut events = Vec::new();
         // Packets rung since the last poll are pending too.
@@ -360,8 +361,9 @@ impl QueueRunner {
                 }
             }
         }
+        // Their mailboxes stay unwritten: nothing completed.
         for s in signals.into_iter().filter(|s| *s != 0) {
-            if let Ok(Some(ev)) = signal::notify(&mut mem, s) {
+            if let Ok(Some(ev)) = signal::event_of(&mut mem, s) {
                 events.push(ev);
             }
         }

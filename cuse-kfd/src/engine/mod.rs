@@ -187,6 +187,22 @@ impl HwQueue {
         self.deliver(done);
     }
 
+    /// Wakes the waiters on KFD events `ids` of the queue's process with FAIL (BEHAVIOURS 18:
+    /// the queue whose packets were to set them is gone), without setting the events.
+    fn fail_waiters(&self, ids: &[u32]) {
+        if ids.is_empty() {
+            return;
+        }
+        let mut done = Vec::new();
+        {
+            let mut events = self.process.events();
+            for id in ids {
+                events.fail_waiters(*id, &mut done);
+            }
+        }
+        self.deliver(done);
+    }
+
     /// Delivers interrupts raised by the queue's packets to its process's events.
     fn interrupt(&self, interrupts: &[Interrupt]) {
         if interrupts.is_empty() {
@@ -465,7 +481,7 @@ fn adopt(s: &Shared, runners: &mut Vec<Runner>) {
             kept.push(r);
         } else {
             let ids = r.abandon();
-            r.hw().raise(&ids);
+            r.hw().fail_waiters(&ids);
         }
     }
     for q in current {

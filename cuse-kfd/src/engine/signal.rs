@@ -50,6 +50,14 @@ pub fn notify(mem: &mut Mem, signal: u64) -> Result<Option<u32>, VmFault> {
     Ok(Some(event_id))
 }
 
+/// The KFD event of the signal's mailbox, without writing it; `None` for a polled signal.
+pub fn event_of(mem: &mut Mem, signal: u64) -> Result<Option<u32>, VmFault> {
+    if mem.load_u64(field(signal, MAILBOX)?, Ordering::Acquire)? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(mem.load_u64(field(signal, EVENT_ID)?, Ordering::Relaxed)? as u32))
+}
+
 /// The signal's current value.
 pub fn load(mem: &mut Mem, signal: u64) -> Result<i64, VmFault> {
     Ok(mem.load_u64(field(signal, VALUE)?, Ordering::Acquire)? as i64)

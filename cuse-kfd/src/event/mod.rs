@@ -164,6 +164,18 @@ impl EventTable {
         Ok(())
     }
 
+    /// Wakes the waiters on event `id` with FAIL and leaves the event as it is: what was to set
+    /// it (a packet of a destroyed queue) never will.
+    pub fn fail_waiters(&mut self, id: u32, done: &mut Vec<Completion>) {
+        let Some(ev) = self.events.get_mut(&id) else { return };
+        for w in std::mem::take(&mut ev.waiters) {
+            if let Some(waiter) = self.waiters.remove(&w) {
+                self.detach(&waiter);
+                done.push(waiter.finish(WaitOutcome::Destroyed, &self.events));
+            }
+        }
+    }
+
     /// SET_EVENT from the host: only signal events may be set this way.
     pub fn set_from_host(&mut self, id: u32, done: &mut Vec<Completion>) -> Result<(), Errno> {
         let ev = self.events.get(&id).ok_or(Errno::EINVAL)?;
@@ -199,16 +211,11 @@ impl EventTable {
         }
     }
 
-    /// The device raised an interrupt for signal slot `id` whose mailbox was written: set the
-    /// event and acknowledge the slot (amdkfd set_event_from_interrupt).
+    /// The device wrote event `id` into its mailbox and raised an interrupt carrying the whole
+    /// id (an AQL completion signal): as [`EventTable::interrupt`], so an event whose slot was
+    /// not written is not set.
     pub fn signal_from_device(&mut self, id: u32, done: &mut Vec<Completion>) {
-        let is_signal = self.events.get(&id).is_some_and(|e| e.event_type == KFD_IOC_EVENT_SIGNAL);
-        if is_signal {
-            if let Some(page) = &self.page {
-                page.reset_slot(id);
-            }
-            self.set(id, done);
-        }
+        self.interrupt(id, 32, done);
     }
 
     /// An end-of-pipe or SDMA trap interrupt whose context id carries `valid_bits` bits of an
@@ -220,12 +227,15 @@ impl EventTable {
         let written = |id: u32| page.read_slot(id).is_some_and(|v| v != UNSIGNALED_EVENT_SLOT);
         let mask = if valid_bits >= 32 { u32::MAX } else { (1u32 << valid_bits) - 1 };
         let partial = context_id & mask;
-        let hit = self
-            .events
-            .values()
-            .filter(|e| e.uses_slot() && e.id & mask == partial)
-            .map(|e| e.id)
-            .find(|&id| written(id));
+        let hit = if mask == u32::MAX {
+            self.events.get(&partial).filter(|e| e.uses_slot()).map(|e| e.id).filter(|&id| written(id))
+        } else {
+            self.events
+                .values()
+                .filter(|e| e.uses_slot() && e.id & mask == partial)
+                .map(|e| e.id)
+                .find(|&id| written(id))
+        };
         let ids: Vec<u32> = match hit {
             Some(id) => vec![id],
             None => self.events.values().filter(|e| e.uses_slot() && written(e.id)).map(|e| e.id).collect(),

@@ -29,6 +29,9 @@ pub const WAIT_MS: u32 = 10_000;
 const KERNELS: u64 = 0;
 /// A real-looking GFX kernel descriptor (AMD code object v3+ `kernel_descriptor_t`) sits here.
 const GFX_DESCRIPTOR: u64 = 1024;
+/// A well-formed soft descriptor naming a builtin the device does not have.
+const UNKNOWN_BUILTIN_DESCRIPTOR: u64 = 2048;
+pub const UNKNOWN_BUILTIN: u32 = 99;
 const ARGS_SIZE: u64 = 1 << 20;
 
 /// One device and one client process on it.
@@ -54,20 +57,23 @@ impl Rig {
         let kfd = Kfd::new(Box::new(transport));
         let gpu = kfd.gpu_ids().expect("GET_PROCESS_APERTURES_NEW")[0];
         let code = kfd.alloc(gpu, 4096, Kind::Gtt).expect("allocating the code buffer");
-        for builtin in SOFT_KERNEL_NOP..=SOFT_KERNEL_SIGNAL_STORE {
+        let descriptor = |builtin: u32| {
             let mut name = [0u8; 32];
             let n = format!("builtin-{builtin}");
             name[..n.len()].copy_from_slice(n.as_bytes());
-            let desc = SoftKernelDescriptor {
+            SoftKernelDescriptor {
                 magic: SOFT_KERNEL_MAGIC,
                 version: SOFT_KERNEL_VERSION,
                 builtin,
                 kernarg_size: 16,
                 name,
                 ..Default::default()
-            };
-            code.write(KERNELS + 64 * u64::from(builtin), desc.as_bytes());
+            }
+        };
+        for builtin in SOFT_KERNEL_NOP..=SOFT_KERNEL_SIGNAL_STORE {
+            code.write(KERNELS + 64 * u64::from(builtin), descriptor(builtin).as_bytes());
         }
+        code.write(UNKNOWN_BUILTIN_DESCRIPTOR, descriptor(UNKNOWN_BUILTIN).as_bytes());
         code.write(GFX_DESCRIPTOR, &gfx_kernel_descriptor());
         let args = kfd.alloc(gpu, ARGS_SIZE, Kind::Gtt).expect("allocating kernel argument space");
         Rig { kfd, emb, gpu, code, args, next_arg: AtomicU64::new(0) }
@@ -85,6 +91,11 @@ impl Rig {
     /// The `kernel_object` of a GFX kernel descriptor (no soft magic).
     pub fn gfx_kernel(&self) -> u64 {
         self.code.addr(GFX_DESCRIPTOR)
+    }
+
+    /// The `kernel_object` of a soft descriptor naming [`UNKNOWN_BUILTIN`].
+    pub fn unknown_builtin_kernel(&self) -> u64 {
+        self.code.addr(UNKNOWN_BUILTIN_DESCRIPTOR)
     }
 
     /// Copies `args` into fresh kernel-argument space and returns its GPU address.
