@@ -91,6 +91,22 @@ impl Daemon {
         out
     }
 
+    /// SIGTERM (a clean shutdown), then its exit status if it exited within `within`.
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM the daemon");
+        let t0 = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if t0.elapsed() > within {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// SIGKILL: the daemon dies without cleaning up.
     pub fn kill_hard(&mut self) {
         let _ = self.child.kill();
@@ -248,6 +264,18 @@ pub fn run_client_role() {
             let ev = kfd.create_event(gpu, uapi::kfd::KFD_IOC_EVENT_SIGNAL, false).unwrap().event_id;
             let w = kfd.wait_events(&[ev], false, uapi::kfd::KFD_EVENT_TIMEOUT_INFINITE);
             panic!("the wait returned: {w:?}");
+        }
+        // Like wait_forever, but says how the wait ended: `@@ error ERRNO`, `@@ fail`, or
+        // `@@ result N` for any other wait result.
+        "wait_and_report" => {
+            let _mem = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();
+            let ev = kfd.create_event(gpu, uapi::kfd::KFD_IOC_EVENT_SIGNAL, false).unwrap().event_id;
+            let w = kfd.wait_events(&[ev], false, uapi::kfd::KFD_EVENT_TIMEOUT_INFINITE);
+            match (w.result, w.wait_result) {
+                (Err(e), _) => println!("@@ error {e:?}"),
+                (Ok(()), uapi::kfd::KFD_IOC_WAIT_RESULT_FAIL) => println!("@@ fail"),
+                (Ok(()), r) => println!("@@ result {r}"),
+            }
         }
         "hold_objects" => {
             let mem = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();

@@ -295,3 +295,104 @@ fn an_injected_daemon_crash_gives_clients_connection_errors() {
     assert_eq!(kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut cq), Err(Errno::ECONNABORTED), "the request the daemon died in");
     assert_eq!(kfd.version(), Err(Errno::ENOTCONN), "the fd after the daemon is gone");
 }
+
+#[test]
+fn sigterm_shuts_down_cleanly_answering_a_parked_wait_and_removing_files() {
+    let Some(bin) = tier() else { return };
+    let mut d = Daemon::start(&bin, "kfd-t-term");
+    let mut child = client("wait_and_report", &d.node);
+    let pid = child.pid();
+    let client_dir = d.runtime_dir.join(pid.to_string());
+    let topology = d.runtime_dir.join("topology");
+    let t0 = Instant::now();
+    while !kfd_tests::device::has_parked_wait(&d.runtime_dir, pid) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the client never parked a wait");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(client_dir.is_dir(), "the client has backing files");
+    assert!(topology.is_dir(), "the topology tree is written");
+    let t0 = Instant::now();
+    let status = d.terminate(Duration::from_secs(5)).expect("the daemon did not exit within 5 s of SIGTERM");
+    assert!(status.success(), "SIGTERM is a clean shutdown, exit 0: {status}");
+    eprintln!("the daemon exited {status} {:?} after SIGTERM", t0.elapsed());
+    // The parked wait was answered, not left hanging: an error (the teardown's, or the
+    // kernel's ECONNABORTED when the channel closed) or FAIL.
+    let how = child.line(Duration::from_secs(10));
+    assert!(how.starts_with("error ") || how == "fail", "the parked infinite wait ended with {how}");
+    assert!(!client_dir.exists(), "the client's backing files are still there");
+    assert!(!topology.exists(), "the topology tree is still there");
+}
+
+/// The mountinfo line of `dir`'s top mount, split in fields, if `dir` is a mount point.
+fn mountinfo(dir: &std::path::Path) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    text.lines()
+        .map(|l| l.split(' ').map(str::to_string).collect::<Vec<_>>())
+        .rfind(|f| f.len() > 4 && std::path::Path::new(&f[4]) == dir)
+}
+
+/// Every file under `root`, as (path relative to `root`, contents), sorted.
+fn files_under(root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                out.push((p.strip_prefix(root).unwrap().to_path_buf(), bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn sysfs_mount_serves_the_live_topology_until_the_daemon_exits() {
+    let Some(bin) = tier() else { return };
+    let mnt = std::env::temp_dir().join("cuse-kfd-tier-sysfs-mnt");
+    let _ = std::fs::remove_dir_all(&mnt);
+    std::fs::create_dir_all(&mnt).unwrap();
+    // mountinfo names mount points by their canonical path.
+    let mnt = mnt.canonicalize().unwrap();
+    let mut d = Daemon::start_with(&bin, "kfd-t-sysfs", &["--sysfs-mount", mnt.to_str().unwrap()]);
+    // The node appears before serve mounts the tree: wait for the mount.
+    let t0 = Instant::now();
+    while mountinfo(&mnt).is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "{} was not mounted within 30 s", mnt.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let info = mountinfo(&mnt).unwrap();
+    let dash = info.iter().position(|f| f == "-").expect("mountinfo separator");
+    assert_eq!(info[dash + 1], "fuse", "{info:?}");
+    assert_eq!(info[dash + 2], cuse_kfd::sysfs::FSNAME, "{info:?}");
+    assert!(info[5].split(',').any(|o| o == "ro"), "read-only: {info:?}");
+    // The GPU node: the one whose gpu_id is not 0 (node 0 is the CPU).
+    let nodes = mnt.join("topology/nodes");
+    let gpu = std::fs::read_dir(&nodes)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .find(|n| std::fs::read_to_string(nodes.join(n).join("gpu_id")).unwrap().trim() != "0")
+        .expect("a GPU node in the mounted tree");
+    let served = std::fs::read_to_string(nodes.join(&gpu).join("properties")).unwrap();
+    let written = std::fs::read_to_string(d.runtime_dir.join("topology/nodes").join(&gpu).join("properties")).unwrap();
+    assert!(served.contains("simd_count") && served.contains("gfx_target_version"), "{served}");
+    assert_eq!(served, written, "the GPU node's properties, mounted and in the runtime directory");
+    // The whole tree: the same files with the same bytes.
+    let served = files_under(&mnt.join("topology"));
+    let written = files_under(&d.runtime_dir.join("topology"));
+    assert!(served.len() > 10, "{} files in the mounted tree", served.len());
+    let names = |t: &[(std::path::PathBuf, Vec<u8>)]| t.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&served), names(&written), "the file lists");
+    for ((path, a), (_, b)) in served.iter().zip(&written) {
+        assert_eq!(String::from_utf8_lossy(a), String::from_utf8_lossy(b), "topology/{}", path.display());
+    }
+    let status = d.terminate(Duration::from_secs(5)).expect("the daemon did not exit within 5 s of SIGTERM");
+    assert!(status.success(), "{status}");
+    assert!(mountinfo(&mnt).is_none(), "{} is still mounted after the daemon exited", mnt.display());
+    assert!(!mnt.join("topology").exists(), "the tree is still visible at {}", mnt.display());
+    let _ = std::fs::remove_dir_all(&mnt);
+}

@@ -76,7 +76,8 @@ pub const DEVICE_TESTS: [DeviceTest; 7] = [
         target: "cuse_device",
         args: &[],
         what: "cuse-kfd serve through the kernel: ioctls and RETRY hops, waits, EINTR, killed clients, \
-               isolation, the daemon dying, status, fault injection",
+               isolation, the daemon dying, a clean SIGTERM shutdown, status, fault injection, the \
+               --sysfs-mount tree",
     },
     DeviceTest {
         package: "kfd-tests",
