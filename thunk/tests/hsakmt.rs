@@ -251,7 +251,8 @@ fn registered_host_memory_is_a_user_pointer() {
     assert_eq!(t.share_memory(m, 4096), Err(Status::Error));
     assert_eq!(t.share_memory(m + 8, 4096), Err(Status::InvalidParameter));
     assert_eq!(t.register_shared_handle(&SharedMemoryHandle([0, 0, 0, 0, 1, 0, 1, 0]), &[]), Err(Status::Error));
-    assert_eq!(t.register_graphics_handle_to_nodes(3, &[1]), Err(Status::NotSupported));
+    // libhsakmt's status when the driver's GET_DMABUF_INFO fails (the device has no dma-bufs).
+    assert_eq!(t.register_graphics_handle_to_nodes(3, &[1]), Err(Status::Error));
     assert_eq!(t.register_graphics_handle_to_nodes(3, &[]), Err(Status::InvalidParameter));
     // An allocation registered to nodes may be mapped only there.
     t.register_memory_to_nodes(m, 4096, &[1]).unwrap();

@@ -225,8 +225,9 @@ impl Thunk {
     }
 
     /// `hsaKmtRegisterGraphicsHandleToNodes`: imports a graphics (dma-buf) buffer. No file
-    /// descriptor can reach the device (CUSE passes none), so this is `NotSupported`; the
-    /// device is still asked (GET_DMABUF_INFO), and refuses.
+    /// descriptor can reach the device (CUSE passes none): the device is asked (GET_DMABUF_INFO)
+    /// and refuses. libhsakmt 5.2.3 (`fmm_register_graphics_handle`) answers that, and every
+    /// other failed step of an import, with `Error`; so does this thunk, which cannot import.
     pub fn register_graphics_handle_to_nodes(&self, handle: u64, nodes: &[u32]) -> Result<GraphicsResourceInfo> {
         self.gpu_ids_of(nodes)?;
         let mut metadata = vec![0u8; 64];
@@ -240,7 +241,7 @@ impl Thunk {
             Err(e) => log::debug!("GET_DMABUF_INFO of fd {handle}: {e}"),
             Ok(()) => log::warn!("the device described dma-buf {handle}, but this thunk cannot import dma-bufs"),
         }
-        Err(Status::NotSupported)
+        Err(Status::Error)
     }
 
     /// A raw ioctl, restarted when interrupted.

@@ -204,8 +204,8 @@ pub unsafe extern "C" fn hsaKmtRegisterSharedHandleToNodes(
     })
 }
 
-/// `hsaKmtRegisterGraphicsHandleToNodes`: `HSAKMT_STATUS_NOT_SUPPORTED` (no dma-buf file
-/// descriptor can reach the device).
+/// `hsaKmtRegisterGraphicsHandleToNodes`: `HSAKMT_STATUS_ERROR`, as libhsakmt gives when the
+/// driver's GET_DMABUF_INFO fails (no dma-buf file descriptor can reach the device).
 ///
 /// # Safety
 /// `info` is null or writable; `nodes` null or pointing to `num_nodes` u32s.
