@@ -22,3 +22,7 @@ mod export;
 pub mod libdir;
 mod ptr;
 pub mod types;
+
+/// `hsakmt.ver`, the version script the library is linked with (`build.rs`): the `HSAKMT_1`
+/// names it exports, for tests that check the built library against it.
+pub const VERSION_SCRIPT: &str = include_str!("../hsakmt.ver");

@@ -1,4 +1,6 @@
-//! The C ABI against Debian's libhsakmt-dev 5.2.3 headers and the built library.
+//! The C ABI (the `hsakmt` crate, thunk/capi) against Debian's libhsakmt-dev 5.2.3 headers and
+//! the built library. It lives with the thunk so that `cargo test -p thunk --test abi` runs it;
+//! `hsakmt` is a dev-dependency of `thunk` for it.
 //!
 //! * layouts: a C program compiled against `hsakmttypes.h` prints `sizeof`, and `offsetof` and
 //!   the size of every member, of each struct the library's functions take; the Rust side must
@@ -339,8 +341,8 @@ fn structs_match_hsakmttypes_h() {
 
 /// The names of `hsakmt.ver`'s HSAKMT_1 node.
 fn version_script_names() -> BTreeSet<String> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("hsakmt.ver")).unwrap();
-    text.lines()
+    hsakmt::VERSION_SCRIPT
+        .lines()
         .map(str::trim)
         .filter(|l| l.starts_with("hsaKmt"))
         .map(|l| l.trim_end_matches(';').to_string())

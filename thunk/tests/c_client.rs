@@ -1,6 +1,6 @@
-//! Builds tests/c/client.c against Debian's hsakmt.h, links it with `-lhsakmt` to this crate's
-//! library and runs it with `LD_LIBRARY_PATH` at `target/<profile>/lib` (where `libhsakmt.so.1`
-//! is made) over an embedded device.
+//! Builds tests/c/client.c against Debian's hsakmt.h, links it with `-lhsakmt` to the `hsakmt`
+//! crate's library (thunk/capi, a dev-dependency) and runs it with `LD_LIBRARY_PATH` at
+//! `target/<profile>/lib` (where `libhsakmt.so.1` is made) over an embedded device.
 
 use std::path::Path;
 use std::process::Command;
