@@ -329,11 +329,34 @@ fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(),
     unsafe { libc::_exit(code) }
 }
 
+/// The options of the embedded device (`--profile`, `--gpus`) that a `run` command line gives
+/// explicitly, as clap saw them (its value source, not a comparison with the default).
+fn embedded_options_given<I, T>(args: I) -> Vec<&'static str>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    use clap::parser::ValueSource;
+    let Ok(m) = <super::Cli as clap::CommandFactory>::command().try_get_matches_from(args) else { return Vec::new() };
+    let Some(("run", m)) = m.subcommand() else { return Vec::new() };
+    ["profile", "gpus"].into_iter().filter(|id| m.value_source(id) == Some(ValueSource::CommandLine)).collect()
+}
+
 /// Sets everything up and execs the program; returns only on failure.
 pub fn run(a: RunArgs) -> Result<(), String> {
     let Some((program, args)) = a.program.split_first() else {
         return Err("no program to run (cuse-kfd run [OPTIONS] -- PROGRAM ARGS...)".into());
     };
+    if let Transport::Device(node) = &a.transport {
+        // A node's device is the daemon's: its profile and GPU count were chosen at `serve`.
+        for opt in embedded_options_given(std::env::args_os()) {
+            eprintln!(
+                "cuse-kfd run: warning: --{opt} is ignored: it configures the embedded device (--embedded), and {} \
+                 serves what its daemon was started with",
+                node.display()
+            );
+        }
+    }
     let profile = profile_dir()?;
     let mut cmd = Command::new(program);
     cmd.args(args);
@@ -388,4 +411,24 @@ pub fn run(a: RunArgs) -> Result<(), String> {
         }
     }
     Err(format!("running {}: {}", Path::new(program).display(), cmd.exec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::embedded_options_given;
+
+    fn given(args: &str) -> Vec<&'static str> {
+        embedded_options_given(std::iter::once("cuse-kfd").chain(args.split_whitespace()))
+    }
+
+    #[test]
+    fn only_options_on_the_command_line_count_as_given() {
+        assert_eq!(given("run --device /dev/kfd -- rocminfo"), Vec::<&str>::new());
+        assert_eq!(given("run --device /dev/kfd --profile gfx1030 -- rocminfo"), ["profile"]);
+        // The default value given explicitly is still given.
+        assert_eq!(given("run --profile=gfx90a --gpus 1 -- rocminfo"), ["profile", "gpus"]);
+        // The program's own arguments are not run's.
+        assert_eq!(given("run --device /dev/kfd -- prog --profile gfx1030"), Vec::<&str>::new());
+        assert_eq!(given("topology --profile gfx1030"), Vec::<&str>::new());
+    }
 }
