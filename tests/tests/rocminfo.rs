@@ -15,19 +15,96 @@ fn rocminfo(profile: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
-fn agents(text: &str) -> Vec<(String, String)> {
-    let mut v = Vec::new();
-    let mut name = None;
+/// One agent of rocminfo's listing.
+#[derive(Debug, Default)]
+struct Agent {
+    name: String,
+    marketing: String,
+    device_type: String,
+    /// (segment, size in KB) of each pool under its "Pool Info:".
+    pools: Vec<(String, u64)>,
+}
+
+/// rocminfo's agents, each from its "Agent N" header to the next.
+fn agents(text: &str) -> Vec<Agent> {
+    let mut v: Vec<Agent> = Vec::new();
+    let mut named = false;
     for l in text.lines().map(str::trim) {
-        if let Some(n) = l.strip_prefix("Name:").filter(|_| name.is_none()) {
-            name = Some(n.trim().to_string());
-        } else if let Some(m) = l.strip_prefix("Marketing Name:") {
-            v.push((name.take().unwrap_or_default(), m.trim().to_string()));
-        } else if l.starts_with("Agent ") {
-            name = None;
+        let numbered = |prefix: &str| {
+            l.strip_prefix(prefix).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        if numbered("Agent ") {
+            v.push(Agent::default());
+            named = false;
+            continue;
+        }
+        let Some(a) = v.last_mut() else { continue };
+        let field = |key: &str| l.strip_prefix(key).map(|r| r.trim().to_string());
+        if numbered("Pool ") {
+            a.pools.push((String::new(), 0));
+        } else if let Some(n) = field("Name:").filter(|_| !named) {
+            // The agent's own name comes first; its ISAs' names follow.
+            (a.name, named) = (n, true);
+        } else if let Some(m) = field("Marketing Name:") {
+            a.marketing = m;
+        } else if let Some(t) = field("Device Type:") {
+            a.device_type = t;
+        } else if let (Some(seg), Some(p)) = (field("Segment:"), a.pools.last_mut()) {
+            p.0 = seg;
+        } else if let (Some(size), Some(p)) = (field("Size:"), a.pools.last_mut()) {
+            // "67092480(0x3ffc000) KB"
+            let digits: String = size.chars().take_while(char::is_ascii_digit).collect();
+            p.1 = digits.parse().unwrap_or(0);
         }
     }
     v
+}
+
+/// What every rocminfo run here must show: a CPU agent and one GPU agent `name` with our
+/// marketing name, the GPU with a GLOBAL memory pool of its own (the CPU's pools do not count),
+/// and rocminfo's last line.
+fn check_agents(text: &str, name: &str, marketing: &str) {
+    let a = agents(text);
+    assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
+    assert_eq!(a[0].device_type, "CPU", "the first agent:\n{text}");
+    let gpu = &a[1];
+    assert_eq!(gpu.device_type, "GPU", "the second agent:\n{text}");
+    assert_eq!((gpu.name.as_str(), gpu.marketing.as_str()), (name, marketing), "the GPU agent:\n{text}");
+    assert!(
+        gpu.pools.iter().any(|(seg, kb)| seg.starts_with("GLOBAL") && *kb > 0),
+        "the GPU agent has no GLOBAL pool with a size ({:?}):\n{text}",
+        gpu.pools
+    );
+    assert!(text.contains("*** Done ***"), "{text}");
+}
+
+/// The checker reads each agent's own pools: a GPU agent without a GLOBAL pool fails it even
+/// when the CPU agent lists one (rocminfo's layout, abridged).
+#[test]
+fn the_gpu_agent_needs_a_global_pool_of_its_own() {
+    let listing = |gpu_pools: &str| {
+        format!(
+            "*******\nAgent 1\n*******\n  Name:                    AMD EPYC\n  Marketing Name:          AMD EPYC\n  \
+             Device Type:             CPU\n  Pool Info:\n    Pool 1\n      Segment:                 GLOBAL; FLAGS: \
+             FINE GRAINED\n      Size:                    24683656(0x178a488) KB\n*******\nAgent 2\n*******\n  \
+             Name:                    gfx90a\n  Marketing Name:          AMD Instinct MI210\n  Device Type:             \
+             GPU\n  Pool Info:\n{gpu_pools}  ISA Info:\n    ISA 1\n      Name:                    \
+             amdgcn-amd-amdhsa--gfx90a\n      Workgroup Max Size:      1024(0x400)\n*** Done ***\n"
+        )
+    };
+    let global =
+        "    Pool 1\n      Segment:                 GLOBAL; FLAGS: COARSE GRAINED\n      Size:                    \
+                  16777216(0x1000000) KB\n";
+    let group = "    Pool 2\n      Segment:                 GROUP\n      Size:                    64(0x40) KB\n";
+    let a = agents(&listing(&format!("{global}{group}")));
+    assert_eq!(a[1].name, "gfx90a");
+    assert_eq!(a[1].pools, [("GLOBAL; FLAGS: COARSE GRAINED".to_string(), 16777216), ("GROUP".to_string(), 64)]);
+    check_agents(&listing(&format!("{global}{group}")), "gfx90a", "AMD Instinct MI210");
+    for pools in [group.to_string(), global.replace("16777216", "0")] {
+        let text = listing(&pools);
+        let r = std::panic::catch_unwind(|| check_agents(&text, "gfx90a", "AMD Instinct MI210"));
+        assert!(r.is_err(), "accepted a GPU without a sized GLOBAL pool:\n{text}");
+    }
 }
 
 fn check(profile: &str, marketing: &str) {
@@ -37,12 +114,7 @@ fn check(profile: &str, marketing: &str) {
     );
     let (ok, text) = rocminfo(profile);
     assert!(ok, "rocminfo failed:\n{text}");
-    let a = agents(&text);
-    assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
-    assert_eq!(a[1], (profile.to_string(), marketing.to_string()), "the GPU agent:\n{text}");
-    assert!(text.contains("Device Type:             CPU") && text.contains("Device Type:             GPU"), "{text}");
-    assert!(text.contains("Pool Info:") && text.contains("Segment:                 GLOBAL"), "memory pools:\n{text}");
-    assert!(text.contains("*** Done ***"), "{text}");
+    check_agents(&text, profile, marketing);
 }
 
 #[test]
@@ -69,10 +141,7 @@ fn device_tier_rocminfo_through_the_node() {
         .expect("cuse-kfd run");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "rocminfo failed:\n{text}");
-    let a = agents(&text);
-    assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
-    assert_eq!(a[1], ("gfx90a".to_string(), "AMD Instinct MI210".to_string()), "{text}");
-    assert!(text.contains("*** Done ***"), "{text}");
+    check_agents(&text, "gfx90a", "AMD Instinct MI210");
 }
 
 /// One layer further down, in the real-device tier: Debian's real libhsakmt 5.2.3 and real ROCr
@@ -95,11 +164,7 @@ fn device_tier_rocminfo_on_the_system_libhsakmt() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "rocminfo failed:\n{text}");
     assert!(text.contains("acquiring VM for"), "the system's libhsakmt did not run:\n{text}");
-    let a = agents(&text);
-    assert_eq!(a.len(), 2, "a CPU and a GPU agent:\n{text}");
     // The marketing name comes through libdrm_amdgpu, answered by kfd-preload for the stand-in.
-    assert_eq!(a[1], ("gfx90a".to_string(), "AMD Instinct MI210".to_string()), "the GPU agent:\n{text}");
-    assert!(text.contains("Device Type:             GPU"), "{text}");
+    check_agents(&text, "gfx90a", "AMD Instinct MI210");
     assert!(text.contains("amdgcn-amd-amdhsa--gfx90a"), "the GPU's ISA:\n{text}");
-    assert!(text.contains("*** Done ***"), "{text}");
 }
