@@ -85,13 +85,18 @@ fn library(profile: &Path, dir: &str, package: &str, built: &str, soname: &str) 
     let lib = artifact(profile, package, built)?;
     let dir = profile.join(dir);
     let link = dir.join(soname);
-    // Already in place: leave it (the device tier's VM sees the target directory read-only).
-    if std::fs::read_link(&link).is_ok_and(|t| t == lib) {
+    // Already in place, however linked (hsakmt's libdir links it relatively): leave it. The
+    // device tier's VM and users without write access see the target directory read-only.
+    let resolved = |p: &Path| std::fs::canonicalize(p).ok();
+    if resolved(&link).is_some_and(|t| Some(t) == resolved(&lib)) {
         return Ok(dir);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&lib, &link).map_err(|e| format!("linking {}: {e}", link.display()))?;
+    // A new link renamed over the old one: concurrent runs never see the name missing.
+    let tmp = dir.join(format!(".{soname}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(&lib, &tmp).map_err(|e| format!("linking {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &link).map_err(|e| format!("linking {}: {e}", link.display()))?;
     Ok(dir)
 }
 

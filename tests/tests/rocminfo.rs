@@ -168,3 +168,40 @@ fn device_tier_rocminfo_on_the_system_libhsakmt() {
     check_agents(&text, "gfx90a", "AMD Instinct MI210");
     assert!(text.contains("amdgcn-amd-amdhsa--gfx90a"), "the GPU's ISA:\n{text}");
 }
+
+/// `cuse-kfd run --embedded -- rocminfo` with our thunk as an unprivileged user (uid and gid
+/// 65534, no groups, through setpriv when this test is root): run reaches a private /dev/kfd
+/// through a user namespace and the device needs nothing of root.
+#[test]
+fn rocminfo_without_root() {
+    assert!(
+        std::path::Path::new("/usr/bin/rocminfo").exists(),
+        "rocminfo is not installed (cargo xtask test installs it)"
+    );
+    // As this user, with cargo: builds cuse-kfd and our libhsakmt and makes
+    // target/<profile>/lib/libhsakmt.so.1, which uid 65534 cannot write.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["run", "-q", "-p", "cuse-kfd", "--", "run", "--embedded", "--", "true"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("cargo run");
+    assert!(out.status.success(), "cuse-kfd run -- true:\n{}", String::from_utf8_lossy(&out.stderr));
+    // target/<profile>/deps/<this test> -> target/<profile>/cuse-kfd
+    let exe = std::env::current_exe().expect("this test's path");
+    let bin = exe.parent().and_then(std::path::Path::parent).expect("target/<profile>").join("cuse-kfd");
+    assert!(bin.is_file(), "{} is not built", bin.display());
+
+    let mut cmd = if nix::unistd::geteuid().is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&bin);
+        c
+    } else {
+        Command::new(&bin)
+    };
+    // No cargo: the unprivileged run uses what is built and builds nothing.
+    let out = cmd.args(["run", "--embedded", "--", "rocminfo"]).env_remove("CARGO").output().expect("setpriv");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "rocminfo as uid 65534 failed ({}):\n{text}", out.status);
+    check_agents(&text, "gfx90a", "AMD Instinct MI210");
+}
