@@ -490,6 +490,30 @@ fn set_cu_mask_and_wave_state() {
     assert_eq!(c.call(AMDKFD_IOC_GET_QUEUE_WAVE_STATE, &mut w), Err(Errno::EINVAL));
 }
 
+/// kfd_ioctl_alloc_queue_gws: all of the GPU's GWS go to one queue of the process (first_gws 0);
+/// another request while a queue holds them is EBUSY; num_gws 0 gives them back (EINVAL from a
+/// queue that holds none); destroying the holder gives them back too.
+#[test]
+fn alloc_queue_gws_grants_one_queue_at_a_time() {
+    let rig = Rig::new();
+    let c = rig.open();
+    let (a, b) = (c.create_queue(), c.create_queue());
+    let gws = |queue_id: u32, num_gws: u32| {
+        let mut g = AllocQueueGwsArgs { queue_id, num_gws, first_gws: 0xdead, ..Default::default() };
+        c.call(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut g).map(|_| g.first_gws)
+    };
+    assert_eq!(gws(a.id, 1), Ok(0), "the first queue gets them, from GWS 0");
+    assert_eq!(gws(b.id, 1), Err(Errno::EBUSY), "a second queue while the first holds them");
+    assert_eq!(gws(a.id, 1), Err(Errno::EBUSY), "the holder again");
+    assert_eq!(gws(b.id, 0), Err(Errno::EINVAL), "releasing from a queue that holds none");
+    assert_eq!(gws(a.id, 0), Ok(0), "the holder gives them back");
+    assert_eq!(gws(b.id, 1), Ok(0), "then the other queue gets them");
+    c.destroy_queue(b.id).unwrap();
+    assert_eq!(gws(a.id, 1), Ok(0), "destroying the holder gave them back");
+    assert_eq!(gws(b.id, 1), Err(Errno::EINVAL), "a destroyed queue");
+    c.destroy_queue(a.id).unwrap();
+}
+
 #[test]
 fn old_88_byte_create_queue_is_accepted() {
     let rig = Rig::new();

@@ -356,6 +356,19 @@ fn rows() -> Vec<Row> {
             EINVAL,
         ),
         row(
+            // The tests run as root: past amdkfd's capability check (EACCES without it).
+            "CRIU_OP unknown op",
+            nothing,
+            |_| req(AMDKFD_IOC_CRIU_OP, CriuArgs { op: 5, ..Default::default() }),
+            EINVAL,
+        ),
+        row(
+            "DBG_TRAP without debugger support",
+            nothing,
+            |_| req(AMDKFD_IOC_DBG_TRAP, DbgTrapArgs { pid: std::process::id(), op: 0, op_args: [0; 3] }),
+            EINVAL,
+        ),
+        row(
             "SMI_EVENTS unknown gpu",
             nothing,
             |_| req(AMDKFD_IOC_SMI_EVENTS, SmiEventsArgs { gpuid: 0x1234, anon_fd: 0 }),

@@ -169,7 +169,9 @@ pub fn get_wave_state(ctx: &Ctx, a: &mut GetQueueWaveStateArgs) -> Result<(), Er
 }
 
 /// kfd_ioctl_alloc_queue_gws / pqm_set_gws: num_gws > 0 gives the queue all of its GPU's GWS
-/// (first_gws 0), one queue per process and GPU; 0 takes them back.
+/// (first_gws 0), one queue per process and GPU; 0 takes them back. A release from a queue
+/// that holds none is EINVAL (amdkfd checks only the process's count and would go on to
+/// release the holder's through a queue without any).
 pub fn alloc_gws(ctx: &Ctx, a: &mut AllocQueueGwsArgs) -> Result<(), Errno> {
     let mut inner = ctx.process.inner();
     let gpu_id = inner.queues.get(&a.queue_id).ok_or(Errno::EINVAL)?.gpu_id;

@@ -39,7 +39,7 @@ pub fn allowed(nr: u32) -> &'static [Errno] {
         0x1F => &[EINVAL, EOPNOTSUPP],            // SMI_EVENTS
         0x20 => &[EPERM],                         // SVM (no CONFIG_HSA_AMD_SVM)
         0x21 => &[EINVAL, EBUSY, EPERM],          // SET_XNACK_MODE
-        0x22 => &[EINVAL, EOPNOTSUPP],            // CRIU_OP
+        0x22 => &[EACCES, EINVAL, EOPNOTSUPP],    // CRIU_OP
         0x23 => &[EINVAL],                        // AVAILABLE_MEMORY
         0x24 => &[EINVAL, EOPNOTSUPP],            // EXPORT_DMABUF
         0x25 => &[EINVAL, EBUSY, EEXIST],         // RUNTIME_ENABLE
