@@ -66,7 +66,6 @@ fn may_checkpoint(status: &str) -> bool {
         .is_some_and(|eff| eff & CAPS != 0)
 }
 
-
 /// No debugger support: libhsakmt accepts EINVAL here.
 pub fn dbg_trap(_: &Ctx, _: &mut DbgTrapArgs) -> Result<(), Errno> {
     Err(Errno::EINVAL)
