@@ -118,6 +118,9 @@ fn targets() -> Result<Vec<Target>, String> {
     let only = std::env::var("CUSE_KFD_DEVICE_ONLY").unwrap_or_default();
     let only: Vec<&str> = only.split([' ', ',']).filter(|i| !i.is_empty()).collect();
     if !only.is_empty() {
+        if is_ci(std::env::var("CI").ok().as_deref()) {
+            return Err("CUSE_KFD_DEVICE_ONLY is set under CI, which runs the whole device tier: unset it".into());
+        }
         if let Some(unknown) = only.iter().find(|o| !all.iter().any(|t| t.target == **o)) {
             return Err(format!("CUSE_KFD_DEVICE_ONLY: no device test target `{unknown}`"));
         }
