@@ -274,13 +274,15 @@ fn serve(a: ServeArgs) -> Result<(), String> {
 }
 
 /// Tears down every context (answering parked waits, removing backing files), unmounts the
-/// topology and removes its tree.
+/// topology and removes its tree and the control socket.
 fn shutdown(session: &Session, sysfs: Option<cuse_kfd::sysfs::SysfsMount>, runtime_dir: &Path) {
     session.shutdown();
     if let Some(Err(e)) = sysfs.map(|m| m.unmount()) {
         log::warn!("unmounting the topology: {e}");
     }
     let _ = std::fs::remove_dir_all(runtime_dir.join("topology"));
+    // Nothing answers it any more.
+    let _ = std::fs::remove_file(cuse_kfd::control::socket_path(runtime_dir));
 }
 
 /// Waits for devtmpfs to create the node after CUSE_INIT, then gives it its mode and group.

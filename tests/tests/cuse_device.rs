@@ -311,6 +311,8 @@ fn sigterm_shuts_down_cleanly_answering_a_parked_wait_and_removing_files() {
     }
     assert!(client_dir.is_dir(), "the client has backing files");
     assert!(topology.is_dir(), "the topology tree is written");
+    let control = d.runtime_dir.join("control.sock");
+    assert!(control.exists(), "the control socket is there");
     let t0 = Instant::now();
     let status = d.terminate(Duration::from_secs(5)).expect("the daemon did not exit within 5 s of SIGTERM");
     assert!(status.success(), "SIGTERM is a clean shutdown, exit 0: {status}");
@@ -321,6 +323,7 @@ fn sigterm_shuts_down_cleanly_answering_a_parked_wait_and_removing_files() {
     assert!(how.starts_with("error ") || how == "fail", "the parked infinite wait ended with {how}");
     assert!(!client_dir.exists(), "the client's backing files are still there");
     assert!(!topology.exists(), "the topology tree is still there");
+    assert!(!control.exists(), "the control socket is still there");
 }
 
 /// The mountinfo line of `dir`'s top mount, split in fields, if `dir` is a mount point.
