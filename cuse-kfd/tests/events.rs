@@ -278,9 +278,9 @@ fn interrupted_wait_answers_eintr_and_can_wait_again() {
     let c = rig.open();
     let e = c.signal_event(true);
     let parked = c.start_wait(&[e], false, NEVER);
-    assert!(c.file.interrupt(&parked.pending));
+    assert!(c.emb().interrupt(&parked.pending));
     // The reply is EINTR; the caller's wait_result says FAIL.
-    let tag_gone = !c.file.interrupt(&parked.pending);
+    let tag_gone = !c.emb().interrupt(&parked.pending);
     failed(&parked.finish(), Errno::EINTR);
     assert!(tag_gone, "an interrupted wait is no longer parked");
     assert_eq!(rig.stats().waiters, 0);
@@ -291,7 +291,7 @@ fn interrupted_wait_answers_eintr_and_can_wait_again() {
     complete(&again.finish());
     // Interrupting a finished wait finds nothing.
     let done = c.start_wait(&[e], false, 0);
-    let t = c.file.interrupt(&done.pending);
+    let t = c.emb().interrupt(&done.pending);
     timed_out(&done.finish());
     assert!(!t);
 }
@@ -302,7 +302,7 @@ fn interrupted_timed_wait_does_not_fire_later() {
     let c = rig.open();
     let e = c.signal_event(false);
     let parked = c.start_wait(&[e], false, 100);
-    assert!(c.file.interrupt(&parked.pending));
+    assert!(c.emb().interrupt(&parked.pending));
     failed(&parked.finish(), Errno::EINTR);
     // The old timer expiring must not touch a new wait.
     let next = c.start_wait(&[e], false, NEVER);
@@ -349,7 +349,7 @@ fn client_gtt_buffer_becomes_the_event_page() {
     // the id until the device acknowledges it, then reads all ones again.
     let at = e.event_slot_index as usize * 8;
     page[at..at + 8].copy_from_slice(&u64::from(e.event_id).to_ne_bytes());
-    let p = rig.emb.device().process(c.pid()).unwrap();
+    let p = rig.emb().device().process(c.pid()).unwrap();
     assert_eq!(p.events().page().unwrap().read_slot(e.event_id), Some(u64::from(e.event_id)));
     timed_out(&c.wait(&[e.event_id], false, 0));
     let mut done = Vec::new();

@@ -113,7 +113,7 @@ fn set_memory_policy_takes_both_policies() {
         };
         c.call(AMDKFD_IOC_SET_MEMORY_POLICY, &mut a).unwrap();
     }
-    let p = rig.emb.device().process(c.pid()).unwrap();
+    let p = rig.emb().device().process(c.pid()).unwrap();
     let inner = p.inner();
     let d = &inner.devices[&rig.gpu()];
     assert_eq!(
@@ -201,7 +201,7 @@ fn scratch_backing_va_and_trap_handler_are_recorded() {
     c.call(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut s).unwrap();
     let mut t = SetTrapHandlerArgs { tba_addr: 0x1_2345_6000, tma_addr: 0x1_2345_7000, gpu_id: rig.gpu(), pad: 0 };
     c.call(AMDKFD_IOC_SET_TRAP_HANDLER, &mut t).unwrap();
-    let p = rig.emb.device().process(c.pid()).unwrap();
+    let p = rig.emb().device().process(c.pid()).unwrap();
     let inner = p.inner();
     let d = &inner.devices[&rig.gpu()];
     assert_eq!(d.scratch_backing_va, 0x7f00_0000_0000);
@@ -212,7 +212,7 @@ fn scratch_backing_va_and_trap_handler_are_recorded() {
 fn tile_config_reports_the_profile_and_zeroes_the_arrays() {
     let rig = Rig::new();
     let c = rig.open();
-    let profile = rig.emb.device().topology().gpus()[0].profile;
+    let profile = rig.emb().device().topology().gpus()[0].profile;
     let mut tiles = [0xaaaa_aaaau32; 40];
     let mut macros = [0xaaaa_aaaau32; 40];
     let mut a = GetTileConfigArgs {
@@ -265,7 +265,7 @@ fn vram_and_gtt_alloc_map_unmap_free_on_two_gpus() {
         assert_eq!(b.handle >> 32, u64::from(rig.gpu()), "handle = gpu_id << 32 | index");
         assert_ne!(b.handle & 0xffff_ffff, 0);
         assert_eq!(c.map(b.handle, &gpus), Ok(2));
-        let p = rig.emb.device().process(c.pid()).unwrap();
+        let p = rig.emb().device().process(c.pid()).unwrap();
         for &g in &gpus {
             assert!(p.vm().is_mapped(g, GpuVa(b.va), b.size), "{mem:?} mapped on {g:#x}");
         }
@@ -294,7 +294,7 @@ fn userptr_buffer_is_the_callers_own_memory() {
     assert_eq!(b.mmap_offset, cpu, "USERPTR keeps the CPU address");
     c.map(b.handle, &[rig.gpu()]).unwrap();
     pages[PAGE as usize..PAGE as usize + 4].copy_from_slice(b"kfd!");
-    let p = rig.emb.device().process(c.pid()).unwrap();
+    let p = rig.emb().device().process(c.pid()).unwrap();
     let mut seen = [0u8; 4];
     p.vm().read(rig.gpu(), GpuVa(va + PAGE), &mut seen).unwrap();
     assert_eq!(&seen, b"kfd!");
@@ -344,7 +344,7 @@ fn doorbell_and_mmio_remap_buffers() {
     let mut bell = map_file(&db_path);
     let at = 8 * 100;
     bell[at..at + 8].copy_from_slice(&5u64.to_ne_bytes());
-    let p = rig.emb.device().process(c.pid()).unwrap();
+    let p = rig.emb().device().process(c.pid()).unwrap();
     let mut seen = [0u8; 8];
     p.vm().read(gpu, GpuVa(db.va + at as u64), &mut seen).unwrap();
     assert_eq!(u64::from_ne_bytes(seen), 5);
@@ -367,7 +367,7 @@ fn backing_files_follow_the_documented_path_and_share_data() {
         let b_map = map_file(&path);
         a[PAGE as usize + 3..PAGE as usize + 8].copy_from_slice(b"hello");
         assert_eq!(&b_map[PAGE as usize + 3..PAGE as usize + 8], b"hello");
-        let p = rig.emb.device().process(c.pid()).unwrap();
+        let p = rig.emb().device().process(c.pid()).unwrap();
         let mut seen = [0u8; 5];
         p.vm().read(rig.gpu(), GpuVa(b.va + PAGE + 3), &mut seen).unwrap();
         assert_eq!(&seen, b"hello");
@@ -386,7 +386,7 @@ fn aql_queue_create_update_destroy() {
     let before = rig.stats();
     let q = c.create_queue();
     assert_eq!(rig.stats().queues, before.queues + 1);
-    let p = rig.emb.device().process(c.pid()).unwrap();
+    let p = rig.emb().device().process(c.pid()).unwrap();
     {
         let inner = p.inner();
         let queue = &inner.queues[&q.id];
@@ -483,7 +483,7 @@ fn set_cu_mask_and_wave_state() {
     let mask = [0xffff_0000u32, 0x0000_ffff];
     let mut a = SetCuMaskArgs { queue_id: q.id, num_cu_mask: 64, cu_mask_ptr: mask.as_ptr() as u64 };
     c.call(AMDKFD_IOC_SET_CU_MASK, &mut a).unwrap();
-    let p = rig.emb.device().process(c.pid()).unwrap();
+    let p = rig.emb().device().process(c.pid()).unwrap();
     assert_eq!(p.inner().queues[&q.id].props().cu_mask, mask.to_vec());
     // No CWSR on this device: amdkfd answers EINVAL for an existing queue.
     let mut w = GetQueueWaveStateArgs { queue_id: q.id, ..Default::default() };

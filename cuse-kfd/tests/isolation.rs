@@ -41,7 +41,7 @@ fn buffers_cannot_be_reached_by_guessing_handles() {
     let own = thief.try_alloc_at(gpu, mapped.va, 2 * PAGE, Mem::Gtt.flags(), 0).unwrap();
     assert_eq!(own.handle, mapped.handle, "the same handle value names a different buffer");
     thief.map(own.handle, &[gpu]).unwrap();
-    let (dv, dt) = (rig.emb.device().process(VICTIM).unwrap(), rig.emb.device().process(THIEF).unwrap());
+    let (dv, dt) = (rig.emb().device().process(VICTIM).unwrap(), rig.emb().device().process(THIEF).unwrap());
     dt.vm().write(gpu, cuse_kfd::memory::vm::GpuVa(own.va), b"thief").unwrap();
     let mut seen = [0u8; 5];
     dv.vm().read(gpu, cuse_kfd::memory::vm::GpuVa(mapped.va), &mut seen).unwrap();
@@ -74,7 +74,7 @@ fn queues_cannot_be_reached_by_guessing_ids() {
     let mut g = AllocQueueGwsArgs { queue_id: q.id, num_gws: 1, ..Default::default() };
     assert_eq!(thief.call(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut g), Err(Errno::EINVAL));
     // The victim's queue is untouched: still active with its own properties.
-    let dv = rig.emb.device().process(VICTIM).unwrap();
+    let dv = rig.emb().device().process(VICTIM).unwrap();
     {
         let inner = dv.inner();
         let props = inner.queues[&q.id].props();
@@ -126,21 +126,21 @@ fn a_file_used_by_another_process_is_ebadf() {
     let _other = rig.open_as(THIEF);
     let e = owner.signal_event(false);
     let mut v = [0u8; 8];
-    assert_eq!(owner.file.ioctl_as(fake_caller(THIEF), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
+    assert_eq!(owner.emb().ioctl_as(fake_caller(THIEF), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
     let mut set = SetEventArgs { event_id: e, pad: 0 };
     assert_eq!(
-        owner.file.ioctl_as(fake_caller(THIEF), AMDKFD_IOC_SET_EVENT, uapi::IntoBytes::as_mut_bytes(&mut set)),
+        owner.emb().ioctl_as(fake_caller(THIEF), AMDKFD_IOC_SET_EVENT, uapi::IntoBytes::as_mut_bytes(&mut set)),
         Err(Errno::EBADF)
     );
     // Even a process that never opened the device.
-    assert_eq!(owner.file.ioctl_as(fake_caller(THIEF + 1), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
+    assert_eq!(owner.emb().ioctl_as(fake_caller(THIEF + 1), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
     assert_eq!(v, [0; 8], "nothing was answered");
     // Another thread of the owner is fine.
     let mut thread = fake_caller(VICTIM);
     thread.tid = VICTIM + 7;
-    owner.file.ioctl_as(thread, AMDKFD_IOC_GET_VERSION, &mut v).unwrap();
+    owner.emb().ioctl_as(thread, AMDKFD_IOC_GET_VERSION, &mut v).unwrap();
     assert_eq!(rig.stats().processes, 2);
-    assert_eq!(rig.emb.device().process(THIEF).unwrap().stats().events, 0);
+    assert_eq!(rig.emb().device().process(THIEF).unwrap().stats().events, 0);
 }
 
 #[test]
@@ -149,7 +149,7 @@ fn dropping_every_file_tears_the_process_down() {
     let c = rig.open_as(VICTIM);
     let other = rig.open_as(THIEF);
     let other_event = other.signal_event(false);
-    let before_other = rig.emb.device().process(THIEF).unwrap().stats();
+    let before_other = rig.emb().device().process(THIEF).unwrap().stats();
     // Give the victim one of everything.
     let q = c.create_queue();
     let _vram = c.alloc_mapped(Mem::Vram, 1 << 20);
@@ -167,11 +167,11 @@ fn dropping_every_file_tears_the_process_down() {
     let w = parked.finish();
     assert_eq!((w.result, w.wait_result), (Err(Errno::EIO), KFD_IOC_WAIT_RESULT_FAIL));
     assert!(!dir.exists(), "the client's backing directory is removed");
-    assert!(rig.emb.device().process(VICTIM).is_none());
+    assert!(rig.emb().device().process(VICTIM).is_none());
     // The other process is untouched, VRAM is given back, and the device serves it.
     let s = rig.stats();
     assert_eq!((s.files, s.processes, s.buffers, s.queues, s.events, s.waiters), (1, 1, 0, 0, 1, 0));
-    assert_eq!(rig.emb.device().process(THIEF).unwrap().stats(), before_other);
+    assert_eq!(rig.emb().device().process(THIEF).unwrap().stats(), before_other);
     assert_eq!(other.available(), rig.vram_size());
     other.set_event(other_event).unwrap();
     drop(other);

@@ -30,10 +30,18 @@ pub const FAKE_PID: u32 = 5_000_000;
 /// The longest any reply may take before a test calls it a hang.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A device of its own with a fresh runtime directory, removed at the end.
+/// The device the tests talk to: embedded in this process with a fresh runtime directory
+/// (removed at the end), or a `cuse-kfd serve` node reached through the kernel.
 pub struct Rig {
-    pub emb: Embedded,
+    dev: RigDevice,
+    /// The device's runtime directory: backing files and the topology tree.
     pub root: PathBuf,
+}
+
+enum RigDevice {
+    Embedded(Embedded),
+    /// The node (/dev/<name>) of a daemon that someone else started and stops.
+    Node(PathBuf),
 }
 
 impl Rig {
@@ -45,30 +53,63 @@ impl Rig {
         let root = default_runtime_dir();
         let config = DeviceConfig { gpus, runtime_dir: root.clone(), ..DeviceConfig::default() };
         let emb = Embedded::new(&config).expect("creating the device");
-        Rig { emb, root }
+        Rig { dev: RigDevice::Embedded(emb), root }
+    }
+
+    /// The node of a running daemon whose runtime directory is `runtime_dir`; stats come from
+    /// its control socket (root only). Dropping the rig leaves the daemon and its files alone.
+    pub fn node(node: &Path, runtime_dir: &Path) -> Rig {
+        Rig { dev: RigDevice::Node(node.to_owned()), root: runtime_dir.to_owned() }
+    }
+
+    /// The embedded device (the tests that look inside it run only embedded).
+    pub fn emb(&self) -> &Embedded {
+        match &self.dev {
+            RigDevice::Embedded(emb) => emb,
+            RigDevice::Node(node) => panic!("{} is a node, not an embedded device", node.display()),
+        }
     }
 
     /// Opens the device as this (real) process: pointers and USERPTR pages are its own.
     pub fn open(&self) -> Client {
-        self.client(self.emb.open())
+        match &self.dev {
+            RigDevice::Embedded(emb) => self.client(ClientFile::Embedded(emb.open())),
+            RigDevice::Node(node) => {
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(node)
+                    .unwrap_or_else(|e| panic!("opening {}: {e}", node.display()));
+                self.client(ClientFile::Node(f))
+            }
+        }
     }
 
     /// Opens the device as another simulated process (`pid` is not a real process; its
     /// pointer arguments still point into this process).
     pub fn open_as(&self, pid: u32) -> Client {
-        self.client(self.emb.open_as(fake_caller(pid)))
+        self.client(ClientFile::Embedded(self.emb().open_as(fake_caller(pid))))
     }
 
-    fn client(&self, file: EmbeddedFile) -> Client {
+    fn client(&self, file: ClientFile) -> Client {
         Client { file, gpu: self.gpu(), next_va: AtomicU64::new(FIRST_VA) }
     }
 
     pub fn stats(&self) -> DeviceStats {
-        self.emb.device().stats()
+        match &self.dev {
+            RigDevice::Embedded(emb) => emb.device().stats(),
+            RigDevice::Node(_) => {
+                let text = cuse_kfd::control::request(&self.root, "stats").expect("the daemon's stats");
+                cuse_kfd::control::parse_stats(&text).unwrap_or_else(|e| panic!("the daemon's stats: {e}"))
+            }
+        }
     }
 
     pub fn gpu_ids(&self) -> Vec<u32> {
-        self.emb.device().topology().gpus().iter().map(|g| g.gpu_id).collect()
+        match &self.dev {
+            RigDevice::Embedded(emb) => emb.device().topology().gpus().iter().map(|g| g.gpu_id).collect(),
+            RigDevice::Node(_) => self.tree_gpus().into_iter().map(|(id, _)| id).collect(),
+        }
     }
 
     /// The first GPU's id.
@@ -77,7 +118,36 @@ impl Rig {
     }
 
     pub fn vram_size(&self) -> u64 {
-        self.emb.device().topology().gpus()[0].profile.vram_size
+        match &self.dev {
+            RigDevice::Embedded(emb) => emb.device().topology().gpus()[0].profile.vram_size,
+            RigDevice::Node(_) => self.tree_gpus()[0].1,
+        }
+    }
+
+    /// The GPUs of the daemon's topology tree (`<root>/topology`), by node id: gpu_id and the
+    /// size of the first memory bank (VRAM).
+    fn tree_gpus(&self) -> Vec<(u32, u64)> {
+        let nodes = self.root.join("topology/nodes");
+        let read = |p: PathBuf| std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let mut ids: Vec<u32> = std::fs::read_dir(&nodes)
+            .unwrap_or_else(|e| panic!("{}: {e}", nodes.display()))
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        let mut gpus = Vec::new();
+        for n in ids {
+            let dir = nodes.join(n.to_string());
+            let gpu_id: u32 = read(dir.join("gpu_id")).trim().parse().expect("a gpu_id");
+            if gpu_id == 0 {
+                continue;
+            }
+            let bank = cuse_kfd::topology::parse_properties(&read(dir.join("mem_banks/0/properties")))
+                .expect("mem bank properties");
+            gpus.push((gpu_id, bank.get("size_in_bytes").expect("size_in_bytes")));
+        }
+        assert!(!gpus.is_empty(), "no GPU in {}", nodes.display());
+        gpus
     }
 
     /// Where a client's backing file for `offset` lives (the scheme of memory/backing.rs).
@@ -93,7 +163,9 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        if matches!(self.dev, RigDevice::Embedded(_)) {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
     }
 }
 
@@ -214,9 +286,32 @@ static RAW_TAG: AtomicU64 = AtomicU64::new(1 << 60);
 
 /// One open file of one (real or simulated) process.
 pub struct Client {
-    pub file: EmbeddedFile,
+    pub file: ClientFile,
     pub gpu: u32,
     next_va: AtomicU64,
+}
+
+/// How a client reaches the device.
+pub enum ClientFile {
+    /// The embedded device's file, called in-process.
+    Embedded(EmbeddedFile),
+    /// The node, opened by this process: every request is a real ioctl(2) through the kernel.
+    Node(std::fs::File),
+}
+
+/// ioctl(2) on `fd` with `arg` as the argument: the kernel (and through it the daemon) reads
+/// and writes at most the size encoded in `cmd`, which callers make `arg` at least as large as.
+fn sys_ioctl(fd: &std::fs::File, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    assert!(arg.len() >= ioc_size(cmd), "an ioctl argument shorter than its size");
+    // SAFETY: the fd is open for the call; `arg` is valid and writable for the size the
+    // request encodes, and pointers inside it are the caller's to keep alive.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as libc::c_ulong, arg.as_mut_ptr()) };
+    if r < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(())
+    }
 }
 
 pub fn bytes_of<T: IntoBytes + Immutable>(t: &T) -> Vec<u8> {
@@ -224,28 +319,66 @@ pub fn bytes_of<T: IntoBytes + Immutable>(t: &T) -> Vec<u8> {
 }
 
 impl Client {
+    /// The embedded file (the tests that drive it directly run only embedded).
+    pub fn emb(&self) -> &EmbeddedFile {
+        match &self.file {
+            ClientFile::Embedded(f) => f,
+            ClientFile::Node(_) => panic!("a node client has no embedded file"),
+        }
+    }
+
     pub fn pid(&self) -> u32 {
-        self.file.caller().pid
+        match &self.file {
+            ClientFile::Embedded(f) => f.caller().pid,
+            ClientFile::Node(_) => std::process::id(),
+        }
     }
 
     pub fn call<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), Errno> {
-        self.file.call(cmd, args)
+        match &self.file {
+            ClientFile::Embedded(f) => f.call(cmd, args),
+            ClientFile::Node(_) => {
+                // As the embedded file does: the argument padded to the size in `cmd`.
+                let mut buf = args.as_bytes().to_vec();
+                buf.resize(buf.len().max(ioc_size(cmd)), 0);
+                let r = self.ioctl(cmd, &mut buf);
+                let n = std::mem::size_of::<T>();
+                args.as_mut_bytes().copy_from_slice(&buf[..n]);
+                r
+            }
+        }
     }
 
     pub fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        self.file.ioctl(cmd, arg)
+        match &self.file {
+            ClientFile::Embedded(f) => f.ioctl(cmd, arg),
+            ClientFile::Node(f) => {
+                let size = ioc_size(cmd);
+                if arg.len() >= size {
+                    sys_ioctl(f, cmd, arg)
+                } else {
+                    let mut buf = arg.to_vec();
+                    buf.resize(size, 0);
+                    let r = sys_ioctl(f, cmd, &mut buf);
+                    arg.copy_from_slice(&buf[..arg.len()]);
+                    r
+                }
+            }
+        }
     }
 
     /// Sends `data` exactly as given (no padding to the size in `cmd`), as a caller whose
-    /// buffer is shorter than the struct it claims.
+    /// buffer is shorter than the struct it claims. Embedded only: through ioctl(2) a buffer
+    /// shorter than the size is only a memory-safety bug of the caller.
     pub fn raw_ioctl(&self, cmd: u32, data: &[u8]) -> Reply {
+        let file = self.emb();
         let tag = RAW_TAG.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
         let responder = Responder::new(tag, move |r| {
             let _ = tx.send(r);
         });
-        let req = Request { caller: self.file.caller(), cmd, data, tag };
-        self.file.device().ioctl(self.file.file_id(), &req, &SelfMemory, responder);
+        let req = Request { caller: file.caller(), cmd, data, tag };
+        file.device().ioctl(file.file_id(), &req, &SelfMemory, responder);
         rx.recv_timeout(REPLY_TIMEOUT).expect("raw ioctl reply")
     }
 
@@ -408,7 +541,7 @@ impl Client {
     pub fn start_wait(&self, ids: &[u32], all: bool, timeout: u32) -> Parked {
         let aged: Vec<(u32, u64)> = ids.iter().map(|&id| (id, 0)).collect();
         let (args, data) = Self::wait_parts(&aged, all, timeout);
-        let pending = self.file.start(AMDKFD_IOC_WAIT_EVENTS, args.as_bytes());
+        let pending = self.emb().start(AMDKFD_IOC_WAIT_EVENTS, args.as_bytes());
         Parked { pending, args, data }
     }
 }

@@ -34,7 +34,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 7] = [
+pub const DEVICE_TESTS: [DeviceTest; 8] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -44,7 +44,8 @@ pub const DEVICE_TESTS: [DeviceTest; 7] = [
     DeviceTest {
         package: "kfd-tests",
         target: "rocr_programs",
-        args: &["device_tier"],
+        // The output of passing tests too: each program's checks and time on the node.
+        args: &["device_tier", "--show-output"],
         what: "the real ROCr 5.2.3 over the node, on our libhsakmt and on the system's: queues, barriers, \
                wraparound, BLOCKED waits, timeouts, queue errors",
     },
@@ -78,6 +79,14 @@ pub const DEVICE_TESTS: [DeviceTest; 7] = [
         what: "cuse-kfd serve through the kernel: ioctls and RETRY hops, waits, EINTR, killed clients, \
                isolation, the daemon dying, a clean SIGTERM shutdown, status, fault injection, the \
                --sysfs-mount tree",
+    },
+    DeviceTest {
+        package: "cuse-kfd",
+        target: "negative",
+        // The output of the passing test too: how many rows ran through the node, which not.
+        args: &["device_tier", "--show-output"],
+        what: "the negative table (cuse-kfd/tests/negative.rs) through the kernel on a cuse-kfd serve node: \
+               every row ioctl(2) can express, amdkfd's errno, nothing created, each row's context torn down",
     },
     DeviceTest {
         package: "kfd-tests",
