@@ -188,8 +188,25 @@ fn on_the_node(thunk: &str) {
     let d = Daemon::start(&bin, &format!("kfd-t-rocr-{thunk}"));
     for (name, what) in PROGRAMS {
         println!("{name}: {what}");
-        check(name, Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk });
+        let text = check(name, Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk });
+        if name == "blocked_wait" {
+            sleeps_in_a_fuse_request(&text);
+        }
     }
+}
+
+/// On a node, a BLOCKED waiter sleeps in the kernel inside its WAIT_EVENTS ioctl, which CUSE
+/// holds as a FUSE request until the daemon answers (fs/fuse/dev.c request_wait_answer): the
+/// program prints the waiting thread's wchan.
+fn sleeps_in_a_fuse_request(text: &str) {
+    let at = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("the waiter sleeps in the kernel at "))
+        .unwrap_or_else(|| panic!("blocked_wait names where its waiter sleeps:\n{text}"));
+    assert!(
+        at.contains("request_wait_answer") || at.contains("fuse"),
+        "a BLOCKED waiter on the node sleeps at {at:?}, not in a FUSE request (the KFD wait):\n{text}"
+    );
 }
 
 /// The list above names every program in tests/c/rocr, and each exists.
