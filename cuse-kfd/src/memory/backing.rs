@@ -70,6 +70,14 @@ impl BackingStore {
     pub fn new(root: impl Into<PathBuf>) -> io::Result<BackingStore> {
         let root = root.into();
         fs::DirBuilder::new().recursive(true).mode(0o755).create(&root)?;
+        // GPU memory on a disk file system would be written back to disk: tmpfs keeps it in RAM.
+        match nix::sys::statfs::statfs(&root) {
+            Ok(fs) if fs.filesystem_type() != nix::sys::statfs::TMPFS_MAGIC => log::warn!(
+                "{} is not on tmpfs: backing files of GPU memory there may be written to disk (/run and /dev/shm are tmpfs)",
+                root.display()
+            ),
+            _ => {}
+        }
         Ok(BackingStore { root })
     }
 
