@@ -19,6 +19,7 @@ pub use kernels::{ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVAL
 
 use crate::device::Device;
 use crate::event::wait::Completion;
+use crate::event::EventTable;
 use crate::faults::Faults;
 use crate::memory::backing::BackingFile;
 use crate::memory::vm::VmFault;
@@ -174,45 +175,31 @@ impl HwQueue {
 
     /// Raises KFD signal events `ids` of the queue's process (the interrupt path).
     fn raise(&self, ids: &[u32]) {
-        if ids.is_empty() {
-            return;
-        }
-        let mut done = Vec::new();
-        {
-            let mut events = self.process.events();
-            for id in ids {
-                events.signal_from_device(*id, &mut done);
-            }
-        }
-        self.deliver(done);
+        self.for_each_event(ids, |events, id, done| events.signal_from_device(*id, done));
     }
 
     /// Wakes the waiters on KFD events `ids` of the queue's process with FAIL (BEHAVIOURS 18:
     /// the queue whose packets were to set them is gone), without setting the events.
     fn fail_waiters(&self, ids: &[u32]) {
-        if ids.is_empty() {
-            return;
-        }
-        let mut done = Vec::new();
-        {
-            let mut events = self.process.events();
-            for id in ids {
-                events.fail_waiters(*id, &mut done);
-            }
-        }
-        self.deliver(done);
+        self.for_each_event(ids, |events, id, done| events.fail_waiters(*id, done));
     }
 
     /// Delivers interrupts raised by the queue's packets to its process's events.
     fn interrupt(&self, interrupts: &[Interrupt]) {
-        if interrupts.is_empty() {
+        self.for_each_event(interrupts, |events, i, done| events.interrupt(i.context_id, i.valid_bits, done));
+    }
+
+    /// Applies `f` to each item under one lock of the process's events, then delivers the waits
+    /// that completed (outside the lock).
+    fn for_each_event<T>(&self, items: &[T], f: impl Fn(&mut EventTable, &T, &mut Vec<Completion>)) {
+        if items.is_empty() {
             return;
         }
         let mut done = Vec::new();
         {
             let mut events = self.process.events();
-            for i in interrupts {
-                events.interrupt(i.context_id, i.valid_bits, &mut done);
+            for item in items {
+                f(&mut events, item, &mut done);
             }
         }
         self.deliver(done);
