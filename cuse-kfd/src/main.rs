@@ -44,12 +44,12 @@ enum Command {
         /// HSA runtime: `rocr` keeps the system's real ROCr, `shim` uses ours.
         #[arg(long, default_value = "rocr")]
         runtime: String,
-        /// Device profile of the embedded device.
-        #[arg(long, default_value = cuse_kfd::topology::DEFAULT_PROFILE)]
-        profile: String,
-        /// GPU nodes of the embedded device.
-        #[arg(long, default_value_t = 1)]
-        gpus: usize,
+        /// Device profile of the embedded device [default: gfx90a]; a node serves its daemon's.
+        #[arg(long)]
+        profile: Option<String>,
+        /// GPU nodes of the embedded device [default: 1]; a node serves its daemon's.
+        #[arg(long)]
+        gpus: Option<usize>,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         program: Vec<std::ffi::OsString>,
@@ -135,8 +135,8 @@ fn main() -> ExitCode {
         Command::Topology { profile, gpus, write } => topology(&profile, gpus, write.as_deref()),
         Command::Status { name, runtime_dir, trace } => status(&name, runtime_dir, trace.as_deref()),
         Command::Run { embedded, device, thunk, runtime, profile, gpus, program } => {
-            if cuse_kfd::topology::Profile::by_name(&profile).is_none() {
-                return fail(format!("unknown profile {profile:?}"));
+            if let Some(p) = profile.as_deref().filter(|p| cuse_kfd::topology::Profile::by_name(p).is_none()) {
+                return fail(format!("unknown profile {p:?}"));
             }
             let transport = if embedded {
                 run::Transport::Embedded

@@ -41,8 +41,9 @@ pub struct RunArgs {
     pub thunk: Thunk,
     /// `rocr` (the system's real ROCr) or `shim` (ours).
     pub runtime: String,
-    pub profile: String,
-    pub gpus: usize,
+    /// The embedded device's profile and GPU count, where given (a node serves its daemon's).
+    pub profile: Option<String>,
+    pub gpus: Option<usize>,
     pub program: Vec<OsString>,
 }
 
@@ -334,19 +335,6 @@ fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(),
     unsafe { libc::_exit(code) }
 }
 
-/// The options of the embedded device (`--profile`, `--gpus`) that a `run` command line gives
-/// explicitly, as clap saw them (its value source, not a comparison with the default).
-fn embedded_options_given<I, T>(args: I) -> Vec<&'static str>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    use clap::parser::ValueSource;
-    let Ok(m) = <super::Cli as clap::CommandFactory>::command().try_get_matches_from(args) else { return Vec::new() };
-    let Some(("run", m)) = m.subcommand() else { return Vec::new() };
-    ["profile", "gpus"].into_iter().filter(|id| m.value_source(id) == Some(ValueSource::CommandLine)).collect()
-}
-
 /// Sets everything up and execs the program; returns only on failure.
 pub fn run(a: RunArgs) -> Result<(), String> {
     let Some((program, args)) = a.program.split_first() else {
@@ -354,7 +342,8 @@ pub fn run(a: RunArgs) -> Result<(), String> {
     };
     if let Transport::Device(node) = &a.transport {
         // A node's device is the daemon's: its profile and GPU count were chosen at `serve`.
-        for opt in embedded_options_given(std::env::args_os()) {
+        let given = [("profile", a.profile.is_some()), ("gpus", a.gpus.is_some())];
+        for (opt, _) in given.iter().filter(|(_, g)| *g) {
             eprintln!(
                 "cuse-kfd run: warning: --{opt} is ignored: it configures the embedded device (--embedded), and {} \
                  serves what its daemon was started with",
@@ -398,7 +387,8 @@ pub fn run(a: RunArgs) -> Result<(), String> {
     }
     .map_err(|e| format!("library path: {e}"))?;
     cmd.env("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", Path::new(&libs)));
-    cmd.env("CUSE_KFD_PROFILE", &a.profile).env("CUSE_KFD_GPUS", a.gpus.to_string());
+    let profile = a.profile.as_deref().unwrap_or(cuse_kfd::topology::DEFAULT_PROFILE);
+    cmd.env("CUSE_KFD_PROFILE", profile).env("CUSE_KFD_GPUS", a.gpus.unwrap_or(1).to_string());
     let node = match &a.transport {
         Transport::Embedded => {
             cmd.env("CUSE_KFD_EMBEDDED", "1");
@@ -416,24 +406,4 @@ pub fn run(a: RunArgs) -> Result<(), String> {
         }
     }
     Err(format!("running {}: {}", Path::new(program).display(), cmd.exec()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::embedded_options_given;
-
-    fn given(args: &str) -> Vec<&'static str> {
-        embedded_options_given(std::iter::once("cuse-kfd").chain(args.split_whitespace()))
-    }
-
-    #[test]
-    fn only_options_on_the_command_line_count_as_given() {
-        assert_eq!(given("run --device /dev/kfd -- rocminfo"), Vec::<&str>::new());
-        assert_eq!(given("run --device /dev/kfd --profile gfx1030 -- rocminfo"), ["profile"]);
-        // The default value given explicitly is still given.
-        assert_eq!(given("run --profile=gfx90a --gpus 1 -- rocminfo"), ["profile", "gpus"]);
-        // The program's own arguments are not run's.
-        assert_eq!(given("run --device /dev/kfd -- prog --profile gfx1030"), Vec::<&str>::new());
-        assert_eq!(given("topology --profile gfx1030"), Vec::<&str>::new());
-    }
 }
