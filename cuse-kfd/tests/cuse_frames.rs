@@ -39,8 +39,11 @@ impl Capture {
     }
 }
 
-/// Every thread is its own process in this fake kernel.
-struct FakeProcfs;
+/// Every thread is its own process in this fake kernel; memory at `unreadable` (if any) is
+/// not mapped in any of them.
+struct FakeProcfs {
+    unreadable: Option<u64>,
+}
 
 impl Procfs for FakeProcfs {
     fn tgid(&self, tid: u32) -> Option<u32> {
@@ -48,6 +51,9 @@ impl Procfs for FakeProcfs {
     }
     fn is_thread_of(&self, pid: u32, tid: u32) -> bool {
         pid == tid
+    }
+    fn readable(&self, _pid: u32, addr: u64, len: u64) -> bool {
+        self.unreadable.is_none_or(|bad| bad < addr || bad >= addr + len)
     }
 }
 
@@ -74,9 +80,14 @@ fn frame(opcode: u32, unique: u64, pid: u32, parts: &[&[u8]]) -> Vec<u8> {
 
 impl Kernel {
     fn new() -> Kernel {
+        Kernel::with_unreadable(None)
+    }
+
+    /// A kernel whose processes cannot read memory at `unreadable`.
+    fn with_unreadable(unreadable: Option<u64>) -> Kernel {
         let device = Device::new(&DeviceConfig::default()).unwrap();
         let sink = Arc::new(Capture::default());
-        let session = Session::new(device, sink.clone(), Box::new(FakeProcfs), "kfd");
+        let session = Session::new(device, sink.clone(), Box::new(FakeProcfs { unreadable }), "kfd");
         Kernel { session, sink, next_unique: 2 }
     }
 
@@ -246,6 +257,30 @@ fn create_signal_event(k: &mut Kernel, fh: u64, auto_reset: bool) -> u32 {
 
 fn wait_args(ptr: u64, n: u32, timeout: u32) -> WaitEventsArgs {
     WaitEventsArgs { events_ptr: ptr, num_events: n, wait_for_all: 0, timeout, wait_result: 0 }
+}
+
+/// An events array the caller cannot read is not asked for (the kernel's copy would fail with
+/// EFAULT and copy nothing back): the handler meets it missing and answers as amdkfd does,
+/// EFAULT with wait_result FAIL copied back into the argument struct.
+#[test]
+fn wait_events_on_an_unreadable_array_is_efault_with_fail_copied_back() {
+    let ptr = 0x2000u64;
+    let mut k = Kernel::with_unreadable(Some(ptr + 8));
+    k.init();
+    let fh = k.open(PID);
+    let _ = create_signal_event(&mut k, fh, false);
+    let arg = 0x1000u64;
+    let mem = Mem::default().with(arg, wait_args(ptr, 1, 0).as_bytes());
+    let f = k.ioctl_frame(20, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &[], 0);
+    k.session.handle(&f);
+    let _retry_for_the_struct = k.sink.one();
+    let f = k.ioctl_frame(22, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem.read(arg, 24), 24);
+    k.session.handle(&f);
+    let reply = k.sink.one();
+    let (res, out) = ioctl_result(&reply);
+    assert_eq!(res, -libc::EFAULT, "no second hop: a final EFAULT");
+    assert_eq!(out.len(), 24, "only the argument struct goes back");
+    assert_eq!(WaitEventsArgs::read_from_bytes(out).unwrap().wait_result, KFD_IOC_WAIT_RESULT_FAIL);
 }
 
 #[test]

@@ -10,6 +10,7 @@ use super::frame::{self, Op, Request};
 use crate::device::{Caller, Device, FileId};
 use crate::ioctl::reply::{Reply, Responder, UserWrite};
 use crate::ioctl::{self, Direction, UserMemory, UserRange};
+use crate::memory::PAGE_SIZE;
 use nix::errno::Errno;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,6 +34,12 @@ pub trait Procfs: Send + Sync {
     fn tgid(&self, tid: u32) -> Option<u32>;
     /// Whether thread `tid` belongs to process `pid`.
     fn is_thread_of(&self, pid: u32, tid: u32) -> bool;
+    /// Whether process `pid` can read `len` bytes at `addr`: a pointer hop the kernel could
+    /// not copy is left out of the RETRY, so that the handler fails it the way amdkfd does
+    /// (EFAULT with the argument struct still copied back). Fakes may say yes to everything.
+    fn readable(&self, _pid: u32, _addr: u64, _len: u64) -> bool {
+        true
+    }
 }
 
 /// The real /proc.
@@ -46,6 +53,20 @@ impl Procfs for SystemProcfs {
 
     fn is_thread_of(&self, pid: u32, tid: u32) -> bool {
         std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
+    }
+
+    /// One byte of each page the range touches, read with process_vm_readv.
+    fn readable(&self, pid: u32, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else { return false };
+        let mut byte = [0u8; 1];
+        let mut at = addr;
+        while at < end {
+            if crate::memory::remote::read(pid, at, &mut byte).is_err() {
+                return false;
+            }
+            at = (at | (PAGE_SIZE - 1)) + 1;
+        }
+        true
     }
 }
 
@@ -239,7 +260,10 @@ impl Session {
         let have = (data.len() as u64).min(args_in) as usize;
         kargs[..have].copy_from_slice(&data[..have]);
         // Only ranges named by the real arguments count: before they arrive there are none.
-        let ranges = if (data.len() as u64) < args_in { Vec::new() } else { (desc.user_ranges)(&kargs) };
+        let mut ranges = if (data.len() as u64) < args_in { Vec::new() } else { (desc.user_ranges)(&kargs) };
+        // Ranges the caller cannot read would fail the kernel's copy with EFAULT and nothing
+        // copied back; left out, the handler meets them missing and fails as amdkfd does.
+        ranges.retain(|r| r.dir == Direction::Out || self.procfs.readable(pid, r.addr, r.len));
         let mut ins = Vec::new();
         let mut outs = Vec::new();
         if args_in > 0 {
@@ -263,7 +287,8 @@ impl Session {
             self.sink.send(frame::reply_ioctl(unique, -(Errno::ENOMEM as i32), &[]));
             return;
         }
-        if (data.len() as u64) < total_in || u64::from(io.out_size) < total_out {
+        // Not exactly what the ranges need (they changed since the last RETRY): ask again.
+        if data.len() as u64 != total_in || u64::from(io.out_size) < total_out {
             self.sink.send(frame::reply_ioctl_retry(unique, &ins, &outs));
             return;
         }
