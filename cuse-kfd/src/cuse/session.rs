@@ -262,8 +262,12 @@ impl Session {
         // Only ranges named by the real arguments count: before they arrive there are none.
         let mut ranges = if (data.len() as u64) < args_in { Vec::new() } else { (desc.user_ranges)(&kargs) };
         // Ranges the caller cannot read would fail the kernel's copy with EFAULT and nothing
-        // copied back; left out, the handler meets them missing and fails as amdkfd does.
-        ranges.retain(|r| r.dir == Direction::Out || self.procfs.readable(pid, r.addr, r.len));
+        // copied back; left out, the handler meets them missing and fails as amdkfd does. Only
+        // probed while they are still to be asked for: data that arrived was readable.
+        let arrived = args_in + ranges.iter().map(|r| r.len).sum::<u64>();
+        if data.len() as u64 != arrived {
+            ranges.retain(|r| r.dir == Direction::Out || self.procfs.readable(pid, r.addr, r.len));
+        }
         let mut ins = Vec::new();
         let mut outs = Vec::new();
         if args_in > 0 {
