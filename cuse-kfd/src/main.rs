@@ -1,7 +1,5 @@
 //! `cuse-kfd`: serve the device through CUSE, or print its topology.
 
-mod run;
-
 use clap::{Parser, Subcommand};
 use cuse_kfd::cuse::channel::{self, Channel};
 use cuse_kfd::cuse::session::{Session, SystemProcfs};
@@ -27,32 +25,12 @@ struct Cli {
 enum Command {
     /// Serve the device as /dev/<NAME> through CUSE (needs root and a kernel with CUSE).
     Serve(ServeArgs),
-    /// Run an unmodified ROCm program on our device (e.g. `cuse-kfd run --embedded -- rocminfo`).
+    /// Run an unmodified ROCm program on our device (e.g. `cuse-kfd run --embedded -- rocminfo`):
+    /// the `cuse-kfd-run` executable beside this one; `cuse-kfd run --help` shows its options.
+    #[command(disable_help_flag = true)]
     Run {
-        /// The device inside the program's own process (no daemon, no root needed for the device).
-        #[arg(long, conflicts_with = "device")]
-        embedded: bool,
-        /// A cuse-kfd node to use (default /dev/kfd).
-        #[arg(long, value_name = "PATH")]
-        device: Option<PathBuf>,
-        /// libhsakmt: `ours` (thunk/capi) first on the library path, or `system` (the system's
-        /// libhsakmt.so.1, over a node given by --device: in a mount namespace with the topology
-        /// at /sys/devices/virtual/kfd/kfd, render-node stand-ins and tools/kfd-preload; root or
-        /// user namespaces; the program is killed if `run` dies).
-        #[arg(long, default_value = "ours", value_parser = ["ours", "system"])]
-        thunk: String,
-        /// HSA runtime: `rocr` keeps the system's real ROCr, `shim` uses ours.
-        #[arg(long, default_value = "rocr")]
-        runtime: String,
-        /// Device profile of the embedded device [default: gfx90a]; a node serves its daemon's.
-        #[arg(long)]
-        profile: Option<String>,
-        /// GPU nodes of the embedded device [default: 1]; a node serves its daemon's.
-        #[arg(long)]
-        gpus: Option<usize>,
-        /// The program and its arguments.
-        #[arg(last = true, required = true)]
-        program: Vec<std::ffi::OsString>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
     },
     /// Ask a running daemon what it holds (processes, queues, events, memory), or for its trace.
     Status {
@@ -134,18 +112,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve(a),
         Command::Topology { profile, gpus, write } => topology(&profile, gpus, write.as_deref()),
         Command::Status { name, runtime_dir, trace } => status(&name, runtime_dir, trace.as_deref()),
-        Command::Run { embedded, device, thunk, runtime, profile, gpus, program } => {
-            if let Some(p) = profile.as_deref().filter(|p| cuse_kfd::topology::Profile::by_name(p).is_none()) {
-                return fail(format!("unknown profile {p:?}"));
-            }
-            let transport = if embedded {
-                run::Transport::Embedded
-            } else {
-                run::Transport::Device(device.unwrap_or_else(|| PathBuf::from("/dev/kfd")))
-            };
-            let thunk = if thunk == "system" { run::Thunk::System } else { run::Thunk::Ours };
-            run::run(run::RunArgs { transport, thunk, runtime, profile, gpus, program })
-        }
+        Command::Run { args } => run(&args),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -156,6 +123,24 @@ fn main() -> ExitCode {
 fn fail(e: String) -> ExitCode {
     eprintln!("cuse-kfd: {e}");
     ExitCode::FAILURE
+}
+
+/// Execs the launcher, `cuse-kfd-run`, from this executable's directory (as git runs `git-NAME`
+/// for `git NAME`): the launcher is a package of its own, the daemon knows nothing of it.
+fn run(args: &[std::ffi::OsString]) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
+    let launcher = exe.with_file_name("cuse-kfd-run");
+    if !launcher.is_file() {
+        let release = exe.parent().and_then(Path::file_name).is_some_and(|n| n == "release");
+        return Err(format!(
+            "`cuse-kfd run` needs {}: build it with `cargo build{} -p cuse-kfd-run`",
+            launcher.display(),
+            if release { " --release" } else { "" }
+        ));
+    }
+    let e = std::process::Command::new(&launcher).args(args).exec();
+    Err(format!("running {}: {e}", launcher.display()))
 }
 
 fn status(name: &str, runtime_dir: Option<PathBuf>, trace: Option<&Path>) -> Result<(), String> {

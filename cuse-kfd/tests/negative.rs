@@ -1523,11 +1523,11 @@ fn malformed_requests_get_amdkfds_errno_and_create_nothing() {
 }
 
 /// The line a device-tier test prints when it really runs (tools/xtask/src/device.rs counts
-/// them; tests/src/device.rs prints the same).
+/// them; kfd-tests/src/device.rs prints the same).
 const RAN_MARKER: &str = "CUSE_KFD_DEVICE_TEST_RAN";
 
 /// A `cuse-kfd serve` child with its node and runtime directory, stopped (SIGTERM) and its
-/// directory removed when dropped. The tier's own helper (tests/src/device.rs) lives in a crate
+/// directory removed when dropped. The tier's own helper (kfd-tests/src/device.rs) lives in a crate
 /// this package cannot depend on; this is the same idea, smaller.
 struct ServeDaemon {
     child: std::process::Child,

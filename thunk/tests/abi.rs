@@ -1,4 +1,4 @@
-//! The C ABI (the `hsakmt` crate, thunk/capi) against Debian's libhsakmt-dev 5.2.3 headers and
+//! The C ABI (the `hsakmt` crate, hsakmt) against Debian's libhsakmt-dev 5.2.3 headers and
 //! the built library. It lives with the thunk so that `cargo test -p thunk --test abi` runs it;
 //! `hsakmt` is a dev-dependency of `thunk` for it.
 //!
@@ -350,9 +350,10 @@ fn version_script_names() -> BTreeSet<String> {
 }
 
 fn library() -> PathBuf {
-    let so = hsakmt::libdir::ensure_built(&hsakmt::libdir::profile_dir().unwrap()).unwrap();
-    assert!(so.is_file(), "{} is not built", so.display());
-    so
+    let profile = cuse_kfd_run::stage::profile_dir().unwrap();
+    let hsakmt = cuse_kfd_run::stage::HSAKMT;
+    cuse_kfd_run::stage::build(&profile, &[&hsakmt]).unwrap();
+    hsakmt.built(&profile).unwrap()
 }
 
 fn tool(name: &str, args: &[&str], file: &Path) -> String {

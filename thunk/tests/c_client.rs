@@ -1,15 +1,16 @@
 //! Builds tests/c/client.c against Debian's hsakmt.h, links it with `-lhsakmt` to the `hsakmt`
-//! crate's library (thunk/capi, a dev-dependency) and runs it with `LD_LIBRARY_PATH` at
+//! crate's library (hsakmt, a dev-dependency) and runs it with `LD_LIBRARY_PATH` at
 //! `target/<profile>/lib` (where `libhsakmt.so.1` is made) over an embedded device.
 
+use cuse_kfd_run::stage;
 use std::path::Path;
 use std::process::Command;
 
 #[test]
 fn a_c_program_drives_the_device_through_libhsakmt() {
     assert!(Path::new("/usr/include/hsakmt.h").exists(), "hsakmt.h missing: apt-get install libhsakmt-dev");
-    let profile = hsakmt::libdir::profile_dir().unwrap();
-    let lib_dir = hsakmt::libdir::install(&profile).unwrap();
+    let profile = stage::profile_dir().unwrap();
+    let lib_dir = stage::build_and_stage(&profile, &[&stage::HSAKMT]).unwrap().remove(0);
     let dir = std::env::temp_dir().join(format!("hsakmt-client-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("client");

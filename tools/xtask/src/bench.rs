@@ -4,7 +4,7 @@ use crate::steps::{Ctx, Outcome, Step};
 
 /// Every bench. A new bench is one entry here and one function below.
 pub const BENCHES: [Step; 3] = [
-    Step { name: "engine", aliases: &[], needs: "the kfd-bench binary (tools/bench)", run: engine_bench },
+    Step { name: "engine", aliases: &[], needs: "the kfd-bench binary (tools/kfd-bench)", run: engine_bench },
     Step { name: "signals", aliases: &[], needs: "the kfd-bench binary and the rocr-shim", run: signals_bench },
     Step {
         name: "cuse",
@@ -14,20 +14,20 @@ pub const BENCHES: [Step; 3] = [
     },
 ];
 
-/// The soft command processor on the embedded device (tools/bench/src/engine.rs).
+/// The soft command processor on the embedded device (tools/kfd-bench/src/engine.rs).
 fn engine_bench(ctx: &Ctx) -> Outcome {
-    if !has_bin(ctx, "tools/bench", "kfd-bench") {
-        return Outcome::Skipped("tools/bench has no kfd-bench binary".into());
+    if !has_bin(ctx, "tools/kfd-bench", "kfd-bench") {
+        return Outcome::Skipped("tools/kfd-bench has no kfd-bench binary".into());
     }
     ctx.cargo(&["run", "--release", "-p", "kfd-bench", "--", "engine"])
 }
 
-/// Signal batches and wake-up latency through the rocr-shim (tools/bench/src/signals.rs).
+/// Signal batches and wake-up latency through the rocr-shim (tools/kfd-bench/src/signals.rs).
 fn signals_bench(ctx: &Ctx) -> Outcome {
     ctx.cargo(&["run", "--release", "-p", "kfd-bench", "--", "signals"])
 }
 
-/// CUSE round trips against a libfuse3 CUSE device (tools/bench/src/cuse.rs), where the device
+/// CUSE round trips against a libfuse3 CUSE device (tools/kfd-bench/src/cuse.rs), where the device
 /// tier runs: natively with /dev/cuse, otherwise in its VM.
 fn cuse_bench(ctx: &Ctx) -> Outcome {
     crate::device::run_where_cuse_is(ctx, "the release daemon, kfd-bench and the libfuse3 reference server", |ctx| {
@@ -62,7 +62,7 @@ fn cuse_bench(ctx: &Ctx) -> Outcome {
     })
 }
 
-/// Compiles tools/bench/cuse-ref/cuse_ref.c against libfuse3 (pkg-config fuse3) and
+/// Compiles tools/kfd-bench/cuse-ref/cuse_ref.c against libfuse3 (pkg-config fuse3) and
 /// linux/kfd_ioctl.h (whose <drm/drm.h> Debian keeps in libdrm/).
 fn build_cuse_ref(ctx: &Ctx) -> Result<std::path::PathBuf, String> {
     use std::process::Command;
@@ -82,7 +82,7 @@ fn build_cuse_ref(ctx: &Ctx) -> Result<std::path::PathBuf, String> {
         Ok(String::from_utf8_lossy(&out.stdout).split_whitespace().map(String::from).collect())
     };
     let out = dir.join("cuse_ref");
-    let src = ctx.root.join("tools/bench/cuse-ref/cuse_ref.c");
+    let src = ctx.root.join("tools/kfd-bench/cuse-ref/cuse_ref.c");
     println!("$ cc {} -> {}", src.display(), out.display());
     let st = Command::new("cc")
         .args(["-O2", "-Wall", "-Werror"])

@@ -139,7 +139,7 @@ fn targets() -> Result<Vec<Target>, String> {
     Ok(all)
 }
 
-/// The line a device test prints when it really runs (tests/tests/device.rs), one per test.
+/// The line a device test prints when it really runs (kfd-tests/tests/device.rs), one per test.
 pub const RAN_MARKER: &str = "CUSE_KFD_DEVICE_TEST_RAN";
 
 /// The whole VM run (boot, tests, power-off) is killed after this long; CI must never hang.
@@ -332,39 +332,27 @@ struct Built {
 /// `cargo build -p cuse-kfd --bins`, then `cargo test --no-run -p P --test T` for each target;
 /// the paths come from cargo's JSON messages (diagnostics rendered as usual).
 fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
-    // With our libhsakmt: `cuse-kfd run` in the guest cannot build it (the guest's view of the
-    // target directory is read-only), so it is built, and its soname link made, here.
-    // `--lib` on its own: with `--bins` the library would be built as an rlib only.
-    cargo_json(ctx, &["build", "-p", "hsakmt", "--lib"])?;
-    // `cuse-kfd run --thunk system` preloads tools/kfd-preload (libkfd_preload.so beside cuse-kfd).
-    cargo_json(ctx, &["build", "-p", "kfd-preload", "--lib"])?;
-    let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "--bins"])?;
-    let daemon = artifacts(&messages)
-        .find(|a| a.name == "cuse-kfd" && a.kinds.iter().any(|k| k == "bin") && !a.test)
-        .map(|a| a.executable)
-        .ok_or("cargo build -p cuse-kfd --bins produced no cuse-kfd executable")?;
-    let messages = cargo_json(ctx, &["build", "-p", "kfd-fuzz", "--bins"])?;
-    let fuzz = artifacts(&messages)
-        .find(|a| a.name == "kfd-fuzz" && a.kinds.iter().any(|k| k == "bin") && !a.test)
-        .map(|a| a.executable)
-        .ok_or("cargo build -p kfd-fuzz --bins produced no kfd-fuzz executable")?;
-    let profile = daemon.parent().ok_or("the daemon has no directory")?;
-    let libdir = profile.join("lib");
-    std::fs::create_dir_all(&libdir).map_err(|e| format!("creating {}: {e}", libdir.display()))?;
-    let link = libdir.join("libhsakmt.so.1");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(profile.join("libhsakmt.so"), &link)
-        .map_err(|e| format!("linking {}: {e}", link.display()))?;
-    // The shim's C programs (kfd-tests/shim_programs) load our HSA runtime: the cdylib staged
-    // as libhsa-runtime64.so.1 in <profile>/rocr-shim-lib, where that test looks. A copy renamed
-    // into place, as `cargo test -p rocr-shim` stages it: a concurrent run never maps half a file.
-    cargo_json(ctx, &["build", "-p", "rocr-shim", "--lib"])?;
-    let shim_dir = profile.join("rocr-shim-lib");
-    let tmp = shim_dir.join(format!("libhsa-runtime64.so.1.{}", std::process::id()));
-    std::fs::create_dir_all(&shim_dir)
-        .and_then(|()| std::fs::copy(profile.join("librocr_shim.so"), &tmp))
-        .and_then(|_| std::fs::rename(&tmp, shim_dir.join("libhsa-runtime64.so.1")))
-        .map_err(|e| format!("staging librocr_shim.so in {}: {e}", shim_dir.display()))?;
+    // The guest sees the target directory read-only and builds nothing: the shipped libraries
+    // (`--lib` on its own: with `--bins` a library is built as an rlib only), the launcher that
+    // `cuse-kfd run` execs, the daemon and kfd-fuzz are built here.
+    cargo_json(ctx, &["build", "-p", "hsakmt", "-p", "rocr-shim", "-p", "kfd-preload", "--lib"])?;
+    let messages = cargo_json(ctx, &["build", "-p", "cuse-kfd", "-p", "cuse-kfd-run", "-p", "kfd-fuzz", "--bins"])?;
+    let bin = |name: &str| {
+        artifacts(&messages)
+            .find(|a| a.name == name && a.kinds.iter().any(|k| k == "bin") && !a.test)
+            .map(|a| a.executable)
+            .ok_or(format!("cargo build --bins produced no {name} executable"))
+    };
+    let (daemon, launcher, fuzz) = (bin("cuse-kfd")?, bin("cuse-kfd-run")?, bin("kfd-fuzz")?);
+    // The launcher stages the libraries under their sonames (target/<profile>/lib, lib-shim),
+    // where `cuse-kfd run` and kfd-tests/shim_programs find them in the guest.
+    let staged = std::process::Command::new(&launcher)
+        .args(["--runtime", "shim", "--print-library-path"])
+        .output()
+        .map_err(|e| format!("running {}: {e}", launcher.display()))?;
+    if !staged.status.success() {
+        return Err(format!("staging the libraries: {}", String::from_utf8_lossy(&staged.stderr)));
+    }
     let mut tests = Vec::new();
     for t in targets {
         let messages = cargo_json(ctx, &["test", "--no-run", "-p", &t.package, "--test", &t.target])?;

@@ -1,5 +1,5 @@
 //! The fuzz tier: a short kfd-fuzz run on the embedded device, then each cargo-fuzz target of
-//! tools/fuzz for a minute from a corpus seeded with the test scenarios.
+//! tools/cuse-kfd-fuzz for a minute from a corpus seeded with the test scenarios.
 //!
 //! cargo-fuzz wants a nightly toolchain for its default AddressSanitizer build; on a stable
 //! toolchain the targets build with `--sanitizer none` (libFuzzer's coverage instrumentation
@@ -10,9 +10,9 @@
 use crate::steps::{status_outcome, Ctx, Outcome};
 use std::process::Command;
 
-/// The cargo-fuzz targets (tools/fuzz/fuzz_targets).
+/// The cargo-fuzz targets (tools/cuse-kfd-fuzz/fuzz_targets).
 const TARGETS: [&str; 2] = ["cuse_frames", "dispatcher"];
-const FUZZ_DIR: &str = "tools/fuzz";
+const FUZZ_DIR: &str = "tools/cuse-kfd-fuzz";
 
 /// Seconds per cargo-fuzz target.
 fn seconds() -> u64 {

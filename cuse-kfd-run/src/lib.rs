@@ -1,0 +1,9 @@
+//! `cuse-kfd run`: unmodified ROCm programs on cuse-kfd.
+//!
+//! * [`launch`]: sets up a program's environment (our libhsakmt.so.1 or the system's, the
+//!   embedded device or a node, a private /dev/kfd and topology where needed) and execs it;
+//! * [`stage`]: the shipped libraries, found where cargo builds them and staged under the names
+//!   programs load them by (the launcher, xtask and the tests all use it).
+
+pub mod launch;
+pub mod stage;

@@ -1,0 +1,6 @@
+//! Shared helpers of the cross-crate tests.
+
+pub mod device;
+pub mod launcher;
+pub mod program;
+pub mod shim_programs;

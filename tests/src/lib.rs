@@ -1,5 +1,0 @@
-//! Shared helpers of the cross-crate tests.
-
-pub mod device;
-pub mod program;
-pub mod shim_programs;
