@@ -9,7 +9,9 @@
 //! * [`embedded`]: the in-process front end.
 
 pub mod clock;
+#[cfg(feature = "cuse")]
 pub mod control;
+#[cfg(feature = "cuse")]
 pub mod cuse;
 pub mod device;
 pub mod embedded;
@@ -21,6 +23,7 @@ pub mod ioctl;
 pub mod memory;
 pub mod process;
 pub mod queue;
+#[cfg(feature = "sysfs-fuse")]
 pub mod sysfs;
 pub mod topology;
 pub mod trace;
