@@ -172,7 +172,7 @@ impl Runtime {
 
     /// The runtime's own queue on `gpu_id` (for copies), created on first use.
     fn internal_queue(&self, agent: Agent) -> Result<Arc<QueueState>> {
-        let mut slot = self.inner.copy_queues.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.inner.copy_queues.lock();
         if let Some(q) = slot.get(&agent) {
             return Ok(q.clone());
         }
@@ -213,7 +213,7 @@ impl Runtime {
             .map(|a| a.handle)
             .ok_or_else(|| Error::new(Status::ERROR, "no agent for the copy's GPU"))?;
         let q = self.internal_queue(agent)?;
-        let _serial = q.copy_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _serial = q.copy_lock.lock();
         let mut done = 0u64;
         while done < size {
             let chunk = (size - done).min(MAX_CHUNK);

@@ -89,7 +89,7 @@ fn run(kfd: &Kfd, rt: Weak<Inner>, stop: &AtomicBool, events: [u32; 3]) {
             log::error!("GPU memory fault at {va:#x} on gpu {gpu:#x}: the faulting queue has stopped");
         }
         let Some(inner) = rt.upgrade() else { break };
-        let queues: Vec<_> = inner.queues.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let queues: Vec<_> = inner.queues.lock().values().cloned().collect();
         for q in &queues {
             q.report_error();
         }

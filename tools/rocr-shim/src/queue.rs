@@ -9,8 +9,9 @@ use crate::runtime::{Inner, Runtime};
 use crate::signal::slot::{Slot, SlotInit, FLAG_INTERNAL};
 use crate::signal::Signal;
 use crate::status::{Error, Result, Status};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use thunk::memory::{open_backing, HostMapping, Space};
 use thunk::queue::{packet, AqlQueue};
 use uapi::aql::AQL_PACKET_SIZE;
@@ -209,21 +210,21 @@ impl Runtime {
         callback: Option<QueueCallback>,
     ) -> Result<Arc<QueueState>> {
         {
-            let queues = self.inner.queues.lock().unwrap_or_else(|e| e.into_inner());
+            let queues = self.inner.queues.lock();
             if queues.values().filter(|q| q.agent == agent).count() >= QUEUES_MAX as usize {
                 return Err(Error::new(Status::OUT_OF_RESOURCES, format!("an agent has at most {QUEUES_MAX} queues")));
             }
         }
         self.start_monitor()?;
         let q = Arc::new(self.new_queue_state(agent, size, queue_type, callback)?);
-        self.inner.queues.lock().unwrap_or_else(|e| e.into_inner()).insert(q.address(), q.clone());
+        self.inner.queues.lock().insert(q.address(), q.clone());
         Ok(q)
     }
 
     /// hsa_queue_destroy of the queue at `hsa_queue_t` address `addr`.
     pub fn destroy_queue_raw(&self, addr: u64) -> Result<()> {
         let q =
-            self.inner.queues.lock().unwrap_or_else(|e| e.into_inner()).remove(&addr).ok_or_else(|| {
+            self.inner.queues.lock().remove(&addr).ok_or_else(|| {
                 Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime"))
             })?;
         drop(q);
@@ -235,7 +236,6 @@ impl Runtime {
         self.inner
             .queues
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .get(&addr)
             .cloned()
             .ok_or_else(|| Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime")))
@@ -249,7 +249,7 @@ impl Runtime {
     }
 
     fn start_monitor(&self) -> Result<()> {
-        let mut m = self.inner.monitor.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self.inner.monitor.lock();
         if m.is_none() {
             *m = Some(Monitor::start(self)?);
         }

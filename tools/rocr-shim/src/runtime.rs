@@ -13,8 +13,9 @@ use crate::signal::arena::SignalManager;
 use crate::signal::hdp::HdpPage;
 use crate::signal::ops::After;
 use crate::status::{Error, Result, Status};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use thunk::transport::EmbeddedTransport;
 use thunk::Kfd;
 use uapi::ioctl::AMDKFD_IOC_GET_CLOCK_COUNTERS;
@@ -69,13 +70,12 @@ pub(crate) struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(m) = self.monitor.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(m) = self.monitor.lock().take() {
             m.stop(&self.kfd);
         }
-        let queues: Vec<Arc<QueueState>> =
-            self.queues.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, q)| q).collect();
+        let queues: Vec<Arc<QueueState>> = self.queues.lock().drain().map(|(_, q)| q).collect();
         drop(queues);
-        self.copy_queues.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.copy_queues.lock().clear();
         self.kernels.clear();
         self.signals.clear();
         self.memory.clear();
@@ -92,10 +92,6 @@ impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime").field("agents", &self.inner.agents.len()).field("gpus", &self.inner.gpus).finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Runtime {
@@ -265,7 +261,7 @@ impl Runtime {
 
     /// The MMIO remap page (HDP flush registers) of `gpu_id`, mapped on first use.
     pub(crate) fn hdp_page(&self, gpu_id: u32) -> Result<Arc<HdpPage>> {
-        let mut pages = lock(&self.inner.hdp);
+        let mut pages = self.inner.hdp.lock();
         if let Some(p) = pages.get(&gpu_id) {
             return Ok(p.clone());
         }
@@ -351,7 +347,7 @@ impl Runtime {
             hdp_flushes: crate::signal::hdp::flushes(),
             events_created: self.inner.signals.events.created(),
             arena_memory_reused: get(&self.inner.signals.cache.reused),
-            live_queues: lock(&self.inner.queues).len() as u64,
+            live_queues: self.inner.queues.lock().len() as u64,
             live_allocations: self.inner.memory.len() as u64,
         }
     }

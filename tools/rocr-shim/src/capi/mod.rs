@@ -19,9 +19,9 @@ mod system;
 use crate::info::Info;
 use crate::runtime::{Config, Runtime};
 use crate::status::{Error, Result, Status};
+use parking_lot::RwLock;
 use std::cell::RefCell;
 use std::ffi::{c_void, CString};
-use std::sync::RwLock;
 
 /// `hsa_status_t`.
 pub type HsaStatus = u32;
@@ -39,14 +39,14 @@ thread_local! {
 
 /// The runtime, if hsa_init has been called more often than hsa_shut_down.
 pub(crate) fn runtime() -> Result<Runtime> {
-    GLOBAL.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|g| g.rt.clone()).ok_or_else(|| {
+    GLOBAL.read().as_ref().map(|g| g.rt.clone()).ok_or_else(|| {
         Error::new(Status::NOT_INITIALIZED, "hsa_init has not been called (or hsa_shut_down has released the runtime)")
     })
 }
 
 /// Runs `f` on the runtime without taking a reference (the hot path of signal operations).
 pub(crate) fn with_runtime<T>(f: impl FnOnce(&Runtime) -> T) -> Option<T> {
-    GLOBAL.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|g| f(&g.rt))
+    GLOBAL.read().as_ref().map(|g| f(&g.rt))
 }
 
 fn set_last_error(msg: &str) {
@@ -119,7 +119,7 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, n: usize, what: &str) -> Result
 #[no_mangle]
 pub extern "C" fn hsa_init() -> HsaStatus {
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
-    let mut g = GLOBAL.write().unwrap_or_else(|e| e.into_inner());
+    let mut g = GLOBAL.write();
     if let Some(g) = g.as_mut() {
         return match g.refs.checked_add(1) {
             Some(r) => {
@@ -144,7 +144,7 @@ pub extern "C" fn hsa_init() -> HsaStatus {
 #[no_mangle]
 pub extern "C" fn hsa_shut_down() -> HsaStatus {
     let released = {
-        let mut g = GLOBAL.write().unwrap_or_else(|e| e.into_inner());
+        let mut g = GLOBAL.write();
         match g.as_mut() {
             None => return fail(&Error::new(Status::NOT_INITIALIZED, "hsa_shut_down without hsa_init")),
             Some(gl) if gl.refs > 1 => {

@@ -7,9 +7,9 @@ use crate::signal::ops::{self, After, Order, Rmw};
 use crate::signal::slot::Slot;
 use crate::signal::{Condition, WaitEnd, WaitHint};
 use crate::status::{Error, Status};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// A view of the caller's signal.
 unsafe fn slot(signal: u64) -> Slot {
@@ -239,13 +239,12 @@ static GROUPS: Mutex<Option<HashMap<u64, Vec<u64>>>> = Mutex::new(None);
 static NEXT_GROUP: AtomicU64 = AtomicU64::new(1);
 
 pub(super) fn forget_groups() {
-    *GROUPS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    *GROUPS.lock() = None;
 }
 
 fn group(id: u64) -> crate::Result<Vec<u64>> {
     GROUPS
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
         .as_ref()
         .and_then(|g| g.get(&id).cloned())
         .ok_or_else(|| Error::new(Status::INVALID_SIGNAL_GROUP, format!("{id:#x} is not a signal group")))
@@ -272,7 +271,7 @@ pub unsafe extern "C" fn hsa_signal_group_create(
         }
         let id = NEXT_GROUP.fetch_add(1, Ordering::Relaxed);
         out(signal_group, id, "signal_group")?;
-        GROUPS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(id, members);
+        GROUPS.lock().get_or_insert_with(HashMap::new).insert(id, members);
         Ok(())
     });
     status(r)
@@ -280,15 +279,12 @@ pub unsafe extern "C" fn hsa_signal_group_create(
 
 #[no_mangle]
 pub extern "C" fn hsa_signal_group_destroy(signal_group: u64) -> HsaStatus {
-    let r = runtime().and_then(|_| {
-        GROUPS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-            .and_then(|g| g.remove(&signal_group))
-            .map(drop)
-            .ok_or_else(|| Error::new(Status::INVALID_SIGNAL_GROUP, format!("{signal_group:#x} is not a signal group")))
-    });
+    let r =
+        runtime().and_then(|_| {
+            GROUPS.lock().as_mut().and_then(|g| g.remove(&signal_group)).map(drop).ok_or_else(|| {
+                Error::new(Status::INVALID_SIGNAL_GROUP, format!("{signal_group:#x} is not a signal group"))
+            })
+        });
     status(r)
 }
 

@@ -18,9 +18,10 @@ use super::hdp::HdpPage;
 use super::slot::{Slot, SlotInit, FLAG_BATCH_MEMBER, FLAG_DEVICE_MEMORY, FLAG_INTERNAL, SLOT_BYTES};
 use crate::memory::Allocation;
 use crate::status::{Error, Result, Status};
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use thunk::memory::Kind;
 use thunk::Kfd;
 use uapi::signal::AMD_SIGNAL_KIND_USER;
@@ -117,10 +118,6 @@ pub struct SignalManager {
     pub cache: Arc<ArenaCache>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl SignalManager {
     pub fn new(host_gpu: u32, gpus: Vec<u32>) -> SignalManager {
         SignalManager {
@@ -138,12 +135,12 @@ impl SignalManager {
     }
 
     fn register(&self, arena: Arc<Arena>) {
-        self.registry.write().unwrap_or_else(|e| e.into_inner()).insert(arena.base(), arena);
+        self.registry.write().insert(arena.base(), arena);
     }
 
     /// The arena holding slot `handle`, if it is one of this runtime's slots.
     pub fn lookup(&self, handle: u64) -> Option<Arc<Arena>> {
-        let reg = self.registry.read().unwrap_or_else(|e| e.into_inner());
+        let reg = self.registry.read();
         let (_, a) = reg.range(..=handle).next_back()?;
         a.holds(handle).then(|| a.clone())
     }
@@ -158,7 +155,7 @@ impl SignalManager {
     }
 
     fn pop_slot(&self, kfd: &Kfd) -> Result<u64> {
-        let mut free = lock(&self.free);
+        let mut free = self.free.lock();
         if let Some(h) = free.pop() {
             return Ok(h);
         }
@@ -223,7 +220,7 @@ impl SignalManager {
                 if let Some(ev) = event {
                     self.events.put(Event { id: ev, mailbox: slot.mailbox() });
                 }
-                lock(&self.free).push(handle);
+                self.free.lock().push(handle);
             }
             Some(b) => {
                 if b.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -303,7 +300,7 @@ impl SignalManager {
             .collect();
         let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
         self.register(arena.clone());
-        lock(&self.batches).insert(id, arena);
+        self.batches.lock().insert(id, arena);
         self.counters.live_signals.fetch_add(u64::from(count), Ordering::Relaxed);
         self.counters.batch_arenas_created.fetch_add(1, Ordering::Relaxed);
         Ok(NewBatch { id, handles, placement })
@@ -311,7 +308,9 @@ impl SignalManager {
 
     /// Releases the batch handle; the members live on.
     pub fn destroy_batch(&self, id: u64) -> Result<()> {
-        let arena = lock(&self.batches)
+        let arena = self
+            .batches
+            .lock()
             .remove(&id)
             .ok_or_else(|| Error::invalid_argument(format!("{id:#x} is not a live signal batch")))?;
         let b = arena.batch.as_ref().expect("batch arenas have batch state");
@@ -330,7 +329,7 @@ impl SignalManager {
             log::error!("signal batch arena {:#x} released twice", arena.base());
             return;
         }
-        self.registry.write().unwrap_or_else(|e| e.into_inner()).remove(&arena.base());
+        self.registry.write().remove(&arena.base());
         if let Some(ev) = b.event {
             self.events.put(ev);
         }
@@ -339,9 +338,9 @@ impl SignalManager {
 
     /// Drops every arena (runtime shutdown).
     pub fn clear(&self) {
-        lock(&self.batches).clear();
-        lock(&self.free).clear();
-        self.registry.write().unwrap_or_else(|e| e.into_inner()).clear();
+        self.batches.lock().clear();
+        self.free.lock().clear();
+        self.registry.write().clear();
         self.cache.trim();
     }
 }
