@@ -5,6 +5,7 @@
 //! signal-capable, and lists its VRAM region followed by the system regions (as ROCr's GPU
 //! agents do, so that the common "find the kernarg region of the GPU" idiom works).
 
+use crate::status::{Error, Result, Status};
 use crate::topology::Node;
 
 /// An `hsa_agent_t`.
@@ -110,8 +111,83 @@ fn cpu_field(field: &str) -> Option<String> {
     text.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
 }
 
+/// The agents and pools of a runtime, built once from the topology, and the GPUs of the process.
+pub struct Agents {
+    agents: Vec<AgentDesc>,
+    pools: Vec<PoolDesc>,
+    /// KFD gpu_ids of the process's GPUs, never empty; the first one's GTT holds host memory.
+    gpus: Vec<u32>,
+}
+
+impl Agents {
+    /// The agents of `nodes` for a process whose GPUs are `gpus`.
+    pub fn new(nodes: &[Node], cfg: LayoutConfig, gpus: Vec<u32>) -> Result<Agents> {
+        if gpus.is_empty() {
+            return Err(Error::new(Status::ERROR, "the device has no GPU"));
+        }
+        let (agents, pools) = build(nodes, cfg);
+        Ok(Agents { agents, pools, gpus })
+    }
+
+    /// CPUs first, then GPUs.
+    pub fn iter(&self) -> impl Iterator<Item = &AgentDesc> {
+        self.agents.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.agents.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+
+    pub fn agent(&self, agent: Agent) -> Result<&AgentDesc> {
+        agent
+            .index()
+            .and_then(|i| self.agents.get(i))
+            .ok_or_else(|| Error::new(Status::INVALID_AGENT, format!("{:#x} is not an agent of this runtime", agent.0)))
+    }
+
+    /// `agent`, which must be a GPU.
+    pub fn gpu(&self, agent: Agent) -> Result<&AgentDesc> {
+        let a = self.agent(agent)?;
+        if !a.is_gpu() {
+            return Err(Error::new(
+                Status::INVALID_AGENT,
+                format!("agent {:#x} is a CPU; this needs a GPU agent", agent.0),
+            ));
+        }
+        Ok(a)
+    }
+
+    pub fn pool(&self, pool: Pool) -> Result<&PoolDesc> {
+        pool.index().and_then(|i| self.pools.get(i)).ok_or_else(|| {
+            Error::new(
+                Status::INVALID_MEMORY_POOL,
+                format!("{:#x} is not a memory pool or region of this runtime", pool.0),
+            )
+        })
+    }
+
+    /// The process's GPUs (KFD gpu_ids).
+    pub fn gpu_ids(&self) -> &[u32] {
+        &self.gpus
+    }
+
+    /// The GPU whose GTT holds host memory and whose events the runtime creates.
+    pub fn first_gpu(&self) -> u32 {
+        self.gpus[0]
+    }
+
+    /// The GPU agent of `gpu_id`.
+    pub fn gpu_agent(&self, gpu_id: u32) -> Option<Agent> {
+        self.agents.iter().find(|a| a.is_gpu() && a.gpu_id() == gpu_id).map(|a| a.handle)
+    }
+}
+
 /// Agents and pools of `nodes` (CPU nodes first, as ROCr enumerates them).
-pub fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc>) {
+fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc>) {
     let first_gpu = nodes.iter().find(|n| n.is_gpu()).map_or(0, |n| n.gpu_id);
     let mut agents = Vec::new();
     let mut pools: Vec<PoolDesc> = Vec::new();

@@ -3,8 +3,9 @@
 
 use super::{fail, out, runtime, slice, status, with_runtime, HsaStatus};
 use crate::agent::Agent;
+use crate::signal::hdp::HdpFlush;
 use crate::signal::ops::{self, After, Order, Rmw};
-use crate::signal::slot::Slot;
+use crate::signal::slot::{Slot, FLAG_DEVICE_MEMORY};
 use crate::signal::{Condition, WaitEnd, WaitHint};
 use crate::status::{Error, Status};
 use parking_lot::Mutex;
@@ -16,6 +17,22 @@ unsafe fn slot(signal: u64) -> Slot {
     // SAFETY: hsa.h's precondition: `signal` is a live hsa_signal_t, i.e. a slot of this
     // runtime that stays mapped until the caller destroys it.
     unsafe { Slot::new(signal) }
+}
+
+/// Runs the write `op` on the caller's signal with the HDP flush its stores need: a signal in
+/// device memory (as its slot's flag says) finds it in its arena, which the runtime's registry
+/// vouches for.
+///
+/// # Safety
+/// As [`slot`].
+unsafe fn write<T>(signal: u64, op: impl FnOnce(Slot, Option<&HdpFlush>) -> T) -> T {
+    // SAFETY: passed on to our caller.
+    let s = unsafe { slot(signal) };
+    if s.flags() & FLAG_DEVICE_MEMORY == 0 {
+        return op(s, None);
+    }
+    let arena = with_runtime(|rt| rt.signals().lookup(signal)).flatten();
+    op(s, arena.as_ref().and_then(|a| a.hdp()))
 }
 
 fn finish(after: After) {
@@ -83,7 +100,7 @@ macro_rules! stores {
     ($($name:ident => $order:expr, $silent:expr;)*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, value: i64) {
-            finish(ops::store(slot(signal), value, $order, $silent));
+            finish(write(signal, |s, hdp| ops::store(s, hdp, value, $order, $silent)));
         }
     )*};
 }
@@ -102,14 +119,14 @@ macro_rules! rmw_family {
     (void $op:expr => $($name:ident $order:ident),*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, value: i64) {
-            let (_, after) = ops::rmw(slot(signal), $op, value, Order::$order);
+            let (_, after) = write(signal, |s, hdp| ops::rmw(s, hdp, $op, value, Order::$order));
             finish(after);
         }
     )*};
     (value $op:expr => $($name:ident $order:ident),*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, value: i64) -> i64 {
-            let (old, after) = ops::rmw(slot(signal), $op, value, Order::$order);
+            let (old, after) = write(signal, |s, hdp| ops::rmw(s, hdp, $op, value, Order::$order));
             finish(after);
             old
         }
@@ -139,7 +156,7 @@ macro_rules! cases {
     ($($name:ident => $order:expr;)*) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, expected: i64, value: i64) -> i64 {
-            let (seen, after) = ops::cas(slot(signal), expected, value, $order);
+            let (seen, after) = write(signal, |s, hdp| ops::cas(s, hdp, expected, value, $order));
             finish(after);
             seen
         }

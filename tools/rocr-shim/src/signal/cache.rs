@@ -34,10 +34,15 @@ impl Key {
 pub struct ArenaCache {
     free: Mutex<Vec<(Key, Allocation)>>,
     bytes: AtomicU64,
-    pub reused: AtomicU64,
+    reused: AtomicU64,
 }
 
 impl ArenaCache {
+    /// Arenas whose memory came from here.
+    pub fn reused(&self) -> u64 {
+        self.reused.load(Ordering::Relaxed)
+    }
+
     pub fn take(&self, key: Key) -> Option<Allocation> {
         let mut free = self.free.lock();
         let i = free.iter().position(|(k, _)| *k == key)?;
