@@ -7,6 +7,7 @@
 
 use crate::status::{Error, Result, Status};
 use crate::topology::Node;
+use thunk::hsakmt::HeapType;
 
 /// An `hsa_agent_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -201,7 +202,13 @@ fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc>) {
             p
         };
         if node.is_gpu() {
-            let vram = add(PoolKind::Vram, node.gpu_id, node.bank_bytes(&[1, 2]), cfg.device_signal_pool, true);
+            let vram = add(
+                PoolKind::Vram,
+                node.gpu_id,
+                node.bank_bytes(&[HeapType::FRAME_BUFFER_PUBLIC, HeapType::FRAME_BUFFER_PRIVATE]),
+                cfg.device_signal_pool,
+                true,
+            );
             let mut regions = vec![vram];
             regions.extend(system_regions.iter().copied());
             agents.push(AgentDesc {
@@ -212,12 +219,12 @@ fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc>) {
                 regions,
                 pools: vec![vram],
                 // A discrete GPU (no CPU cores of its own) sits behind PCIe.
-                pcie_stores_need_flush: cfg.pcie_stores_need_flush.unwrap_or(node.props.get("cpu_cores_count") == 0),
+                pcie_stores_need_flush: cfg.pcie_stores_need_flush.unwrap_or(node.props.num_cpu_cores == 0),
                 caches: node.cache_sizes(),
                 node: node.clone(),
             });
         } else {
-            let size = node.bank_bytes(&[0]);
+            let size = node.bank_bytes(&[HeapType::SYSTEM]);
             let system = add(PoolKind::System, first_gpu, size, true, true);
             let kernarg = add(PoolKind::Kernarg, first_gpu, size, false, false);
             if system_regions.is_empty() {

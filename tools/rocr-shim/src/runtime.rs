@@ -115,8 +115,7 @@ impl Runtime {
             return Err(Error::new(Status::ERROR, format!("KFD interface {major}.x: this runtime speaks 1.x")));
         }
         let gpus = kfd.gpu_ids().map_err(|e| Error::from_errno("GET_PROCESS_APERTURES_NEW", e))?;
-        let nodes = crate::topology::read_nodes(kfd.runtime_dir())
-            .map_err(|e| Error::new(Status::ERROR, format!("reading the topology: {e}")))?;
+        let nodes = crate::topology::read_nodes(&kfd)?;
         let layout = LayoutConfig {
             pcie_stores_need_flush: config.pcie_stores_need_flush,
             device_signal_pool: !config.no_device_signal_pool,
