@@ -5,7 +5,9 @@
 //! signal-capable, and lists its VRAM region followed by the system regions (as ROCr's GPU
 //! agents do, so that the common "find the kernarg region of the GPU" idiom works).
 
+use crate::status::{Error, Result, Status};
 use crate::topology::Node;
+use thunk::hsakmt::HeapType;
 
 /// An `hsa_agent_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,8 +112,83 @@ fn cpu_field(field: &str) -> Option<String> {
     text.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
 }
 
+/// The agents and pools of a runtime, built once from the topology, and the GPUs of the process.
+pub struct Agents {
+    agents: Vec<AgentDesc>,
+    pools: Vec<PoolDesc>,
+    /// KFD gpu_ids of the process's GPUs, never empty; the first one's GTT holds host memory.
+    gpus: Vec<u32>,
+}
+
+impl Agents {
+    /// The agents of `nodes` for a process whose GPUs are `gpus`.
+    pub fn new(nodes: &[Node], cfg: LayoutConfig, gpus: Vec<u32>) -> Result<Agents> {
+        if gpus.is_empty() {
+            return Err(Error::new(Status::ERROR, "the device has no GPU"));
+        }
+        let (agents, pools) = build(nodes, cfg);
+        Ok(Agents { agents, pools, gpus })
+    }
+
+    /// CPUs first, then GPUs.
+    pub fn iter(&self) -> impl Iterator<Item = &AgentDesc> {
+        self.agents.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.agents.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+
+    pub fn agent(&self, agent: Agent) -> Result<&AgentDesc> {
+        agent
+            .index()
+            .and_then(|i| self.agents.get(i))
+            .ok_or_else(|| Error::new(Status::INVALID_AGENT, format!("{:#x} is not an agent of this runtime", agent.0)))
+    }
+
+    /// `agent`, which must be a GPU.
+    pub fn gpu(&self, agent: Agent) -> Result<&AgentDesc> {
+        let a = self.agent(agent)?;
+        if !a.is_gpu() {
+            return Err(Error::new(
+                Status::INVALID_AGENT,
+                format!("agent {:#x} is a CPU; this needs a GPU agent", agent.0),
+            ));
+        }
+        Ok(a)
+    }
+
+    pub fn pool(&self, pool: Pool) -> Result<&PoolDesc> {
+        pool.index().and_then(|i| self.pools.get(i)).ok_or_else(|| {
+            Error::new(
+                Status::INVALID_MEMORY_POOL,
+                format!("{:#x} is not a memory pool or region of this runtime", pool.0),
+            )
+        })
+    }
+
+    /// The process's GPUs (KFD gpu_ids).
+    pub fn gpu_ids(&self) -> &[u32] {
+        &self.gpus
+    }
+
+    /// The GPU whose GTT holds host memory and whose events the runtime creates.
+    pub fn first_gpu(&self) -> u32 {
+        self.gpus[0]
+    }
+
+    /// The GPU agent of `gpu_id`.
+    pub fn gpu_agent(&self, gpu_id: u32) -> Option<Agent> {
+        self.agents.iter().find(|a| a.is_gpu() && a.gpu_id() == gpu_id).map(|a| a.handle)
+    }
+}
+
 /// Agents and pools of `nodes` (CPU nodes first, as ROCr enumerates them).
-pub fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc>) {
+fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc>) {
     let first_gpu = nodes.iter().find(|n| n.is_gpu()).map_or(0, |n| n.gpu_id);
     let mut agents = Vec::new();
     let mut pools: Vec<PoolDesc> = Vec::new();
@@ -125,7 +202,13 @@ pub fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc
             p
         };
         if node.is_gpu() {
-            let vram = add(PoolKind::Vram, node.gpu_id, node.bank_bytes(&[1, 2]), cfg.device_signal_pool, true);
+            let vram = add(
+                PoolKind::Vram,
+                node.gpu_id,
+                node.bank_bytes(&[HeapType::FRAME_BUFFER_PUBLIC, HeapType::FRAME_BUFFER_PRIVATE]),
+                cfg.device_signal_pool,
+                true,
+            );
             let mut regions = vec![vram];
             regions.extend(system_regions.iter().copied());
             agents.push(AgentDesc {
@@ -136,12 +219,12 @@ pub fn build(nodes: &[Node], cfg: LayoutConfig) -> (Vec<AgentDesc>, Vec<PoolDesc
                 regions,
                 pools: vec![vram],
                 // A discrete GPU (no CPU cores of its own) sits behind PCIe.
-                pcie_stores_need_flush: cfg.pcie_stores_need_flush.unwrap_or(node.props.get("cpu_cores_count") == 0),
+                pcie_stores_need_flush: cfg.pcie_stores_need_flush.unwrap_or(node.props.num_cpu_cores == 0),
                 caches: node.cache_sizes(),
                 node: node.clone(),
             });
         } else {
-            let size = node.bank_bytes(&[0]);
+            let size = node.bank_bytes(&[HeapType::SYSTEM]);
             let system = add(PoolKind::System, first_gpu, size, true, true);
             let kernarg = add(PoolKind::Kernarg, first_gpu, size, false, false);
             if system_regions.is_empty() {

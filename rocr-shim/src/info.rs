@@ -70,7 +70,7 @@ fn unknown(what: &str, attr: u32) -> Error {
 pub fn agent(a: &AgentDesc, attr: u32, hdp: impl FnOnce() -> Result<(u64, u64)>) -> Result<Info> {
     let gpu = a.device == DeviceType::Gpu;
     let p = &a.node.props;
-    let cu_count = if gpu { p.u32("simd_count") / p.u32("simd_per_cu").max(1) } else { p.u32("cpu_cores_count") };
+    let cu_count = if gpu { p.num_fcompute_cores / p.num_simd_per_cu.max(1) } else { p.num_cpu_cores };
     Ok(match attr {
         HSA_AGENT_INFO_NAME => Info::text(&a.name, 64),
         HSA_AGENT_INFO_VENDOR_NAME => Info::text(&a.vendor, 64),
@@ -83,7 +83,7 @@ pub fn agent(a: &AgentDesc, attr: u32, hdp: impl FnOnce() -> Result<(u64, u64)>)
             Info::U32(HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR)
         }
         HSA_AGENT_INFO_FAST_F16_OPERATION => Info::Bool(gpu),
-        HSA_AGENT_INFO_WAVEFRONT_SIZE => Info::U32(if gpu { p.u32("wave_front_size") } else { 0 }),
+        HSA_AGENT_INFO_WAVEFRONT_SIZE => Info::U32(if gpu { p.wave_front_size } else { 0 }),
         HSA_AGENT_INFO_WORKGROUP_MAX_DIM => {
             let d: u16 = if gpu { 1024 } else { 0 };
             Info::Bytes([d, d, d].iter().flat_map(|v| v.to_ne_bytes()).collect())
@@ -109,37 +109,37 @@ pub fn agent(a: &AgentDesc, attr: u32, hdp: impl FnOnce() -> Result<(u64, u64)>)
         }
         HSA_AGENT_INFO_EXTENSIONS => Info::Bytes(vec![0; 128]),
         HSA_AGENT_INFO_VERSION_MAJOR | HSA_AGENT_INFO_VERSION_MINOR => Info::U16(1),
-        HSA_AMD_AGENT_INFO_CHIP_ID => Info::U32(p.u32("device_id")),
+        HSA_AMD_AGENT_INFO_CHIP_ID => Info::U32(u32::from(p.device_id)),
         HSA_AMD_AGENT_INFO_CACHELINE_SIZE => Info::U32(64),
         HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT => Info::U32(cu_count),
         HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY => {
-            Info::U32(p.u32(if gpu { "max_engine_clk_fcompute" } else { "max_engine_clk_ccompute" }))
+            Info::U32(if gpu { p.max_engine_clock_mhz_fcompute } else { p.max_engine_clock_mhz_ccompute })
         }
         HSA_AMD_AGENT_INFO_DRIVER_NODE_ID => Info::U32(a.node.id),
-        HSA_AMD_AGENT_INFO_BDFID => Info::U32(p.u32("location_id")),
-        HSA_AMD_AGENT_INFO_DOMAIN => Info::U32(p.u32("domain")),
+        HSA_AMD_AGENT_INFO_BDFID => Info::U32(p.location_id),
+        HSA_AMD_AGENT_INFO_DOMAIN => Info::U32(p.domain),
         HSA_AMD_AGENT_INFO_MEMORY_WIDTH if gpu => {
-            Info::U32(a.node.mem_banks.first().map_or(0, |b| b.u32("width")))
+            Info::U32(a.node.mem_banks.first().map_or(0, |b| b.width))
         }
         HSA_AMD_AGENT_INFO_MEMORY_MAX_FREQUENCY if gpu => {
-            Info::U32(a.node.mem_banks.first().map_or(0, |b| b.u32("mem_clk_max")))
+            Info::U32(a.node.mem_banks.first().map_or(0, |b| b.memory_clock_max))
         }
-        HSA_AMD_AGENT_INFO_PRODUCT_NAME => Info::text(if gpu { &a.node.name } else { &a.name }, 64),
+        HSA_AMD_AGENT_INFO_PRODUCT_NAME => Info::text(if gpu { a.node.product_name() } else { &a.name }, 64),
         HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU if gpu => {
-            Info::U32(p.u32("max_waves_per_simd") * p.u32("simd_per_cu"))
+            Info::U32(p.max_waves_per_simd * p.num_simd_per_cu)
         }
-        HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU if gpu => Info::U32(p.u32("simd_per_cu")),
+        HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU if gpu => Info::U32(p.num_simd_per_cu),
         HSA_AMD_AGENT_INFO_NUM_SHADER_ENGINES if gpu => {
-            Info::U32(p.u32("array_count") / p.u32("simd_arrays_per_engine").max(1))
+            Info::U32(p.num_shader_banks / p.num_arrays.max(1))
         }
-        HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE if gpu => Info::U32(p.u32("simd_arrays_per_engine")),
+        HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE if gpu => Info::U32(p.num_arrays),
         HSA_AMD_AGENT_INFO_HDP_FLUSH if gpu => {
             let (mem, reg) = hdp()?;
             Info::Bytes([mem, reg].iter().flat_map(|v| v.to_ne_bytes()).collect())
         }
         HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES => Info::Bool(false),
         HSA_AMD_AGENT_INFO_UUID => {
-            let id = if gpu { format!("GPU-{:016x}", p.get("unique_id")) } else { "CPU-XX".to_string() };
+            let id = if gpu { format!("GPU-{:016x}", p.unique_id) } else { "CPU-XX".to_string() };
             Info::text(&id, 21)
         }
         HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS => Info::Bool(true),

@@ -9,6 +9,7 @@ use crate::signal::slot::SlotInit;
 use crate::signal::{Condition, Order, WaitEnd, WaitHint};
 use crate::status::{Error, Result, Status};
 use crate::Agent;
+use std::collections::HashMap;
 use std::sync::Arc;
 use thunk::memory::Kind;
 use thunk::queue::packet;
@@ -102,6 +103,29 @@ impl KernelTable {
     }
 }
 
+/// The kernel tables of every GPU of a runtime.
+pub(crate) struct Kernels {
+    tables: HashMap<u32, KernelTable>,
+}
+
+impl Kernels {
+    /// A table on each of `gpus`.
+    pub fn new(kfd: &Kfd, gpus: &[u32]) -> Result<Kernels> {
+        let tables = gpus.iter().map(|&g| Ok((g, KernelTable::new(kfd, g)?))).collect::<Result<_>>()?;
+        Ok(Kernels { tables })
+    }
+
+    /// The `kernel_object` of `b` on `gpu_id`, one of the runtime's GPUs.
+    fn object(&self, gpu_id: u32, b: Builtin) -> u64 {
+        self.tables.get(&gpu_id).expect("a table per GPU").object(b)
+    }
+
+    /// Frees every table (runtime teardown).
+    pub fn clear(&mut self) {
+        self.tables.clear();
+    }
+}
+
 /// ROCr's queue error codes (written to queue_inactive_signal) as statuses.
 pub fn queue_error_status(code: i64) -> Status {
     match code {
@@ -119,7 +143,7 @@ impl Runtime {
     /// The `kernel_object` of builtin `b` on GPU agent `agent`.
     pub fn kernel_object(&self, agent: Agent, b: Builtin) -> Result<u64> {
         let gpu = self.gpu_desc(agent)?.gpu_id();
-        Ok(self.inner.kernels.get(&gpu).expect("a table per GPU").object(b))
+        Ok(self.kernels().object(gpu, b))
     }
 
     /// Dispatches `b` with `args` on `q` as a 1-D grid and waits for it; a queue error is
@@ -172,13 +196,7 @@ impl Runtime {
 
     /// The runtime's own queue on `gpu_id` (for copies), created on first use.
     fn internal_queue(&self, agent: Agent) -> Result<Arc<QueueState>> {
-        let mut slot = self.inner.copy_queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(q) = slot.get(&agent) {
-            return Ok(q.clone());
-        }
-        let q = Arc::new(self.new_queue_state(agent, 256, crate::hsa::HSA_QUEUE_TYPE_MULTI, None)?);
-        slot.insert(agent, q.clone());
-        Ok(q)
+        self.queues().internal(agent, || self.new_queue_state(agent, 256, crate::hsa::HSA_QUEUE_TYPE_MULTI, None))
     }
 
     /// hsa_memory_copy: `size` bytes from `src` to `dst`, both inside memory of this runtime,
@@ -203,17 +221,14 @@ impl Runtime {
                 return Err(Error::invalid_argument("hsa_memory_copy between two GPUs' VRAM is not supported"))
             }
             (Some(p), _) | (_, Some(p)) => p.gpu_id,
-            _ => *self.inner.gpus.first().expect("a GPU"),
+            _ => self.agent_table().first_gpu(),
         };
         let agent = self
-            .inner
-            .agents
-            .iter()
-            .find(|a| a.is_gpu() && a.gpu_id() == gpu)
-            .map(|a| a.handle)
+            .agent_table()
+            .gpu_agent(gpu)
             .ok_or_else(|| Error::new(Status::ERROR, "no agent for the copy's GPU"))?;
         let q = self.internal_queue(agent)?;
-        let _serial = q.copy_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _serial = q.copy_lock.lock();
         let mut done = 0u64;
         while done < size {
             let chunk = (size - done).min(MAX_CHUNK);

@@ -13,6 +13,8 @@
 //! * [`capi`]: the `hsa_*` C ABI over one reference-counted global runtime, plus the shim's
 //!   own calls declared in `include/cuse_kfd_shim.h`.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod agent;
 pub mod capi;
 pub mod hsa;

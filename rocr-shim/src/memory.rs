@@ -3,8 +3,9 @@
 
 use crate::agent::{Pool, PoolKind};
 use crate::status::{Error, Result, Status};
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use thunk::memory::{GpuMemory, Kind};
 use thunk::{Errno, Kfd};
 
@@ -90,20 +91,16 @@ pub struct MemoryTable {
 }
 
 impl MemoryTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Allocation>>> {
-        self.allocs.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     pub fn insert(&self, a: Allocation) -> Arc<Allocation> {
         let a = Arc::new(a);
-        self.lock().insert(a.va(), a.clone());
+        self.allocs.lock().insert(a.va(), a.clone());
         a
     }
 
     /// Removes the allocation that starts at `ptr`.
     pub fn remove(&self, ptr: u64) -> Result<Arc<Allocation>> {
         // INVALID_ALLOCATION, as ROCr answers for a pointer it has no allocation at.
-        self.lock().remove(&ptr).ok_or_else(|| {
+        self.allocs.lock().remove(&ptr).ok_or_else(|| {
             Error::new(
                 Status::INVALID_ALLOCATION,
                 format!("{ptr:#x} is not the start of memory this runtime allocated"),
@@ -113,13 +110,13 @@ impl MemoryTable {
 
     /// The allocation holding all of `[addr, addr + len)`.
     pub fn find(&self, addr: u64, len: u64) -> Option<Arc<Allocation>> {
-        let map = self.lock();
+        let map = self.allocs.lock();
         let (_, a) = map.range(..=addr).next_back()?;
         a.contains(addr, len.max(1)).then(|| a.clone())
     }
 
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.allocs.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -127,7 +124,7 @@ impl MemoryTable {
     }
 
     pub fn clear(&self) {
-        self.lock().clear();
+        self.allocs.lock().clear();
     }
 }
 

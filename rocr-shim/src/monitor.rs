@@ -3,25 +3,51 @@
 //! of each queue the device stopped (its queue_inactive_signal holds the error code) and logs
 //! GPU memory faults.
 
-use crate::runtime::{Inner, Runtime};
+use crate::runtime::{Runtime, WeakRuntime};
 use crate::status::{Error, Result};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use thunk::Kfd;
 use uapi::kfd::*;
 
-pub struct Monitor {
+/// A runtime's async-event thread: started with its first queue, stopped with the runtime.
+#[derive(Default)]
+pub(crate) struct Monitor {
+    running: Mutex<Option<Running>>,
+}
+
+impl Monitor {
+    /// Starts the thread unless it runs.
+    pub fn start_once(&self, rt: &Runtime) -> Result<()> {
+        let mut running = self.running.lock();
+        if running.is_none() {
+            *running = Some(Running::start(rt)?);
+        }
+        Ok(())
+    }
+
+    /// Ends the thread, if it runs, and destroys its events.
+    pub fn stop(&self, kfd: &Kfd) {
+        let running = self.running.lock().take();
+        if let Some(r) = running {
+            r.stop(kfd);
+        }
+    }
+}
+
+struct Running {
     thread: JoinHandle<()>,
     stop: Arc<AtomicBool>,
     /// The events it waits on: HW exception, memory fault, and the control event that ends it.
     events: [u32; 3],
 }
 
-impl Monitor {
-    pub fn start(rt: &Runtime) -> Result<Monitor> {
+impl Running {
+    fn start(rt: &Runtime) -> Result<Running> {
         let kfd = rt.kfd().clone();
-        let gpu = *rt.inner.gpus.first().expect("a GPU");
+        let gpu = rt.agent_table().first_gpu();
         let mut events = [0u32; 3];
         for (slot, ty) in
             events.iter_mut().zip([KFD_IOC_EVENT_HW_EXCEPTION, KFD_IOC_EVENT_MEMORY, KFD_IOC_EVENT_SIGNAL])
@@ -37,7 +63,7 @@ impl Monitor {
             }
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let weak = Arc::downgrade(&rt.inner);
+        let weak = rt.downgrade();
         let s2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("rocr-shim-async".into())
@@ -45,11 +71,10 @@ impl Monitor {
             .map_err(|e| {
                 Error::new(crate::Status::OUT_OF_RESOURCES, format!("starting the async-event thread: {e}"))
             })?;
-        Ok(Monitor { thread, stop, events })
+        Ok(Running { thread, stop, events })
     }
 
-    /// Ends the thread and destroys its events.
-    pub fn stop(self, kfd: &Kfd) {
+    fn stop(self, kfd: &Kfd) {
         self.stop.store(true, Ordering::Release);
         let _ = kfd.set_event(self.events[2]);
         if self.thread.thread().id() == std::thread::current().id() {
@@ -64,7 +89,7 @@ impl Monitor {
     }
 }
 
-fn run(kfd: &Kfd, rt: Weak<Inner>, stop: &AtomicBool, events: [u32; 3]) {
+fn run(kfd: &Kfd, rt: WeakRuntime, stop: &AtomicBool, events: [u32; 3]) {
     let mut failures = 0u32;
     while !stop.load(Ordering::Acquire) {
         let w = kfd.wait_events(&events, false, KFD_EVENT_TIMEOUT_INFINITE);
@@ -88,13 +113,13 @@ fn run(kfd: &Kfd, rt: Weak<Inner>, stop: &AtomicBool, events: [u32; 3]) {
             let gpu = d.payload[3] as u32;
             log::error!("GPU memory fault at {va:#x} on gpu {gpu:#x}: the faulting queue has stopped");
         }
-        let Some(inner) = rt.upgrade() else { break };
-        let queues: Vec<_> = inner.queues.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let Some(runtime) = rt.upgrade() else { break };
+        let queues = runtime.queues().all();
         for q in &queues {
             q.report_error();
         }
         // Queues before the runtime: if this was its last reference, the queues still find it.
         drop(queues);
-        drop(inner);
+        drop(runtime);
     }
 }

@@ -4,13 +4,14 @@
 
 use crate::agent::Agent;
 use crate::hsa::*;
-use crate::monitor::Monitor;
-use crate::runtime::{Inner, Runtime};
+use crate::runtime::{Runtime, WeakRuntime};
 use crate::signal::slot::{Slot, SlotInit, FLAG_INTERNAL};
 use crate::signal::Signal;
 use crate::status::{Error, Result, Status};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use thunk::memory::{open_backing, HostMapping, Space};
 use thunk::queue::{packet, AqlQueue};
 use uapi::aql::AQL_PACKET_SIZE;
@@ -51,7 +52,7 @@ pub struct QueueState {
     /// Always `Some` until dropped: the KFD queue goes before its signals.
     aql: Option<AqlQueue>,
     _doorbell_map: HostMapping,
-    rt: Weak<Inner>,
+    rt: WeakRuntime,
     pub agent: Agent,
     pub doorbell_signal: u64,
     pub inactive_signal: u64,
@@ -121,9 +122,9 @@ impl Drop for QueueState {
         // The KFD queue first, then the signals it pointed at (a runtime being torn down frees
         // its arenas wholesale).
         drop(self.aql.take());
-        if let Some(inner) = self.rt.upgrade() {
+        if let Some(rt) = self.rt.upgrade() {
             for s in [self.doorbell_signal, self.inactive_signal] {
-                if let Err(e) = inner.signals.destroy(&inner.kfd, s, true) {
+                if let Err(e) = rt.signals().destroy(rt.kfd(), s, true) {
                     log::warn!("destroying a queue signal: {e}");
                 }
             }
@@ -176,7 +177,7 @@ impl Runtime {
         let inactive_signal = match self.create_internal_signal(inactive_init, false) {
             Ok(s) => s,
             Err(e) => {
-                let _ = self.inner.signals.destroy(kfd, doorbell_signal, true);
+                let _ = self.signals().destroy(kfd, doorbell_signal, true);
                 return Err(e);
             }
         };
@@ -188,7 +189,7 @@ impl Runtime {
         Ok(QueueState {
             aql: Some(aql),
             _doorbell_map: map,
-            rt: Arc::downgrade(&self.inner),
+            rt: self.downgrade(),
             agent,
             doorbell_signal,
             inactive_signal,
@@ -208,37 +209,25 @@ impl Runtime {
         queue_type: u32,
         callback: Option<QueueCallback>,
     ) -> Result<Arc<QueueState>> {
-        {
-            let queues = self.inner.queues.lock().unwrap_or_else(|e| e.into_inner());
-            if queues.values().filter(|q| q.agent == agent).count() >= QUEUES_MAX as usize {
-                return Err(Error::new(Status::OUT_OF_RESOURCES, format!("an agent has at most {QUEUES_MAX} queues")));
-            }
+        if self.queues().count(agent) >= QUEUES_MAX as usize {
+            return Err(Error::new(Status::OUT_OF_RESOURCES, format!("an agent has at most {QUEUES_MAX} queues")));
         }
-        self.start_monitor()?;
+        self.monitor().start_once(self)?;
         let q = Arc::new(self.new_queue_state(agent, size, queue_type, callback)?);
-        self.inner.queues.lock().unwrap_or_else(|e| e.into_inner()).insert(q.address(), q.clone());
+        self.queues().insert(q.clone());
         Ok(q)
     }
 
     /// hsa_queue_destroy of the queue at `hsa_queue_t` address `addr`.
     pub fn destroy_queue_raw(&self, addr: u64) -> Result<()> {
-        let q =
-            self.inner.queues.lock().unwrap_or_else(|e| e.into_inner()).remove(&addr).ok_or_else(|| {
-                Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime"))
-            })?;
+        let q = self.queues().remove(addr)?;
         drop(q);
         Ok(())
     }
 
     /// The queue at `hsa_queue_t` address `addr`.
     pub fn queue(&self, addr: u64) -> Result<Arc<QueueState>> {
-        self.inner
-            .queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&addr)
-            .cloned()
-            .ok_or_else(|| Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime")))
+        self.queues().get(addr)
     }
 
     /// hsa_queue_inactivate: the queue stops processing packets (KFD UPDATE_QUEUE to 0%).
@@ -248,18 +237,73 @@ impl Runtime {
         q.aql().update(0, ring.va, ring.size as u32).map_err(|e| Error::from_errno("UPDATE_QUEUE", e))
     }
 
-    fn start_monitor(&self) -> Result<()> {
-        let mut m = self.inner.monitor.lock().unwrap_or_else(|e| e.into_inner());
-        if m.is_none() {
-            *m = Some(Monitor::start(self)?);
-        }
-        Ok(())
-    }
-
     /// An owned queue (destroyed on drop).
     pub fn create_queue(&self, agent: Agent, size: u32, callback: Option<QueueCallback>) -> Result<Queue> {
         let q = self.create_queue_raw(agent, size, HSA_QUEUE_TYPE_MULTI, callback)?;
         Ok(Queue { rt: self.clone(), q })
+    }
+}
+
+fn not_a_queue(addr: u64) -> Error {
+    Error::new(Status::INVALID_QUEUE, format!("{addr:#x} is not a queue of this runtime"))
+}
+
+/// The runtime's queues: the caller's, by `hsa_queue_t` address, and its own (for copies), one
+/// per GPU agent and outside QUEUES_MAX.
+#[derive(Default)]
+pub(crate) struct QueueTable {
+    user: Mutex<HashMap<u64, Arc<QueueState>>>,
+    internal: Mutex<HashMap<Agent, Arc<QueueState>>>,
+}
+
+impl QueueTable {
+    /// The caller's queues on `agent`.
+    fn count(&self, agent: Agent) -> usize {
+        self.user.lock().values().filter(|q| q.agent == agent).count()
+    }
+
+    fn insert(&self, q: Arc<QueueState>) {
+        self.user.lock().insert(q.address(), q);
+    }
+
+    fn remove(&self, addr: u64) -> Result<Arc<QueueState>> {
+        self.user.lock().remove(&addr).ok_or_else(|| not_a_queue(addr))
+    }
+
+    fn get(&self, addr: u64) -> Result<Arc<QueueState>> {
+        self.user.lock().get(&addr).cloned().ok_or_else(|| not_a_queue(addr))
+    }
+
+    /// The caller's queues now.
+    pub(crate) fn all(&self) -> Vec<Arc<QueueState>> {
+        self.user.lock().values().cloned().collect()
+    }
+
+    /// How many queues the caller has.
+    pub(crate) fn len(&self) -> usize {
+        self.user.lock().len()
+    }
+
+    /// The runtime's own queue on `agent`, made by `create` on first use.
+    pub(crate) fn internal(
+        &self,
+        agent: Agent,
+        create: impl FnOnce() -> Result<QueueState>,
+    ) -> Result<Arc<QueueState>> {
+        let mut queues = self.internal.lock();
+        if let Some(q) = queues.get(&agent) {
+            return Ok(q.clone());
+        }
+        let q = Arc::new(create()?);
+        queues.insert(agent, q.clone());
+        Ok(q)
+    }
+
+    /// Forgets every queue (runtime teardown); they are dropped after the locks are released.
+    pub(crate) fn clear(&self) {
+        let user: Vec<_> = self.user.lock().drain().collect();
+        let internal: Vec<_> = self.internal.lock().drain().collect();
+        drop((user, internal));
     }
 }
 

@@ -2,19 +2,18 @@
 //! created (signals, queues, memory). [`Runtime`] is a cheap handle; everything it made is
 //! released when the last handle goes (hsa_shut_down of the last reference, for C).
 
-use crate::agent::{self, Agent, AgentDesc, LayoutConfig, Pool, PoolDesc, PoolKind};
+use crate::agent::{Agent, AgentDesc, Agents, LayoutConfig, Pool, PoolDesc, PoolKind};
 use crate::hsa::*;
 use crate::info::{self, Info};
-use crate::kernels::KernelTable;
+use crate::kernels::Kernels;
 use crate::memory::{self, Allocation, MemoryTable};
 use crate::monitor::Monitor;
-use crate::queue::QueueState;
+use crate::queue::QueueTable;
 use crate::signal::arena::SignalManager;
-use crate::signal::hdp::HdpPage;
+use crate::signal::hdp::{HdpPage, HdpPages};
 use crate::signal::ops::After;
 use crate::status::{Error, Result, Status};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Weak};
 use thunk::transport::EmbeddedTransport;
 use thunk::Kfd;
 use uapi::ioctl::AMDKFD_IOC_GET_CLOCK_COUNTERS;
@@ -50,32 +49,28 @@ impl Config {
     }
 }
 
-pub(crate) struct Inner {
-    pub kfd: Kfd,
-    pub agents: Vec<AgentDesc>,
-    pub pools: Vec<PoolDesc>,
-    pub gpus: Vec<u32>,
-    pub signals: SignalManager,
-    pub memory: MemoryTable,
-    pub queues: Mutex<HashMap<u64, Arc<QueueState>>>,
-    /// The runtime's own queues (copies), one per GPU agent, outside QUEUES_MAX.
-    pub copy_queues: Mutex<HashMap<Agent, Arc<QueueState>>>,
-    pub kernels: HashMap<u32, KernelTable>,
-    pub hdp: Mutex<HashMap<u32, Arc<HdpPage>>>,
-    pub monitor: Mutex<Option<Monitor>>,
-    pub kick: bool,
-    pub timestamp_hz: u64,
+/// What one runtime holds: the device and one state per subsystem, each with its own locks.
+struct Inner {
+    kfd: Kfd,
+    /// Wake the command processor after a doorbell store ([`Config::kick_doorbells`]).
+    kick: bool,
+    /// HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY.
+    timestamp_hz: u64,
+    agents: Agents,
+    signals: SignalManager,
+    memory: MemoryTable,
+    queues: QueueTable,
+    kernels: Kernels,
+    hdp: HdpPages,
+    monitor: Monitor,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(m) = self.monitor.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            m.stop(&self.kfd);
-        }
-        let queues: Vec<Arc<QueueState>> =
-            self.queues.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, q)| q).collect();
-        drop(queues);
-        self.copy_queues.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        // The async-event thread first (it looks at the queues), then the queues (their
+        // signals and memory go with the arenas and allocations below).
+        self.monitor.stop(&self.kfd);
+        self.queues.clear();
         self.kernels.clear();
         self.signals.clear();
         self.memory.clear();
@@ -85,17 +80,27 @@ impl Drop for Inner {
 /// An HSA runtime over one KFD device. Clones share it.
 #[derive(Clone)]
 pub struct Runtime {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
+}
+
+/// A runtime that does not keep it alive (what its queues and its async-event thread hold).
+#[derive(Clone)]
+pub(crate) struct WeakRuntime(Weak<Inner>);
+
+impl WeakRuntime {
+    /// The runtime, unless its last handle went.
+    pub(crate) fn upgrade(&self) -> Option<Runtime> {
+        self.0.upgrade().map(|inner| Runtime { inner })
+    }
 }
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("agents", &self.inner.agents.len()).field("gpus", &self.inner.gpus).finish()
+        f.debug_struct("Runtime")
+            .field("agents", &self.inner.agents.len())
+            .field("gpus", &self.inner.agents.gpu_ids())
+            .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Runtime {
@@ -110,46 +115,64 @@ impl Runtime {
             return Err(Error::new(Status::ERROR, format!("KFD interface {major}.x: this runtime speaks 1.x")));
         }
         let gpus = kfd.gpu_ids().map_err(|e| Error::from_errno("GET_PROCESS_APERTURES_NEW", e))?;
-        let first = *gpus.first().ok_or_else(|| Error::new(Status::ERROR, "the device has no GPU"))?;
-        let nodes = crate::topology::read_nodes(kfd.runtime_dir())
-            .map_err(|e| Error::new(Status::ERROR, format!("reading the topology: {e}")))?;
+        let nodes = crate::topology::read_nodes(&kfd)?;
         let layout = LayoutConfig {
             pcie_stores_need_flush: config.pcie_stores_need_flush,
             device_signal_pool: !config.no_device_signal_pool,
         };
-        let (agents, pools) = agent::build(&nodes, layout);
+        let agents = Agents::new(&nodes, layout, gpus)?;
+        let first = agents.first_gpu();
         let mut clock = GetClockCountersArgs { gpu_id: first, ..Default::default() };
         kfd.call(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clock).map_err(|e| Error::from_errno("GET_CLOCK_COUNTERS", e))?;
-        let mut kernels = HashMap::new();
-        for &g in &gpus {
-            kernels.insert(g, KernelTable::new(&kfd, g)?);
-        }
+        let kernels = Kernels::new(&kfd, agents.gpu_ids())?;
         let embedded = kfd.transport().as_any().downcast_ref::<EmbeddedTransport>().is_some();
         Ok(Runtime {
             inner: Arc::new(Inner {
-                signals: SignalManager::new(first, gpus.clone()),
-                kfd,
-                agents,
-                pools,
-                gpus,
-                memory: MemoryTable::default(),
-                queues: Mutex::default(),
-                copy_queues: Mutex::default(),
-                kernels,
-                hdp: Mutex::default(),
-                monitor: Mutex::default(),
+                signals: SignalManager::new(first, agents.gpu_ids().to_vec()),
                 kick: config.kick_doorbells.unwrap_or(embedded),
                 timestamp_hz: if clock.system_clock_freq != 0 {
                     clock.system_clock_freq
                 } else {
                     TIMESTAMP_FREQUENCY_HZ
                 },
+                kfd,
+                agents,
+                memory: MemoryTable::default(),
+                queues: QueueTable::default(),
+                kernels,
+                hdp: HdpPages::default(),
+                monitor: Monitor::default(),
             }),
         })
     }
 
     pub fn kfd(&self) -> &Kfd {
         &self.inner.kfd
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakRuntime {
+        WeakRuntime(Arc::downgrade(&self.inner))
+    }
+
+    /// The agents and pools.
+    pub(crate) fn agent_table(&self) -> &Agents {
+        &self.inner.agents
+    }
+
+    pub(crate) fn signals(&self) -> &SignalManager {
+        &self.inner.signals
+    }
+
+    pub(crate) fn queues(&self) -> &QueueTable {
+        &self.inner.queues
+    }
+
+    pub(crate) fn kernels(&self) -> &Kernels {
+        &self.inner.kernels
+    }
+
+    pub(crate) fn monitor(&self) -> &Monitor {
+        &self.inner.monitor
     }
 
     /// Every agent: CPUs first, then GPUs.
@@ -166,30 +189,15 @@ impl Runtime {
     }
 
     pub(crate) fn agent_desc(&self, agent: Agent) -> Result<&AgentDesc> {
-        agent
-            .index()
-            .and_then(|i| self.inner.agents.get(i))
-            .ok_or_else(|| Error::new(Status::INVALID_AGENT, format!("{:#x} is not an agent of this runtime", agent.0)))
+        self.inner.agents.agent(agent)
     }
 
     pub(crate) fn gpu_desc(&self, agent: Agent) -> Result<&AgentDesc> {
-        let a = self.agent_desc(agent)?;
-        if !a.is_gpu() {
-            return Err(Error::new(
-                Status::INVALID_AGENT,
-                format!("agent {:#x} is a CPU; this needs a GPU agent", agent.0),
-            ));
-        }
-        Ok(a)
+        self.inner.agents.gpu(agent)
     }
 
     pub(crate) fn pool_desc(&self, pool: Pool) -> Result<&PoolDesc> {
-        pool.index().and_then(|i| self.inner.pools.get(i)).ok_or_else(|| {
-            Error::new(
-                Status::INVALID_MEMORY_POOL,
-                format!("{:#x} is not a memory pool or region of this runtime", pool.0),
-            )
-        })
+        self.inner.agents.pool(pool)
     }
 
     /// hsa_agent_iterate_regions order.
@@ -265,13 +273,7 @@ impl Runtime {
 
     /// The MMIO remap page (HDP flush registers) of `gpu_id`, mapped on first use.
     pub(crate) fn hdp_page(&self, gpu_id: u32) -> Result<Arc<HdpPage>> {
-        let mut pages = lock(&self.inner.hdp);
-        if let Some(p) = pages.get(&gpu_id) {
-            return Ok(p.clone());
-        }
-        let p = Arc::new(HdpPage::new(&self.inner.kfd, gpu_id)?);
-        pages.insert(gpu_id, p.clone());
-        Ok(p)
+        self.inner.hdp.page(&self.inner.kfd, gpu_id)
     }
 
     /// Carries out what a signal operation left to do.
@@ -295,11 +297,11 @@ impl Runtime {
     pub fn allocate(&self, pool: Pool, size: u64) -> Result<u64> {
         let p = self.pool_desc(pool)?;
         memory::check_request(size, p.size)?;
-        let gpus: &[u32] = if p.kind == PoolKind::Vram { &[p.gpu_id] } else { &self.inner.gpus };
+        let gpus: &[u32] = if p.kind == PoolKind::Vram { &[p.gpu_id] } else { self.inner.agents.gpu_ids() };
         let new = || Allocation::new(&self.inner.kfd, p.gpu_id, size, memory::kind_of(p.kind), gpus);
         // Memory kept for signal batches gives way to the caller's.
         let a = new().or_else(|_| {
-            self.inner.signals.cache.trim();
+            self.inner.signals.trim_cache();
             new()
         });
         let mut a = a.map_err(|e| {
@@ -340,18 +342,17 @@ impl Runtime {
 
     /// The debug counters of the shim's header.
     pub fn counters(&self) -> Counters {
-        let c = &self.inner.signals.counters;
-        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let s = self.inner.signals.stats();
         Counters {
-            live_signals: get(&c.live_signals),
-            pool_arenas: get(&c.pool_arenas),
-            batch_arenas_created: get(&c.batch_arenas_created),
-            batch_arenas_freed: get(&c.batch_arenas_freed),
-            arena_double_frees: get(&c.arena_double_frees),
+            live_signals: s.live_signals,
+            pool_arenas: s.pool_arenas,
+            batch_arenas_created: s.batch_arenas_created,
+            batch_arenas_freed: s.batch_arenas_freed,
+            arena_double_frees: s.arena_double_frees,
             hdp_flushes: crate::signal::hdp::flushes(),
-            events_created: self.inner.signals.events.created(),
-            arena_memory_reused: get(&self.inner.signals.cache.reused),
-            live_queues: lock(&self.inner.queues).len() as u64,
+            events_created: s.events_created,
+            arena_memory_reused: s.arena_memory_reused,
+            live_queues: self.inner.queues.len() as u64,
             live_allocations: self.inner.memory.len() as u64,
         }
     }

@@ -97,14 +97,92 @@ fn run(name: &str, env: &[(&str, &str)]) {
     let _ = std::fs::remove_file(&exe);
 }
 
+/// Runs readelf (binutils) with `args` on the staged library; its output.
+fn readelf(args: &[&str]) -> String {
+    let lib = stage().lib_dir.join("libhsa-runtime64.so.1");
+    let out = match Command::new("readelf").args(args).arg(&lib).output() {
+        Ok(out) => out,
+        Err(e) => panic!("running readelf: {e}; this test needs it: install the package binutils"),
+    };
+    assert!(out.status.success(), "readelf {args:?} {}: {}", lib.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The functions the library defines and exports (readelf --dyn-syms: defined GLOBAL/WEAK
+/// symbols; `Num: Value Size Type Bind Vis Ndx Name`).
+fn exported_functions() -> Vec<String> {
+    let text = readelf(&["--dyn-syms", "-W"]);
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let [_, _, _, kind, bind, _, ndx, name, ..] = cols[..] else { continue };
+        if ndx == "UND" || !matches!(bind, "GLOBAL" | "WEAK") || !matches!(kind, "FUNC" | "OBJECT") {
+            continue;
+        }
+        names.push(name.split('@').next().unwrap_or(name).to_string());
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Compiles a C file that includes `headers` and takes the address of each of `names` as a
+/// function; returns the names the compiler says are undeclared. Any other compiler error
+/// fails the test.
+fn undeclared(headers: &[&str], names: &[&String]) -> Vec<String> {
+    let mut src: String = headers.iter().map(|h| format!("#include {h}\n")).collect();
+    for n in names {
+        src.push_str(&format!("void (*const ref_{n})(void) = (void (*)(void)){n};\n"));
+    }
+    let dir = stage().out_dir.join(format!("exports.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("exports dir");
+    let c = dir.join(format!("decl{}.c", headers.len()));
+    std::fs::write(&c, src).expect("exports C file");
+    let out = Command::new("cc")
+        .args(["-std=gnu11", "-fsyntax-only", "-fmax-errors=0", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg(&c)
+        .output()
+        .expect("running cc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let missing: Vec<String> = stderr
+        .lines()
+        .filter(|l| l.contains("undeclared"))
+        .filter_map(|l| l.split(['\'', '\u{2018}', '\u{2019}']).nth(1))
+        .map(str::to_string)
+        .collect();
+    let other = stderr.lines().filter(|l| l.contains("error") && !l.contains("undeclared")).count();
+    assert!(other == 0 && (out.status.success() || !missing.is_empty()), "cc {}:\n{stderr}", c.display());
+    let _ = std::fs::remove_dir_all(&dir);
+    missing
+}
+
+/// The library answers to libhsa-runtime64.so.1 and exports exactly what the headers declare:
+/// every hsa_* function is declared by Debian's hsa.h / hsa_ext_amd.h or, for the shim's
+/// documented extensions (the batch signal API), by include/cuse_kfd_shim.h, and every
+/// cuse_kfd_shim_* function by include/cuse_kfd_shim.h; nothing else is exported.
 #[test]
 fn soname_and_exports() {
-    let s = stage();
-    let out = Command::new("readelf").arg("-d").arg(s.lib_dir.join("libhsa-runtime64.so.1")).output();
-    if let Ok(out) = out {
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("Library soname: [libhsa-runtime64.so.1]"), "{text}");
-    }
+    let dynamic = readelf(&["-d"]);
+    assert!(dynamic.contains("Library soname: [libhsa-runtime64.so.1]"), "{dynamic}");
+
+    let exports = exported_functions();
+    assert!(exports.iter().any(|n| n == "hsa_init"), "readelf lists no hsa_init export:\n{exports:?}");
+    let stray: Vec<&String> =
+        exports.iter().filter(|n| !n.starts_with("hsa_") && !n.starts_with("cuse_kfd_shim_")).collect();
+    assert!(stray.is_empty(), "exports outside hsa_* and cuse_kfd_shim_*: {stray:?}");
+
+    let hsa: Vec<&String> = exports.iter().filter(|n| n.starts_with("hsa_")).collect();
+    let extensions = undeclared(&["<hsa/hsa.h>", "<hsa/hsa_ext_amd.h>"], &hsa);
+    let ours: Vec<&String> =
+        exports.iter().filter(|n| n.starts_with("cuse_kfd_shim_") || extensions.contains(n)).collect();
+    let undocumented = undeclared(&["\"cuse_kfd_shim.h\""], &ours);
+    assert!(
+        undocumented.is_empty(),
+        "exported but declared neither by Debian's hsa.h / hsa_ext_amd.h nor by include/cuse_kfd_shim.h: {undocumented:?}"
+    );
+    // The header's documented extensions, which Debian's headers lack.
+    assert_eq!(extensions, ["hsa_amd_signal_batch_create", "hsa_amd_signal_batch_destroy"]);
 }
 
 #[test]

@@ -5,6 +5,10 @@ use crate::agent::Pool;
 use crate::status::{Error, Status};
 use std::ffi::c_void;
 
+/// hsa_memory_allocate: `*ptr` receives `size` bytes of `region`.
+///
+/// # Safety
+/// `ptr` is null or valid for writing a `void *`.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_memory_allocate(region: Pool, size: usize, ptr: *mut *mut c_void) -> HsaStatus {
     let r = runtime().and_then(|rt| {
@@ -13,7 +17,8 @@ pub unsafe extern "C" fn hsa_memory_allocate(region: Pool, size: usize, ptr: *mu
         }
         let desc = rt.pool_desc(region).map_err(|e| Error::new(Status::INVALID_REGION, e.reason))?;
         let p = rt.allocate(desc.handle, size as u64)?;
-        out(ptr, p as *mut c_void, "ptr")
+        // SAFETY: the caller's contract.
+        unsafe { out(ptr, p as *mut c_void, "ptr") }
     });
     status(r)
 }
@@ -25,6 +30,10 @@ pub extern "C" fn hsa_memory_free(ptr: *mut c_void) -> HsaStatus {
     status(r)
 }
 
+/// hsa_amd_memory_pool_allocate: `*ptr` receives `size` bytes of `pool`.
+///
+/// # Safety
+/// `ptr` is null or valid for writing a `void *`.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
     pool: Pool,
@@ -46,7 +55,8 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
             return Err(Error::new(Status::INVALID_MEMORY_POOL, "the kernarg region is not a memory pool"));
         }
         let p = rt.allocate(pool, size as u64)?;
-        out(ptr, p as *mut c_void, "ptr")
+        // SAFETY: the caller's contract.
+        unsafe { out(ptr, p as *mut c_void, "ptr") }
     });
     status(r)
 }
@@ -60,6 +70,10 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
 /// not allocate is taken for host memory, as ROCr takes it, and copied by the CPU: the device
 /// cannot reach it, the CPU can (every allocation of this runtime, VRAM included, is mapped in
 /// the process too). A range that starts inside an allocation must end inside it.
+///
+/// # Safety
+/// `dst` and `src` are null or valid for writing and reading `size` bytes (they may overlap).
+/// The runtime checks ranges inside its own allocations; it cannot check the caller's memory.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, size: usize) -> HsaStatus {
     let r = runtime().and_then(|rt| {
@@ -77,7 +91,8 @@ pub unsafe extern "C" fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, s
                 )));
             }
         }
-        // SAFETY: hsa.h's precondition: both ranges are valid for `size` bytes.
+        // SAFETY: the caller's contract: both non-null ranges are valid for `size` bytes;
+        // `copy` allows overlap.
         unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
         Ok(())
     });

@@ -3,12 +3,16 @@
 //!
 //! Handles cross the ABI as their C representation: `hsa_agent_t`, `hsa_signal_t`,
 //! `hsa_region_t`, ... are structs of one `uint64_t`, passed like a `u64`; `hsa_queue_t *` is
-//! an address. Safety: every function here has the preconditions hsa.h states for it (a signal
-//! or queue argument is a live object of this runtime, out-pointers are valid for the type the
-//! attribute names); the shim checks what it can (null pointers, unknown agents, pools, queues
-//! and signals where a status can be returned) and reports the rest in the log.
-
-#![allow(clippy::missing_safety_doc)]
+//! an address.
+//!
+//! Safety: each `unsafe` function states in its `# Safety` section what the C caller must
+//! guarantee, which is what hsa.h makes its precondition: a signal or queue argument is a live
+//! object of this runtime, pointers are null or valid for what the function reads or writes
+//! (the type an attribute names, the number of elements a count gives) for the duration of the
+//! call. Every access to the caller's memory goes through [`out`], [`out_info`] and [`slice`]
+//! (here) and the signal and queue views of `signal.rs` and `queue.rs`. The shim checks what it
+//! can (null pointers, unknown agents, pools, queues and signals where a status can be
+//! returned) and reports the rest in the log.
 
 mod memory;
 mod queue;
@@ -19,9 +23,9 @@ mod system;
 use crate::info::Info;
 use crate::runtime::{Config, Runtime};
 use crate::status::{Error, Result, Status};
+use parking_lot::RwLock;
 use std::cell::RefCell;
 use std::ffi::{c_void, CString};
-use std::sync::RwLock;
 
 /// `hsa_status_t`.
 pub type HsaStatus = u32;
@@ -39,14 +43,14 @@ thread_local! {
 
 /// The runtime, if hsa_init has been called more often than hsa_shut_down.
 pub(crate) fn runtime() -> Result<Runtime> {
-    GLOBAL.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|g| g.rt.clone()).ok_or_else(|| {
+    GLOBAL.read().as_ref().map(|g| g.rt.clone()).ok_or_else(|| {
         Error::new(Status::NOT_INITIALIZED, "hsa_init has not been called (or hsa_shut_down has released the runtime)")
     })
 }
 
 /// Runs `f` on the runtime without taking a reference (the hot path of signal operations).
 pub(crate) fn with_runtime<T>(f: impl FnOnce(&Runtime) -> T) -> Option<T> {
-    GLOBAL.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|g| f(&g.rt))
+    GLOBAL.read().as_ref().map(|g| f(&g.rt))
 }
 
 fn set_last_error(msg: &str) {
@@ -77,17 +81,25 @@ fn null_arg(what: &str) -> Error {
     Error::invalid_argument(format!("{what} is NULL"))
 }
 
-/// Writes `v` to the caller's `ptr`.
+/// Writes `v` to the caller's `ptr`; INVALID_ARGUMENT naming `what` for a null `ptr`.
+///
+/// # Safety
+/// `ptr` is null or valid for writing a `T` (no alignment needed).
 pub(crate) unsafe fn out<T>(ptr: *mut T, v: T, what: &str) -> Result<()> {
     if ptr.is_null() {
         return Err(null_arg(what));
     }
-    // SAFETY: non-null, and the C caller passes a pointer valid for a `T` (hsa.h's contract).
+    // SAFETY: non-null, and writable for a `T` by the caller's contract; unaligned writes need
+    // no alignment.
     unsafe { ptr.write_unaligned(v) };
     Ok(())
 }
 
 /// Writes an info answer to the caller's `value` buffer.
+///
+/// # Safety
+/// `value` is null or valid for writing the type hsa.h gives the attribute asked for (the
+/// answer's bytes are exactly that type's size).
 pub(crate) unsafe fn out_info(value: *mut c_void, info: Result<Info>) -> HsaStatus {
     let info = match info {
         Ok(i) => i,
@@ -103,7 +115,13 @@ pub(crate) unsafe fn out_info(value: *mut c_void, info: Result<Info>) -> HsaStat
     Status::SUCCESS.0
 }
 
-/// The caller's array of `n` elements (empty for n == 0, whatever the pointer).
+/// The caller's array of `n` elements (empty for n == 0, whatever the pointer);
+/// INVALID_ARGUMENT naming `what` for a null `ptr` with `n > 0`.
+///
+/// # Safety
+/// `ptr` is null or points to `n` initialized, aligned `T`s that nobody writes while the
+/// returned slice (of the caller's choosing lifetime `'a`, which must not outlive the call
+/// into the shim) is in use.
 pub(crate) unsafe fn slice<'a, T>(ptr: *const T, n: usize, what: &str) -> Result<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
@@ -111,7 +129,7 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, n: usize, what: &str) -> Result
     if ptr.is_null() {
         return Err(null_arg(what));
     }
-    // SAFETY: non-null, and the caller passes `n` valid elements (hsa.h's contract).
+    // SAFETY: non-null, and `n` valid elements that stay unchanged by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(ptr, n) })
 }
 
@@ -119,7 +137,7 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, n: usize, what: &str) -> Result
 #[no_mangle]
 pub extern "C" fn hsa_init() -> HsaStatus {
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
-    let mut g = GLOBAL.write().unwrap_or_else(|e| e.into_inner());
+    let mut g = GLOBAL.write();
     if let Some(g) = g.as_mut() {
         return match g.refs.checked_add(1) {
             Some(r) => {
@@ -144,7 +162,7 @@ pub extern "C" fn hsa_init() -> HsaStatus {
 #[no_mangle]
 pub extern "C" fn hsa_shut_down() -> HsaStatus {
     let released = {
-        let mut g = GLOBAL.write().unwrap_or_else(|e| e.into_inner());
+        let mut g = GLOBAL.write();
         match g.as_mut() {
             None => return fail(&Error::new(Status::NOT_INITIALIZED, "hsa_shut_down without hsa_init")),
             Some(gl) if gl.refs > 1 => {
@@ -162,11 +180,15 @@ pub extern "C" fn hsa_shut_down() -> HsaStatus {
     Status::SUCCESS.0
 }
 
-/// hsa_status_string.
+/// hsa_status_string: `*status_string` receives a static NUL-terminated text.
+///
+/// # Safety
+/// `status_string` is null or valid for writing a `const char *`.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_status_string(code: HsaStatus, status_string: *mut *const std::ffi::c_char) -> HsaStatus {
     let r = match Status(code).text() {
-        Some(t) => out(status_string, t.as_ptr(), "status_string"),
+        // SAFETY: the caller's contract.
+        Some(t) => unsafe { out(status_string, t.as_ptr(), "status_string") },
         None => Err(Error::invalid_argument(format!("{code:#x} is not an hsa_status_t"))),
     };
     status(r)

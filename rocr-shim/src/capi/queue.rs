@@ -9,8 +9,16 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use uapi::queue::{AMD_QUEUE_READ_DISPATCH_ID_OFFSET, AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET};
 
-type ErrorCallback = Option<extern "C" fn(HsaStatus, *mut c_void, *mut c_void)>;
+/// The caller's error callback: a C function, so calling it is the caller's promise.
+type ErrorCallback = Option<unsafe extern "C" fn(HsaStatus, *mut c_void, *mut c_void)>;
 
+/// hsa_queue_create: `*queue` receives the new `hsa_queue_t *`. The error callback runs at most
+/// once, on the runtime's async-event thread, if the device stops the queue.
+///
+/// # Safety
+/// `queue` is null or valid for writing an `hsa_queue_t *`. `callback`, if given, is a function
+/// of that signature that may be called with `data` from another thread until the queue is
+/// destroyed (or the runtime shut down).
 #[no_mangle]
 pub unsafe extern "C" fn hsa_queue_create(
     agent: Agent,
@@ -30,10 +38,15 @@ pub unsafe extern "C" fn hsa_queue_create(
         log::debug!("queue private segment {private_segment_size}, group segment {group_segment_size}");
         let data = data as usize;
         let cb: Option<QueueCallback> = callback.map(|f| -> QueueCallback {
-            Box::new(move |s: Status, q: u64| f(s.0, q as *mut c_void, data as *mut c_void))
+            Box::new(move |s: Status, q: u64| {
+                // SAFETY: the caller of hsa_queue_create promised `f` may be called with
+                // `data` while the queue lives, which it does when the callback runs.
+                unsafe { f(s.0, q as *mut c_void, data as *mut c_void) }
+            })
         });
         let q = rt.create_queue_raw(agent, size, queue_type, cb)?;
-        out(queue, q.address() as *mut c_void, "queue")
+        // SAFETY: the caller's contract.
+        unsafe { out(queue, q.address() as *mut c_void, "queue") }
     });
     status(r)
 }
@@ -49,9 +62,14 @@ pub extern "C" fn hsa_queue_inactivate(queue: *mut c_void) -> HsaStatus {
 }
 
 /// A dispatch id word of the caller's queue.
+///
+/// # Safety
+/// `queue` is a live `hsa_queue_t *` of this runtime (the first member of an amd_queue_t), and
+/// stays live while the returned reference (of a lifetime `'a` that must not outlive the call
+/// into the shim) is used; `offset` is one of the amd_queue_t's dispatch id words.
 unsafe fn word<'a>(queue: *const c_void, offset: usize) -> &'a AtomicU64 {
-    // SAFETY: hsa.h's precondition: `queue` is a live hsa_queue_t of this runtime, the first
-    // member of a 64-byte-aligned amd_queue_t whose dispatch ids are 8-byte aligned words.
+    // SAFETY: by the contract above, a live 64-byte-aligned amd_queue_t whose dispatch ids are
+    // 8-byte-aligned words that the device and other threads access only atomically.
     unsafe { AtomicU64::from_ptr(queue.cast::<u8>().add(offset).cast_mut().cast::<u64>()) }
 }
 
@@ -60,9 +78,14 @@ const READ: usize = AMD_QUEUE_READ_DISPATCH_ID_OFFSET;
 
 macro_rules! index_loads {
     ($($name:ident => $off:expr, $order:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: loads the dispatch id word, in the order its name gives.")]
+        ///
+        /// # Safety
+        /// `queue` is a live `hsa_queue_t *` of this runtime (hsa.h's precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(queue: *const c_void) -> u64 {
-            word(queue, $off).load($order)
+            // SAFETY: the caller's contract.
+            unsafe { word(queue, $off) }.load($order)
         }
     )*};
 }
@@ -78,9 +101,14 @@ index_loads! {
 
 macro_rules! write_index_stores {
     ($($name:ident => $order:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: stores the write index, in the order its name gives.")]
+        ///
+        /// # Safety
+        /// `queue` is a live `hsa_queue_t *` of this runtime (hsa.h's precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(queue: *const c_void, value: u64) {
-            word(queue, WRITE).store(value, $order);
+            // SAFETY: the caller's contract.
+            unsafe { word(queue, WRITE) }.store(value, $order);
         }
     )*};
 }
@@ -110,9 +138,14 @@ read_index_stores! {
 
 macro_rules! write_index_cas {
     ($($name:ident => $ok:expr, $fail:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: compares and swaps the write index; returns the value seen.")]
+        ///
+        /// # Safety
+        /// `queue` is a live `hsa_queue_t *` of this runtime (hsa.h's precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(queue: *const c_void, expected: u64, value: u64) -> u64 {
-            match word(queue, WRITE).compare_exchange(expected, value, $ok, $fail) {
+            // SAFETY: the caller's contract.
+            match unsafe { word(queue, WRITE) }.compare_exchange(expected, value, $ok, $fail) {
                 Ok(v) | Err(v) => v,
             }
         }
@@ -131,9 +164,14 @@ write_index_cas! {
 
 macro_rules! write_index_adds {
     ($($name:ident => $order:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: adds to the write index; returns the previous value.")]
+        ///
+        /// # Safety
+        /// `queue` is a live `hsa_queue_t *` of this runtime (hsa.h's precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(queue: *const c_void, value: u64) -> u64 {
-            word(queue, WRITE).fetch_add(value, $order)
+            // SAFETY: the caller's contract.
+            unsafe { word(queue, WRITE) }.fetch_add(value, $order)
         }
     )*};
 }

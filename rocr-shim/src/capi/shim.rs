@@ -15,19 +15,34 @@ pub extern "C" fn cuse_kfd_shim_last_error() -> *const c_char {
     last_error_ptr()
 }
 
+/// `*counters` receives the debug counters.
+///
+/// # Safety
+/// `counters` is null or valid for writing a `cuse_kfd_shim_counters_t`.
 #[no_mangle]
 pub unsafe extern "C" fn cuse_kfd_shim_get_counters(counters: *mut Counters) -> HsaStatus {
-    status(runtime().and_then(|rt| out(counters, rt.counters(), "counters")))
+    // SAFETY: the caller's contract.
+    status(runtime().and_then(|rt| unsafe { out(counters, rt.counters(), "counters") }))
 }
 
+/// `*info` receives what the runtime knows of `signal` (any handle: it is looked up).
+///
+/// # Safety
+/// `info` is null or valid for writing a `cuse_kfd_shim_signal_info_t`.
 #[no_mangle]
 pub unsafe extern "C" fn cuse_kfd_shim_signal_get_info(signal: u64, info: *mut SignalInfo) -> HsaStatus {
-    status(runtime().and_then(|rt| out(info, rt.signal_info(signal)?, "info")))
+    // SAFETY: the caller's contract.
+    status(runtime().and_then(|rt| unsafe { out(info, rt.signal_info(signal)?, "info") }))
 }
 
 /// hsa_amd_signal_batch_create: `count` signals from one arena. `device.handle` 0 asks for host
 /// memory; a GPU agent asks for its signal-capable pool, with host memory as the fallback;
 /// `*placement` says where they went.
+///
+/// # Safety
+/// `consumers` is null or points to `num_consumers` agents; `signals` is null or valid for
+/// writing `count` `hsa_signal_t`s; `batch` is null or valid for writing an
+/// `hsa_amd_signal_batch_t`; `placement` is null or valid for writing a `uint32_t`.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_amd_signal_batch_create(
     initial_value: i64,
@@ -41,18 +56,21 @@ pub unsafe extern "C" fn hsa_amd_signal_batch_create(
     placement: *mut u32,
 ) -> HsaStatus {
     let r = runtime().and_then(|rt| {
-        let consumers = slice(consumers, num_consumers as usize, "consumers")?;
+        // SAFETY: the caller's contract.
+        let consumers = unsafe { slice(consumers, num_consumers as usize, "consumers") }?;
         if signals.is_null() || batch.is_null() {
             return Err(Error::invalid_argument("signals or batch is NULL"));
         }
         let device = (device.0 != 0).then_some(device);
         let b = rt.create_batch_raw(count, initial_value, consumers, attributes, device)?;
-        // SAFETY: the caller's `signals` array holds `count` elements (the header's contract);
-        // `b.handles` has exactly `count`.
+        // SAFETY: the caller's `signals` array holds `count` elements (the contract above);
+        // `b.handles` has exactly `count`, in memory of ours that cannot overlap it.
         unsafe { std::ptr::copy_nonoverlapping(b.handles.as_ptr(), signals, b.handles.len()) };
-        out(batch, b.id, "batch")?;
+        // SAFETY: the caller's contract.
+        unsafe { out(batch, b.id, "batch") }?;
         if !placement.is_null() {
-            out(placement, u32::from(b.placement == Placement::Device), "placement")?;
+            // SAFETY: the caller's contract.
+            unsafe { out(placement, u32::from(b.placement == Placement::Device), "placement") }?;
         }
         Ok(())
     });
@@ -65,6 +83,10 @@ pub extern "C" fn hsa_amd_signal_batch_destroy(batch: u64) -> HsaStatus {
 }
 
 /// The `kernel_object` of soft kernel `builtin` on GPU `agent`, and its argument size.
+///
+/// # Safety
+/// `kernel_object` is null or valid for writing a `uint64_t`; `kernarg_size` is null or valid
+/// for writing a `uint32_t`.
 #[no_mangle]
 pub unsafe extern "C" fn cuse_kfd_shim_soft_kernel(
     agent: Agent,
@@ -75,9 +97,11 @@ pub unsafe extern "C" fn cuse_kfd_shim_soft_kernel(
     let r = runtime().and_then(|rt| {
         let b = Builtin::from_id(builtin)
             .ok_or_else(|| Error::invalid_argument(format!("{builtin} is not a soft kernel of this device")))?;
-        out(kernel_object, rt.kernel_object(agent, b)?, "kernel_object")?;
+        // SAFETY: the caller's contract.
+        unsafe { out(kernel_object, rt.kernel_object(agent, b)?, "kernel_object") }?;
         if !kernarg_size.is_null() {
-            out(kernarg_size, b.kernarg_size(), "kernarg_size")?;
+            // SAFETY: the caller's contract.
+            unsafe { out(kernarg_size, b.kernarg_size(), "kernarg_size") }?;
         }
         Ok(())
     });
@@ -86,6 +110,10 @@ pub unsafe extern "C" fn cuse_kfd_shim_soft_kernel(
 
 /// Dispatches soft kernel `builtin` on `queue` over `grid_size_x` work-items and waits for it
 /// (at most `timeout` ns); a queue error comes back as its status.
+///
+/// # Safety
+/// `args` is null or points to `args_size` readable bytes that do not change during the call.
+/// (`queue` is looked up, not dereferenced.)
 #[no_mangle]
 pub unsafe extern "C" fn cuse_kfd_shim_dispatch_sync(
     queue: *mut c_void,
@@ -100,7 +128,8 @@ pub unsafe extern "C" fn cuse_kfd_shim_dispatch_sync(
         let q = rt.queue(queue as u64)?;
         let b = Builtin::from_id(builtin)
             .ok_or_else(|| Error::invalid_argument(format!("{builtin} is not a soft kernel of this device")))?;
-        let args = slice(args.cast::<u8>(), args_size as usize, "args")?;
+        // SAFETY: the caller's contract.
+        let args = unsafe { slice(args.cast::<u8>(), args_size as usize, "args") }?;
         if grid_size_x == 0 {
             return Err(Error::invalid_argument("an empty grid"));
         }

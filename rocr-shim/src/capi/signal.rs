@@ -3,19 +3,39 @@
 
 use super::{fail, out, runtime, slice, status, with_runtime, HsaStatus};
 use crate::agent::Agent;
+use crate::signal::hdp::HdpFlush;
 use crate::signal::ops::{self, After, Order, Rmw};
-use crate::signal::slot::Slot;
+use crate::signal::slot::{Slot, FLAG_DEVICE_MEMORY};
 use crate::signal::{Condition, WaitEnd, WaitHint};
 use crate::status::{Error, Status};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// A view of the caller's signal.
+///
+/// # Safety
+/// `signal` is a live `hsa_signal_t` of this runtime (hsa.h's precondition for the value
+/// operations), and the caller does not destroy it while the view is in use.
 unsafe fn slot(signal: u64) -> Slot {
-    // SAFETY: hsa.h's precondition: `signal` is a live hsa_signal_t, i.e. a slot of this
-    // runtime that stays mapped until the caller destroys it.
+    // SAFETY: by the contract above, a slot of this runtime that stays mapped while it is used.
     unsafe { Slot::new(signal) }
+}
+
+/// Runs the write `op` on the caller's signal with the HDP flush its stores need: a signal in
+/// device memory (as its slot's flag says) finds it in its arena, which the runtime's registry
+/// vouches for.
+///
+/// # Safety
+/// As [`slot`].
+unsafe fn write<T>(signal: u64, op: impl FnOnce(Slot, Option<&HdpFlush>) -> T) -> T {
+    // SAFETY: passed on to our caller.
+    let s = unsafe { slot(signal) };
+    if s.flags() & FLAG_DEVICE_MEMORY == 0 {
+        return op(s, None);
+    }
+    let arena = with_runtime(|rt| rt.signals().lookup(signal)).flatten();
+    op(s, arena.as_ref().and_then(|a| a.hdp()))
 }
 
 fn finish(after: After) {
@@ -24,6 +44,11 @@ fn finish(after: After) {
     }
 }
 
+/// hsa_amd_signal_create: `*signal` receives a new signal.
+///
+/// # Safety
+/// `consumers` is null or points to `num_consumers` agents; `signal` is null or valid for
+/// writing an `hsa_signal_t`.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_amd_signal_create(
     initial_value: i64,
@@ -33,16 +58,22 @@ pub unsafe extern "C" fn hsa_amd_signal_create(
     signal: *mut u64,
 ) -> HsaStatus {
     let r = runtime().and_then(|rt| {
-        let consumers = slice(consumers, num_consumers as usize, "consumers")?;
+        // SAFETY: the caller's contract.
+        let consumers = unsafe { slice(consumers, num_consumers as usize, "consumers") }?;
         if signal.is_null() {
             return Err(Error::invalid_argument("signal is NULL"));
         }
         let h = rt.create_signal_raw(initial_value, consumers, attributes)?;
-        out(signal, h, "signal")
+        // SAFETY: the caller's contract.
+        unsafe { out(signal, h, "signal") }
     });
     status(r)
 }
 
+/// hsa_signal_create: `*signal` receives a new signal.
+///
+/// # Safety
+/// As [`hsa_amd_signal_create`].
 #[no_mangle]
 pub unsafe extern "C" fn hsa_signal_create(
     initial_value: i64,
@@ -50,7 +81,8 @@ pub unsafe extern "C" fn hsa_signal_create(
     consumers: *const Agent,
     signal: *mut u64,
 ) -> HsaStatus {
-    hsa_amd_signal_create(initial_value, num_consumers, consumers, 0, signal)
+    // SAFETY: the same contract.
+    unsafe { hsa_amd_signal_create(initial_value, num_consumers, consumers, 0, signal) }
 }
 
 #[no_mangle]
@@ -66,9 +98,15 @@ pub extern "C" fn hsa_signal_destroy(signal: u64) -> HsaStatus {
 
 macro_rules! loads {
     ($($name:ident => $order:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: loads the value, in the order its name gives.")]
+        ///
+        /// # Safety
+        /// `signal` is a live `hsa_signal_t` of this runtime, not destroyed during the call (hsa.h's
+        /// precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64) -> i64 {
-            ops::load(slot(signal), $order)
+            // SAFETY: the caller's contract.
+            ops::load(unsafe { slot(signal) }, $order)
         }
     )*};
 }
@@ -81,9 +119,15 @@ loads! {
 
 macro_rules! stores {
     ($($name:ident => $order:expr, $silent:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: stores the value, in the order its name gives (silent stores wake nobody).")]
+        ///
+        /// # Safety
+        /// `signal` is a live `hsa_signal_t` of this runtime, not destroyed during the call (hsa.h's
+        /// precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, value: i64) {
-            finish(ops::store(slot(signal), value, $order, $silent));
+            // SAFETY: the caller's contract.
+            finish(unsafe { write(signal, |s, hdp| ops::store(s, hdp, value, $order, $silent)) });
         }
     )*};
 }
@@ -100,16 +144,28 @@ stores! {
 /// previous value), in the seven orders hsa.h declares.
 macro_rules! rmw_family {
     (void $op:expr => $($name:ident $order:ident),*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: applies the operation, in the order its name gives.")]
+        ///
+        /// # Safety
+        /// `signal` is a live `hsa_signal_t` of this runtime, not destroyed during the call (hsa.h's
+        /// precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, value: i64) {
-            let (_, after) = ops::rmw(slot(signal), $op, value, Order::$order);
+            // SAFETY: the caller's contract.
+            let (_, after) = unsafe { write(signal, |s, hdp| ops::rmw(s, hdp, $op, value, Order::$order)) };
             finish(after);
         }
     )*};
     (value $op:expr => $($name:ident $order:ident),*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: exchanges the value, in the order its name gives; returns the previous value.")]
+        ///
+        /// # Safety
+        /// `signal` is a live `hsa_signal_t` of this runtime, not destroyed during the call (hsa.h's
+        /// precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, value: i64) -> i64 {
-            let (old, after) = ops::rmw(slot(signal), $op, value, Order::$order);
+            // SAFETY: the caller's contract.
+            let (old, after) = unsafe { write(signal, |s, hdp| ops::rmw(s, hdp, $op, value, Order::$order)) };
             finish(after);
             old
         }
@@ -137,9 +193,15 @@ rmw_family!(value Rmw::Exchange => hsa_signal_exchange_relaxed Relaxed, hsa_sign
 
 macro_rules! cases {
     ($($name:ident => $order:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: compares and swaps the value; returns the value seen.")]
+        ///
+        /// # Safety
+        /// `signal` is a live `hsa_signal_t` of this runtime, not destroyed during the call (hsa.h's
+        /// precondition).
         #[no_mangle]
         pub unsafe extern "C" fn $name(signal: u64, expected: i64, value: i64) -> i64 {
-            let (seen, after) = ops::cas(slot(signal), expected, value, $order);
+            // SAFETY: the caller's contract.
+            let (seen, after) = unsafe { write(signal, |s, hdp| ops::cas(s, hdp, expected, value, $order)) };
             finish(after);
             seen
         }
@@ -187,13 +249,18 @@ pub extern "C" fn hsa_signal_wait_acquire(signal: u64, condition: u32, compare: 
 }
 
 /// Specs of a multi-signal wait from the caller's parallel arrays.
+///
+/// # Safety
+/// Each of `signals`, `conds` and `values` is null or points to `n` elements.
 unsafe fn specs(
     n: usize,
     signals: *const u64,
     conds: *const u32,
     values: *const i64,
 ) -> crate::Result<Vec<(u64, Condition, i64)>> {
-    let (s, c, v) = (slice(signals, n, "signals")?, slice(conds, n, "conditions")?, slice(values, n, "values")?);
+    // SAFETY: the caller's contract.
+    let (s, c, v) =
+        unsafe { (slice(signals, n, "signals")?, slice(conds, n, "conditions")?, slice(values, n, "values")?) };
     s.iter()
         .zip(c)
         .zip(v)
@@ -207,6 +274,11 @@ unsafe fn specs(
 
 /// hsa_amd_signal_wait_any: the index of a signal that satisfied its condition (or was
 /// destroyed), UINT32_MAX after the timeout.
+///
+/// # Safety
+/// `signals`, `conds` and `values` are null or point to `signal_count` elements each;
+/// `satisfying_value` is null or valid for writing an `hsa_signal_value_t`. (The signals are
+/// looked up, so one that is not a live signal of this runtime is an error, not a fault.)
 #[no_mangle]
 pub unsafe extern "C" fn hsa_amd_signal_wait_any(
     signal_count: u32,
@@ -218,12 +290,14 @@ pub unsafe extern "C" fn hsa_amd_signal_wait_any(
     satisfying_value: *mut i64,
 ) -> u32 {
     let r = runtime().and_then(|rt| {
-        let specs = specs(signal_count as usize, signals, conds, values)?;
+        // SAFETY: the caller's contract.
+        let specs = unsafe { specs(signal_count as usize, signals, conds, values) }?;
         rt.wait_any(&specs, timeout_hint, WaitHint::from_raw(wait_hint), Order::Acquire)
     });
     match r {
         Ok(WaitEnd::Satisfied { index, value } | WaitEnd::Gone { index, value }) => {
-            let _ = out(satisfying_value, value, "satisfying_value");
+            // SAFETY: the caller's contract.
+            let _ = unsafe { out(satisfying_value, value, "satisfying_value") };
             index as u32
         }
         Ok(WaitEnd::TimedOut { .. }) => u32::MAX,
@@ -239,18 +313,23 @@ static GROUPS: Mutex<Option<HashMap<u64, Vec<u64>>>> = Mutex::new(None);
 static NEXT_GROUP: AtomicU64 = AtomicU64::new(1);
 
 pub(super) fn forget_groups() {
-    *GROUPS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    *GROUPS.lock() = None;
 }
 
 fn group(id: u64) -> crate::Result<Vec<u64>> {
     GROUPS
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
         .as_ref()
         .and_then(|g| g.get(&id).cloned())
         .ok_or_else(|| Error::new(Status::INVALID_SIGNAL_GROUP, format!("{id:#x} is not a signal group")))
 }
 
+/// hsa_signal_group_create: `*signal_group` receives a group of `signals`.
+///
+/// # Safety
+/// `signals` is null or points to `num_signals` signals; `consumers` is null or points to
+/// `num_consumers` agents; `signal_group` is null or valid for writing an
+/// `hsa_signal_group_t`.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_signal_group_create(
     num_signals: u32,
@@ -260,19 +339,22 @@ pub unsafe extern "C" fn hsa_signal_group_create(
     signal_group: *mut u64,
 ) -> HsaStatus {
     let r = runtime().and_then(|rt| {
-        let members = slice(signals, num_signals as usize, "signals")?.to_vec();
+        // SAFETY: the caller's contract.
+        let members = unsafe { slice(signals, num_signals as usize, "signals") }?.to_vec();
         if members.is_empty() {
             return Err(Error::invalid_argument("a signal group needs at least one signal"));
         }
-        for c in slice(consumers, num_consumers as usize, "consumers")? {
+        // SAFETY: the caller's contract.
+        for c in unsafe { slice(consumers, num_consumers as usize, "consumers") }? {
             rt.agent_desc(*c)?;
         }
         for s in &members {
             rt.signal_info(*s).map_err(|e| Error::invalid_argument(e.reason))?;
         }
         let id = NEXT_GROUP.fetch_add(1, Ordering::Relaxed);
-        out(signal_group, id, "signal_group")?;
-        GROUPS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(id, members);
+        // SAFETY: the caller's contract.
+        unsafe { out(signal_group, id, "signal_group") }?;
+        GROUPS.lock().get_or_insert_with(HashMap::new).insert(id, members);
         Ok(())
     });
     status(r)
@@ -280,18 +362,21 @@ pub unsafe extern "C" fn hsa_signal_group_create(
 
 #[no_mangle]
 pub extern "C" fn hsa_signal_group_destroy(signal_group: u64) -> HsaStatus {
-    let r = runtime().and_then(|_| {
-        GROUPS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-            .and_then(|g| g.remove(&signal_group))
-            .map(drop)
-            .ok_or_else(|| Error::new(Status::INVALID_SIGNAL_GROUP, format!("{signal_group:#x} is not a signal group")))
-    });
+    let r =
+        runtime().and_then(|_| {
+            GROUPS.lock().as_mut().and_then(|g| g.remove(&signal_group)).map(drop).ok_or_else(|| {
+                Error::new(Status::INVALID_SIGNAL_GROUP, format!("{signal_group:#x} is not a signal group"))
+            })
+        });
     status(r)
 }
 
+/// Waits until a member of `signal_group` satisfies its condition.
+///
+/// # Safety
+/// `conditions` and `compare_values` are null or point to one element per member of the
+/// group; `signal` and `value` are null or valid for writing an `hsa_signal_t` and an
+/// `hsa_signal_value_t`.
 unsafe fn group_wait(
     signal_group: u64,
     conditions: *const u32,
@@ -304,11 +389,14 @@ unsafe fn group_wait(
     let r = runtime().and_then(|rt| {
         let members = group(signal_group)?;
         let n = members.len();
-        let specs = specs(n, members.as_ptr(), conditions, compare_values)?;
+        // SAFETY: `members` has `n` elements; the rest is the caller's contract.
+        let specs = unsafe { specs(n, members.as_ptr(), conditions, compare_values) }?;
         match rt.wait_any(&specs, u64::MAX, WaitHint::from_raw(hint), order)? {
             WaitEnd::Satisfied { index, value: v } => {
-                out(signal, members[index], "signal")?;
-                out(value, v, "value")
+                // SAFETY: the caller's contract.
+                unsafe { out(signal, members[index], "signal") }?;
+                // SAFETY: the caller's contract.
+                unsafe { out(value, v, "value") }
             }
             WaitEnd::Gone { index, .. } => Err(Error::new(
                 Status::INVALID_SIGNAL,
@@ -320,6 +408,12 @@ unsafe fn group_wait(
     status(r)
 }
 
+/// hsa_signal_group_wait_any_relaxed: `*signal` and `*value` receive the member that
+/// satisfied its condition and the value it had.
+///
+/// # Safety
+/// As `group_wait`: `conditions` and `compare_values` hold one element per member of the
+/// group; `signal` and `value` are null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_signal_group_wait_any_relaxed(
     signal_group: u64,
@@ -329,9 +423,16 @@ pub unsafe extern "C" fn hsa_signal_group_wait_any_relaxed(
     signal: *mut u64,
     value: *mut i64,
 ) -> HsaStatus {
-    group_wait(signal_group, conditions, compare_values, wait_state_hint, signal, value, Order::Relaxed)
+    // SAFETY: the same contract.
+    unsafe { group_wait(signal_group, conditions, compare_values, wait_state_hint, signal, value, Order::Relaxed) }
 }
 
+/// hsa_signal_group_wait_any_scacquire: `*signal` and `*value` receive the member that
+/// satisfied its condition and the value it had.
+///
+/// # Safety
+/// As `group_wait`: `conditions` and `compare_values` hold one element per member of the
+/// group; `signal` and `value` are null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn hsa_signal_group_wait_any_scacquire(
     signal_group: u64,
@@ -341,5 +442,6 @@ pub unsafe extern "C" fn hsa_signal_group_wait_any_scacquire(
     signal: *mut u64,
     value: *mut i64,
 ) -> HsaStatus {
-    group_wait(signal_group, conditions, compare_values, wait_state_hint, signal, value, Order::Acquire)
+    // SAFETY: the same contract.
+    unsafe { group_wait(signal_group, conditions, compare_values, wait_state_hint, signal, value, Order::Acquire) }
 }

@@ -14,13 +14,14 @@
 
 use super::cache::{ArenaCache, ArenaMemory, Key};
 use super::events::{Event, EventPool};
-use super::hdp::HdpPage;
+use super::hdp::HdpFlush;
 use super::slot::{Slot, SlotInit, FLAG_BATCH_MEMBER, FLAG_DEVICE_MEMORY, FLAG_INTERNAL, SLOT_BYTES};
 use crate::memory::Allocation;
 use crate::status::{Error, Result, Status};
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use thunk::memory::Kind;
 use thunk::Kfd;
 use uapi::signal::AMD_SIGNAL_KIND_USER;
@@ -37,12 +38,12 @@ pub enum Placement {
     Device,
 }
 
-/// Device placement asked for: a GPU's signal-capable pool, and its HDP page when host stores
-/// to it need a flush.
+/// Device placement asked for: a GPU's signal-capable pool, and its HDP flush when host stores
+/// to it need one.
 #[derive(Clone)]
 pub struct DeviceRequest {
     pub gpu_id: u32,
-    pub hdp: Option<Arc<HdpPage>>,
+    pub hdp: Option<HdpFlush>,
 }
 
 pub struct Arena {
@@ -50,7 +51,8 @@ pub struct Arena {
     slots: u64,
     pub placement: Placement,
     batch: Option<BatchState>,
-    _hdp: Option<Arc<HdpPage>>,
+    /// The flush a host store to one of its signals needs (device memory behind PCIe).
+    hdp: Option<HdpFlush>,
 }
 
 struct BatchState {
@@ -77,6 +79,11 @@ impl Arena {
         unsafe { Slot::new(self.base() + i * SLOT_BYTES) }
     }
 
+    /// The HDP flush host stores to its signals need, if they do.
+    pub fn hdp(&self) -> Option<&HdpFlush> {
+        self.hdp.as_ref()
+    }
+
     /// A view of `handle`, which this arena holds; valid while the arena lives.
     pub fn view(&self, handle: u64) -> Slot {
         assert!(self.holds(handle));
@@ -86,13 +93,25 @@ impl Arena {
 
 /// Debug counters (the shim header's cuse_kfd_shim_counters_t).
 #[derive(Debug, Default)]
-pub struct Counters {
-    pub live_signals: AtomicU64,
-    pub pool_arenas: AtomicU64,
-    pub batch_arenas_created: AtomicU64,
-    pub batch_arenas_freed: AtomicU64,
+struct Counters {
+    live_signals: AtomicU64,
+    pool_arenas: AtomicU64,
+    batch_arenas_created: AtomicU64,
+    batch_arenas_freed: AtomicU64,
     /// Times an arena was found released twice (must stay 0).
-    pub arena_double_frees: AtomicU64,
+    arena_double_frees: AtomicU64,
+}
+
+/// The signal manager's part of the debug counters, at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SignalStats {
+    pub live_signals: u64,
+    pub pool_arenas: u64,
+    pub batch_arenas_created: u64,
+    pub batch_arenas_freed: u64,
+    pub arena_double_frees: u64,
+    pub events_created: u64,
+    pub arena_memory_reused: u64,
 }
 
 /// A new batch.
@@ -110,15 +129,11 @@ pub struct SignalManager {
     registry: RwLock<BTreeMap<u64, Arc<Arena>>>,
     free: Mutex<Vec<u64>>,
     batches: Mutex<HashMap<u64, Arc<Arena>>>,
-    pub events: EventPool,
+    events: EventPool,
     next_tag: AtomicU64,
     next_batch: AtomicU64,
-    pub counters: Counters,
-    pub cache: Arc<ArenaCache>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    counters: Counters,
+    cache: Arc<ArenaCache>,
 }
 
 impl SignalManager {
@@ -137,13 +152,37 @@ impl SignalManager {
         }
     }
 
+    /// The KFD events of interrupt signals (waiters sleep on them).
+    pub fn events(&self) -> &EventPool {
+        &self.events
+    }
+
+    pub fn stats(&self) -> SignalStats {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let c = &self.counters;
+        SignalStats {
+            live_signals: get(&c.live_signals),
+            pool_arenas: get(&c.pool_arenas),
+            batch_arenas_created: get(&c.batch_arenas_created),
+            batch_arenas_freed: get(&c.batch_arenas_freed),
+            arena_double_frees: get(&c.arena_double_frees),
+            events_created: self.events.created(),
+            arena_memory_reused: self.cache.reused(),
+        }
+    }
+
+    /// Frees the memory kept for future batches (the caller's allocations need it).
+    pub fn trim_cache(&self) {
+        self.cache.trim();
+    }
+
     fn register(&self, arena: Arc<Arena>) {
-        self.registry.write().unwrap_or_else(|e| e.into_inner()).insert(arena.base(), arena);
+        self.registry.write().insert(arena.base(), arena);
     }
 
     /// The arena holding slot `handle`, if it is one of this runtime's slots.
     pub fn lookup(&self, handle: u64) -> Option<Arc<Arena>> {
-        let reg = self.registry.read().unwrap_or_else(|e| e.into_inner());
+        let reg = self.registry.read();
         let (_, a) = reg.range(..=handle).next_back()?;
         a.holds(handle).then(|| a.clone())
     }
@@ -158,14 +197,14 @@ impl SignalManager {
     }
 
     fn pop_slot(&self, kfd: &Kfd) -> Result<u64> {
-        let mut free = lock(&self.free);
+        let mut free = self.free.lock();
         if let Some(h) = free.pop() {
             return Ok(h);
         }
         let alloc = self.host_alloc(kfd, POOL_SLOTS * SLOT_BYTES)?;
         // Pool arenas live as long as the runtime: nothing to give back.
         let mem = ArenaMemory::new(alloc, Key::new(None, 0), std::sync::Weak::new());
-        let arena = Arc::new(Arena { mem, slots: POOL_SLOTS, placement: Placement::Host, batch: None, _hdp: None });
+        let arena = Arc::new(Arena { mem, slots: POOL_SLOTS, placement: Placement::Host, batch: None, hdp: None });
         free.extend((0..POOL_SLOTS).rev().map(|i| arena.base() + i * SLOT_BYTES));
         self.counters.pool_arenas.fetch_add(1, Ordering::Relaxed);
         self.register(arena);
@@ -223,7 +262,7 @@ impl SignalManager {
                 if let Some(ev) = event {
                     self.events.put(Event { id: ev, mailbox: slot.mailbox() });
                 }
-                lock(&self.free).push(handle);
+                self.free.lock().push(handle);
             }
             Some(b) => {
                 if b.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -282,7 +321,7 @@ impl SignalManager {
             slots: u64::from(count),
             placement,
             batch: Some(BatchState { refs: AtomicU32::new(count + 1), released: AtomicBool::new(false), event }),
-            _hdp: hdp.clone(),
+            hdp,
         });
         let init = SlotInit {
             kind: AMD_SIGNAL_KIND_USER,
@@ -291,7 +330,6 @@ impl SignalManager {
             event_id: event.map_or(0, |e| e.id),
             queue_ptr: 0,
             flags: FLAG_BATCH_MEMBER | if placement == Placement::Device { FLAG_DEVICE_MEMORY } else { 0 },
-            hdp: hdp.as_ref().map_or(0, |h| h.mem_flush_cntl()),
         };
         let first = self.next_tag.fetch_add(u64::from(count), Ordering::Relaxed);
         let handles: Vec<u64> = (0..u64::from(count))
@@ -303,7 +341,7 @@ impl SignalManager {
             .collect();
         let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
         self.register(arena.clone());
-        lock(&self.batches).insert(id, arena);
+        self.batches.lock().insert(id, arena);
         self.counters.live_signals.fetch_add(u64::from(count), Ordering::Relaxed);
         self.counters.batch_arenas_created.fetch_add(1, Ordering::Relaxed);
         Ok(NewBatch { id, handles, placement })
@@ -311,7 +349,9 @@ impl SignalManager {
 
     /// Releases the batch handle; the members live on.
     pub fn destroy_batch(&self, id: u64) -> Result<()> {
-        let arena = lock(&self.batches)
+        let arena = self
+            .batches
+            .lock()
             .remove(&id)
             .ok_or_else(|| Error::invalid_argument(format!("{id:#x} is not a live signal batch")))?;
         let b = arena.batch.as_ref().expect("batch arenas have batch state");
@@ -330,7 +370,7 @@ impl SignalManager {
             log::error!("signal batch arena {:#x} released twice", arena.base());
             return;
         }
-        self.registry.write().unwrap_or_else(|e| e.into_inner()).remove(&arena.base());
+        self.registry.write().remove(&arena.base());
         if let Some(ev) = b.event {
             self.events.put(ev);
         }
@@ -339,9 +379,9 @@ impl SignalManager {
 
     /// Drops every arena (runtime shutdown).
     pub fn clear(&self) {
-        lock(&self.batches).clear();
-        lock(&self.free).clear();
-        self.registry.write().unwrap_or_else(|e| e.into_inner()).clear();
+        self.batches.lock().clear();
+        self.free.lock().clear();
+        self.registry.write().clear();
         self.cache.trim();
     }
 }

@@ -5,8 +5,9 @@
 //! recycled slot is never seen by a stale waiter.
 
 use crate::memory::Allocation;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, Weak};
+use std::sync::Weak;
 
 /// Arena sizes are rounded up to a power of two of at least this (so one size serves a range).
 const MIN_CLASS: u64 = 64 * 1024;
@@ -33,16 +34,17 @@ impl Key {
 pub struct ArenaCache {
     free: Mutex<Vec<(Key, Allocation)>>,
     bytes: AtomicU64,
-    pub reused: AtomicU64,
+    reused: AtomicU64,
 }
 
 impl ArenaCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Key, Allocation)>> {
-        self.free.lock().unwrap_or_else(|e| e.into_inner())
+    /// Arenas whose memory came from here.
+    pub fn reused(&self) -> u64 {
+        self.reused.load(Ordering::Relaxed)
     }
 
     pub fn take(&self, key: Key) -> Option<Allocation> {
-        let mut free = self.lock();
+        let mut free = self.free.lock();
         let i = free.iter().position(|(k, _)| *k == key)?;
         let (_, a) = free.swap_remove(i);
         self.bytes.fetch_sub(key.bytes, Ordering::Relaxed);
@@ -56,12 +58,12 @@ impl ArenaCache {
             return;
         }
         self.bytes.fetch_add(key.bytes, Ordering::Relaxed);
-        self.lock().push((key, a));
+        self.free.lock().push((key, a));
     }
 
     /// Frees everything kept (memory is short, or the runtime goes).
     pub fn trim(&self) {
-        let drained: Vec<_> = self.lock().drain(..).collect();
+        let drained: Vec<_> = self.free.lock().drain(..).collect();
         self.bytes.store(0, Ordering::Relaxed);
         drop(drained);
     }

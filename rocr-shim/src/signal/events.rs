@@ -4,8 +4,8 @@
 //! returns at once, so a SET_EVENT between its value check and its sleep is never lost.
 
 use crate::status::{Error, Result};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use thunk::{Errno, Kfd};
 use uapi::kfd::{KFD_IOC_EVENT_SIGNAL, KFD_SIGNAL_EVENT_LIMIT};
 
@@ -40,7 +40,7 @@ impl EventPool {
     /// An event: pooled, or new (auto-reset, as ROCr's signal events). `None` when the device
     /// has no event slot left: the signal is then polled, which is slower but correct.
     pub fn get(&self, kfd: &Kfd) -> Result<Option<Event>> {
-        if let Some(e) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+        if let Some(e) = self.free.lock().pop() {
             return Ok(Some(e));
         }
         match kfd.create_event(self.gpu_id, KFD_IOC_EVENT_SIGNAL, true) {
@@ -62,7 +62,7 @@ impl EventPool {
     }
 
     pub fn put(&self, e: Event) {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+        self.free.lock().push(e);
     }
 
     /// The age a waiter on `event` should pass to WAIT_EVENTS (read before checking the value).

@@ -5,7 +5,10 @@
 
 use crate::status::{Error, Result};
 use memmap2::{MmapMut, MmapOptions, MmapRaw};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use thunk::memory::{open_backing, Space};
 use thunk::Kfd;
 use uapi::ioctl::AMDKFD_IOC_ALLOC_MEMORY_OF_GPU;
@@ -20,13 +23,54 @@ pub fn flushes() -> u64 {
     FLUSHES.load(Ordering::Relaxed)
 }
 
-/// Flushes the HDP through the register at host address `reg` (HDP_MEM_FLUSH_CNTL).
-pub fn flush(reg: u64) {
-    // SAFETY: `reg` comes from a slot's HDP word, which holds the address of the register in an
-    // `HdpPage` mapping that the slot's arena keeps alive.
-    let r = unsafe { AtomicU32::from_ptr(reg as *mut u32) };
-    r.store(1, Ordering::Release);
-    FLUSHES.fetch_add(1, Ordering::Relaxed);
+/// The right to flush one GPU's HDP. Only [`HdpPage::flusher`] makes one, and it keeps the page
+/// mapped: the store goes to the page's own HDP_MEM_FLUSH_CNTL, never to an address read from
+/// memory the device or the C caller can write.
+#[derive(Clone)]
+pub struct HdpFlush(Arc<HdpPage>);
+
+// HDP_MEM_FLUSH_CNTL is a 32-bit register inside the page.
+const _: () = assert!(
+    (KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL as usize) + 4 <= PAGE
+        && (KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL as usize).is_multiple_of(4)
+);
+
+impl HdpFlush {
+    /// Makes the host's earlier stores to the GPU's memory visible to it (HDP_MEM_FLUSH_CNTL).
+    pub fn flush(&self) {
+        let reg = self.0.map.as_mut_ptr().wrapping_add(KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL as usize).cast::<u32>();
+        // SAFETY: the register lies 4-aligned inside the page's PAGE-byte mapping (checked at
+        // compile time above; mmap returns page-aligned memory), which `self.0` keeps mapped;
+        // every access to it is atomic.
+        let r = unsafe { AtomicU32::from_ptr(reg) };
+        r.store(1, Ordering::Release);
+        FLUSHES.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for HdpFlush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HdpFlush({:#x})", self.0.mem_flush_cntl())
+    }
+}
+
+/// The MMIO remap pages of a runtime's GPUs, each mapped on first use.
+#[derive(Default)]
+pub(crate) struct HdpPages {
+    pages: Mutex<HashMap<u32, Arc<HdpPage>>>,
+}
+
+impl HdpPages {
+    /// `gpu_id`'s page.
+    pub fn page(&self, kfd: &Kfd, gpu_id: u32) -> Result<Arc<HdpPage>> {
+        let mut pages = self.pages.lock();
+        if let Some(p) = pages.get(&gpu_id) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(HdpPage::new(kfd, gpu_id)?);
+        pages.insert(gpu_id, p.clone());
+        Ok(p)
+    }
 }
 
 /// One GPU's MMIO remap page, mapped into this process.
@@ -67,12 +111,17 @@ impl HdpPage {
         Ok(HdpPage { kfd: kfd.clone(), handle: a.handle, map, _va: va })
     }
 
-    /// Host address of HDP_MEM_FLUSH_CNTL.
+    /// The flush capability of this page.
+    pub fn flusher(self: &Arc<Self>) -> HdpFlush {
+        HdpFlush(self.clone())
+    }
+
+    /// Host address of HDP_MEM_FLUSH_CNTL (what HSA_AMD_AGENT_INFO_HDP_FLUSH reports).
     pub fn mem_flush_cntl(&self) -> u64 {
         self.map.as_ptr() as u64 + u64::from(KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL)
     }
 
-    /// Host address of HDP_REG_FLUSH_CNTL.
+    /// Host address of HDP_REG_FLUSH_CNTL (what HSA_AMD_AGENT_INFO_HDP_FLUSH reports).
     pub fn reg_flush_cntl(&self) -> u64 {
         self.map.as_ptr() as u64 + u64::from(KFD_MMIO_REMAP_HDP_REG_FLUSH_CNTL)
     }

@@ -60,17 +60,17 @@ impl Runtime {
     pub fn create_signal_raw(&self, value: i64, consumers: &[Agent], attributes: u64) -> Result<u64> {
         let interrupt = self.wants_interrupt(consumers, attributes)?;
         let init = SlotInit { kind: AMD_SIGNAL_KIND_USER, value, ..Default::default() };
-        self.inner.signals.create(&self.inner.kfd, init, interrupt)
+        self.signals().create(self.kfd(), init, interrupt)
     }
 
     /// A signal of the runtime's own (a queue's doorbell or inactive signal, a dispatch's
     /// completion), with the given slot contents.
     pub(crate) fn create_internal_signal(&self, init: SlotInit, interrupt: bool) -> Result<u64> {
-        self.inner.signals.create(&self.inner.kfd, init, interrupt)
+        self.signals().create(self.kfd(), init, interrupt)
     }
 
     pub fn destroy_signal_raw(&self, handle: u64) -> Result<()> {
-        self.inner.signals.destroy(&self.inner.kfd, handle, false)
+        self.signals().destroy(self.kfd(), handle, false)
     }
 
     /// An owned signal (destroyed on drop).
@@ -98,7 +98,11 @@ impl Runtime {
                 match self.signal_pool(agent) {
                     Some(_) => Some(DeviceRequest {
                         gpu_id: desc.gpu_id(),
-                        hdp: if desc.pcie_stores_need_flush { Some(self.hdp_page(desc.gpu_id())?) } else { None },
+                        hdp: if desc.pcie_stores_need_flush {
+                            Some(self.hdp_page(desc.gpu_id())?.flusher())
+                        } else {
+                            None
+                        },
                     }),
                     None => {
                         log::debug!("agent {:#x} has no signal-capable pool: the batch goes to host memory", agent.0);
@@ -107,12 +111,12 @@ impl Runtime {
                 }
             }
         };
-        self.inner.signals.create_batch(&self.inner.kfd, count, value, interrupt, request)
+        self.signals().create_batch(self.kfd(), count, value, interrupt, request)
     }
 
     /// hsa_amd_signal_batch_destroy: releases the batch handle; members live on.
     pub fn destroy_batch_raw(&self, id: u64) -> Result<()> {
-        self.inner.signals.destroy_batch(id)
+        self.signals().destroy_batch(id)
     }
 
     /// An owned batch.
@@ -123,8 +127,7 @@ impl Runtime {
     }
 
     fn arena_of(&self, handle: u64) -> Result<Arc<Arena>> {
-        self.inner
-            .signals
+        self.signals()
             .lookup(handle)
             .ok_or_else(|| Error::new(Status::INVALID_SIGNAL, format!("{handle:#x} is not a signal of this runtime")))
     }
@@ -154,7 +157,7 @@ impl Runtime {
             .zip(&arenas)
             .map(|(s, a)| wait::WaitSpec { slot: a.view(s.0), cond: s.1, compare: s.2 })
             .collect();
-        Ok(wait::wait(&self.inner.kfd, &self.inner.signals.events, &waits, timeout, hint, order))
+        Ok(wait::wait(self.kfd(), self.signals().events(), &waits, timeout, hint, order))
     }
 
     pub fn signal_info(&self, handle: u64) -> Result<SignalInfo> {
@@ -167,7 +170,7 @@ impl Runtime {
             interrupt: u32::from(s.event().is_some()),
             event_id: s.event().unwrap_or(0),
             placement: u32::from(arena.placement == Placement::Device),
-            needs_flush: u32::from(s.hdp() != 0),
+            needs_flush: u32::from(arena.hdp().is_some()),
             batch_member: u32::from(s.flags() & FLAG_BATCH_MEMBER != 0),
             reserved: 0,
         })
@@ -178,7 +181,8 @@ impl Runtime {
 pub struct Signal {
     rt: Runtime,
     slot: Slot,
-    _arena: Arc<Arena>,
+    /// Keeps the slot mapped, and has the HDP flush its stores need.
+    arena: Arc<Arena>,
 }
 
 impl std::fmt::Debug for Signal {
@@ -190,7 +194,7 @@ impl std::fmt::Debug for Signal {
 impl Signal {
     fn adopt(rt: &Runtime, handle: u64) -> Result<Signal> {
         let arena = rt.arena_of(handle)?;
-        Ok(Signal { rt: rt.clone(), slot: arena.view(handle), _arena: arena })
+        Ok(Signal { rt: rt.clone(), slot: arena.view(handle), arena })
     }
 
     /// The `hsa_signal_t` handle (the amd_signal_t's address), for packets.
@@ -203,22 +207,22 @@ impl Signal {
     }
 
     pub fn store(&self, value: i64, order: Order) {
-        self.rt.after(ops::store(self.slot, value, order, false));
+        self.rt.after(ops::store(self.slot, self.arena.hdp(), value, order, false));
     }
 
     pub fn silent_store(&self, value: i64, order: Order) {
-        self.rt.after(ops::store(self.slot, value, order, true));
+        self.rt.after(ops::store(self.slot, self.arena.hdp(), value, order, true));
     }
 
     /// A read-modify-write; returns the previous value.
     pub fn rmw(&self, op: Rmw, operand: i64, order: Order) -> i64 {
-        let (old, after) = ops::rmw(self.slot, op, operand, order);
+        let (old, after) = ops::rmw(self.slot, self.arena.hdp(), op, operand, order);
         self.rt.after(after);
         old
     }
 
     pub fn cas(&self, expected: i64, value: i64, order: Order) -> i64 {
-        let (seen, after) = ops::cas(self.slot, expected, value, order);
+        let (seen, after) = ops::cas(self.slot, self.arena.hdp(), expected, value, order);
         self.rt.after(after);
         seen
     }
@@ -227,7 +231,7 @@ impl Signal {
     /// condition after a timeout). `timeout` is in system ticks (ns); u64::MAX waits forever.
     pub fn wait(&self, cond: Condition, compare: i64, timeout: u64, hint: WaitHint) -> i64 {
         let spec = wait::WaitSpec { slot: self.slot, cond, compare };
-        wait::wait(&self.rt.inner.kfd, &self.rt.inner.signals.events, &[spec], timeout, hint, Order::Acquire).value()
+        wait::wait(self.rt.kfd(), self.rt.signals().events(), &[spec], timeout, hint, Order::Acquire).value()
     }
 
     /// Packet timestamps the device wrote on completion (GPU clock ticks).

@@ -1,9 +1,10 @@
 //! Host operations on a signal's value: loads, stores and read-modify-writes in every memory
 //! order hsa.h names. They touch only the slot; what must follow (waking sleepers through
 //! SET_EVENT, kicking the engine after a doorbell store) is returned as an [`After`] for the
-//! caller to carry out with the runtime, so the common case needs no runtime at all.
+//! caller to carry out with the runtime, so the common case needs no runtime at all. A signal
+//! in device memory behind PCIe comes with its arena's [`HdpFlush`], which writes follow.
 
-use super::hdp;
+use super::hdp::HdpFlush;
 use super::slot::Slot;
 use std::sync::atomic::{fence, Ordering};
 
@@ -77,10 +78,9 @@ pub fn load(slot: Slot, order: Order) -> i64 {
 /// The tail of every write: the HDP flush a device-memory signal needs, then the wake-up
 /// decision. The fence pairs with the one a waiter issues after announcing itself in
 /// `sleepers` (see wait.rs): either the waiter sees the new value or this sees the waiter.
-fn after_write(slot: Slot, silent: bool) -> After {
-    let hdp = slot.hdp();
-    if hdp != 0 {
-        hdp::flush(hdp);
+fn after_write(slot: Slot, hdp: Option<&HdpFlush>, silent: bool) -> After {
+    if let Some(h) = hdp {
+        h.flush();
     }
     if silent {
         return After::Nothing;
@@ -108,16 +108,16 @@ fn ring_doorbell(slot: Slot, value: i64) -> After {
 }
 
 /// hsa_signal_store_*: `silent` stores (hsa_signal_silent_store_*) wake nobody.
-pub fn store(slot: Slot, value: i64, order: Order, silent: bool) -> After {
+pub fn store(slot: Slot, hdp: Option<&HdpFlush>, value: i64, order: Order, silent: bool) -> After {
     if slot.is_doorbell() {
         return ring_doorbell(slot, value);
     }
     slot.value().store(value, order.store());
-    after_write(slot, silent)
+    after_write(slot, hdp, silent)
 }
 
 /// hsa_signal_{add,subtract,and,or,xor,exchange}_*: returns the previous value.
-pub fn rmw(slot: Slot, op: Rmw, operand: i64, order: Order) -> (i64, After) {
+pub fn rmw(slot: Slot, hdp: Option<&HdpFlush>, op: Rmw, operand: i64, order: Order) -> (i64, After) {
     if slot.is_doorbell() {
         if op == Rmw::Exchange {
             return (0, ring_doorbell(slot, operand));
@@ -135,17 +135,17 @@ pub fn rmw(slot: Slot, op: Rmw, operand: i64, order: Order) -> (i64, After) {
         Rmw::Xor => v.fetch_xor(operand, o),
         Rmw::Exchange => v.swap(operand, o),
     };
-    (old, after_write(slot, false))
+    (old, after_write(slot, hdp, false))
 }
 
 /// hsa_signal_cas_*: returns the value observed (equal to `expected` when it swapped).
-pub fn cas(slot: Slot, expected: i64, value: i64, order: Order) -> (i64, After) {
+pub fn cas(slot: Slot, hdp: Option<&HdpFlush>, expected: i64, value: i64, order: Order) -> (i64, After) {
     if slot.is_doorbell() {
         log::warn!("cas on doorbell signal {:#x}: doorbell signals only take stores", slot.handle());
         return (0, After::Nothing);
     }
     match slot.value().compare_exchange(expected, value, order.rmw(), order.load()) {
-        Ok(old) => (old, after_write(slot, false)),
+        Ok(old) => (old, after_write(slot, hdp, false)),
         Err(seen) => (seen, After::Nothing),
     }
 }

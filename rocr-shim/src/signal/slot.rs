@@ -8,7 +8,6 @@
 //!  64 tag: the live signal's generation, 0 when the slot is free
 //!  72 flags u32          76 sleepers u32 (waiters in, or entering, WAIT_EVENTS)
 //!  80 event age last seen by a waiter (KFD 1.14 event age; starts at 1)
-//!  88 host address of the agent's HDP_MEM_FLUSH_CNTL, when stores need an HDP flush
 //! ```
 //!
 //! Every access is atomic: the device and other threads touch the slot concurrently.
@@ -28,7 +27,6 @@ const QUEUE_PTR: u64 = 48;
 const TAG: u64 = 64;
 const FLAGS: u64 = 72;
 const SLEEPERS: u64 = 76;
-const HDP: u64 = 88;
 
 /// Flag: the slot is in device memory.
 pub const FLAG_DEVICE_MEMORY: u32 = 1 << 0;
@@ -47,8 +45,6 @@ pub struct SlotInit {
     pub event_id: u32,
     pub queue_ptr: u64,
     pub flags: u32,
-    /// Host address of HDP_MEM_FLUSH_CNTL, or 0.
-    pub hdp: u64,
 }
 
 /// A view of one signal slot. Its methods are safe because constructing one is not: the
@@ -138,10 +134,6 @@ impl Slot {
         self.u32_at(SLEEPERS)
     }
 
-    pub fn hdp(&self) -> u64 {
-        self.u64_at(HDP).load(Ordering::Relaxed)
-    }
-
     /// Fills a free slot and publishes it under `tag` (non-zero) last.
     pub fn init(&self, s: &SlotInit, tag: u64) {
         debug_assert!(tag != 0);
@@ -153,7 +145,6 @@ impl Slot {
         self.u64_at(END_TS).store(0, Ordering::Relaxed);
         self.u64_at(QUEUE_PTR).store(s.queue_ptr, Ordering::Relaxed);
         self.u32_at(FLAGS).store(s.flags, Ordering::Relaxed);
-        self.u64_at(HDP).store(s.hdp, Ordering::Relaxed);
         self.u64_at(TAG).store(tag, Ordering::Release);
     }
 }

@@ -495,6 +495,14 @@ impl Thunk {
         }
         Ok(n.links.iter().take(num_links as usize).copied().collect())
     }
+
+    /// The KFD gpu_id of node `node` in the snapshot (0 for a CPU node): the name the ioctls
+    /// give the node. libhsakmt 5.2.3 keeps it to itself (its callers pass node ids); a client
+    /// that also speaks ioctls over [`Thunk::kfd`], as rocr-shim does, needs it.
+    pub fn node_gpu_id(&self, node: u32) -> Result<u32> {
+        let (topo, i) = self.snapshot_node(node)?;
+        Ok(topo.nodes[i].gpu_id)
+    }
 }
 
 #[cfg(test)]
