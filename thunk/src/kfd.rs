@@ -191,7 +191,7 @@ impl Kfd {
         let mut new_page = None;
         if page.is_none() {
             let p = self.alloc(gpu_id, u64::from(KFD_SIGNAL_EVENT_LIMIT) * 8, Kind::Gtt)?;
-            a.event_page_offset = p.handle;
+            a.event_page_offset = p.handle();
             new_page = Some(p);
         }
         self.call(AMDKFD_IOC_CREATE_EVENT, &mut a)?;

@@ -78,10 +78,11 @@ pub enum Kind {
 /// One allocation, mapped to its GPU and into this process at the same address.
 pub struct GpuMemory {
     kfd: Weak<Inner>,
-    pub va: u64,
-    pub size: u64,
-    pub handle: u64,
-    pub gpu_id: u32,
+    // Private: `read`, `write` and the atomics trust `va` and `size`, and drop unmaps them.
+    va: u64,
+    size: u64,
+    handle: u64,
+    gpu_id: u32,
 }
 
 impl GpuMemory {
@@ -95,6 +96,26 @@ impl GpuMemory {
             "access {off:#x}+{len} outside a {}-byte buffer",
             self.size
         );
+    }
+
+    /// The buffer's GPU virtual address (== its host address).
+    pub fn va(&self) -> u64 {
+        self.va
+    }
+
+    /// Bytes of the buffer (whole pages).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The device's handle of the allocation.
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+
+    /// The GPU the buffer is allocated on and mapped to.
+    pub fn gpu_id(&self) -> u32 {
+        self.gpu_id
     }
 
     /// The address of byte `off` (GPU VA == host address).

@@ -91,7 +91,7 @@ impl AqlQueue {
             hsa_queue: HsaQueue {
                 type_: HSA_QUEUE_TYPE_MULTI,
                 features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH,
-                base_address: ring.va,
+                base_address: ring.va(),
                 size: slots as u32,
                 ..Default::default()
             },
@@ -100,7 +100,7 @@ impl AqlQueue {
         };
         desc.write(0, uapi::IntoBytes::as_bytes(&q));
         let mut a = CreateQueueArgs {
-            ring_base_address: ring.va,
+            ring_base_address: ring.va(),
             write_pointer_address: desc.addr(AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET as u64),
             read_pointer_address: desc.addr(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64),
             ring_size: (slots * AQL_PACKET_SIZE as u64) as u32,
@@ -258,7 +258,7 @@ impl RingQueue {
         let ring = kfd.alloc(gpu_id, bytes, Kind::Gtt)?;
         let ptrs = kfd.alloc(gpu_id, 4096, Kind::Gtt)?;
         let mut a = CreateQueueArgs {
-            ring_base_address: ring.va,
+            ring_base_address: ring.va(),
             write_pointer_address: ptrs.addr(8),
             read_pointer_address: ptrs.addr(0),
             ring_size: bytes as u32,
