@@ -1,5 +1,5 @@
-//! The charter: behaviours 1-14 of refs/BEHAVIOURS.md (queues, doorbells, packet processing,
-//! soft kernels) through the embedded front end, driven by the thunk exactly as a client drives
+//! The charter: queues, doorbells, packet processing and soft kernels through the embedded
+//! front end, driven by the thunk exactly as a client drives
 //! amdkfd: ioctl bytes, GPU memory mapped at its GPU address, AQL packets published header-last,
 //! doorbells rung with plain stores.
 //!
@@ -241,9 +241,8 @@ fn b03_packets_run_in_order_across_four_ring_wraps() {
 }
 
 /// Each of `PRODUCERS` threads submits `PER_QUEUE` packets to each of `QUEUES` shared queues of
-/// 256 slots: 3.2 M packets, 3 125 wraps of every ring, at full size. In the debug test profile
-/// on two cores this takes 10-12 s (the whole charter about 12 s), well inside the one-minute
-/// budget, so nothing is scaled down.
+/// 256 slots: 3.2 M packets, 3 125 wraps of every ring, at full size: about ten seconds in the
+/// debug test profile on two cores, so nothing is scaled down.
 const PRODUCERS: u64 = 8;
 const QUEUES: usize = 4;
 const PER_QUEUE: u64 = 100_000;
@@ -496,7 +495,7 @@ fn b08_destroy_with_pending_packets_and_a_parked_waiter_is_prompt_and_wakes_it()
     assert!(took < Duration::from_secs(1), "DESTROY_QUEUE took {took:?}");
     assert_eq!(rig.stats().queues, before - 1);
     let woke = waiter.recv_timeout(Duration::from_secs(2)).expect("the parked waiter was not woken by the destroy");
-    // BEHAVIOURS 18: FAIL (EIO), as for a destroyed event; the event itself stays unset.
+    // FAIL (EIO), as amdkfd answers the waiters of a destroyed event; the event stays unset.
     assert_eq!(woke.result, Err(Errno::EIO), "{woke:?}");
     assert_eq!(woke.wait_result, KFD_IOC_WAIT_RESULT_FAIL, "{woke:?}");
     assert_eq!(rig.stats().waiters, 0);

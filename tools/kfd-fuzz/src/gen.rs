@@ -673,7 +673,7 @@ impl Gen {
         }
     }
 
-    /// A request by `proc` naming another process's object (behaviour 22).
+    /// A request by `proc` naming another process's object (which must fail).
     fn steal(&mut self, h: &Harness, proc: &Proc) -> Option<Op> {
         let victims: Vec<&Proc> = h.procs.iter().filter(|v| v.index != proc.index && v.alive()).collect();
         if victims.is_empty() {
