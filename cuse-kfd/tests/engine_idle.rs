@@ -1,4 +1,4 @@
-//! An idle device does not burn a core (issue 3): with queues created and nothing rung, the
+//! An idle device does not burn a core: with queues created and nothing rung, the
 //! command processor's thread backs off to sleeping, so it polls a few dozen times a second and
 //! uses well under a twentieth of a CPU. Alone in its test binary, so that its engine thread is
 //! the only `kfd-engine` in the process.

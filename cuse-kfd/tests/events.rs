@@ -1,5 +1,6 @@
-//! Events and waits: behaviours 15-18 of refs/BEHAVIOURS.md (and 19, interrupts), against
-//! amdkfd's kfd_events.c semantics.
+//! Events and waits (create and destroy up to the event page's limit, set, reset, auto-reset,
+//! event age, WAIT_EVENTS any and all with every timeout, waiters failed by a destroy, and
+//! interrupted waits), against amdkfd's kfd_events.c semantics.
 
 mod common;
 

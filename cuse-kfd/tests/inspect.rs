@@ -103,9 +103,9 @@ fn an_injected_vm_fault_is_reported_like_a_real_one() {
     let q = rig.queue(64);
     let dst = rig.alloc(8192, Kind::Gtt);
     let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, false);
-    let at = dst.va + 4096 + 64;
+    let at = dst.va() + 4096 + 64;
     rig.emb.device().faults().set_vm_fault(Some((at, at + 8)));
-    let args = rig.args(&FillArgs { dst: dst.va, value: 7, reserved: 0 });
+    let args = rig.args(&FillArgs { dst: dst.va(), value: 7, reserved: 0 });
     let sig = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
     sig.value(0).store(1, Ordering::Release);
     submit(

@@ -1,6 +1,5 @@
-//! Two processes on one device: neither can name, signal, destroy or map the other's objects
-//! (behaviour 22); a file is bound to the process that opened it; teardown reclaims everything
-//! (behaviour 23).
+//! Two processes on one device: neither can name, signal, destroy or map the other's objects; a
+//! file is bound to the process that opened it; teardown reclaims everything.
 
 mod common;
 

@@ -1580,7 +1580,7 @@ impl Drop for ServeDaemon {
     }
 }
 
-/// Issue 4: the same table through the kernel, on a `cuse-kfd serve` node of the real-device
+/// The same table through the kernel, on a `cuse-kfd serve` node of the real-device
 /// tier (`cargo xtask test device`); elsewhere it returns at once. Each row gets a fresh open
 /// of the node, closed (and its context torn down: this process's opens share one) before the
 /// next row starts.

@@ -305,7 +305,7 @@ fn sdma_copy_fill_write_and_timestamp_then_fence() {
     let small = rig.alloc(4096, Kind::Gtt);
     let data: Vec<u8> = (0..(2 << 20) + 5003u32).map(|i| (i * 7 + 3) as u8).collect();
     src.write(3, &data);
-    dst.fill(0, dst.size, 0xEE);
+    dst.fill(0, dst.size(), 0xEE);
     // An odd copy larger than a chunk, to an odd address.
     q.write(&sdma::copy_linear(dst.addr(1), src.addr(3), data.len() as u32));
     q.write(&sdma::const_fill(small.addr(0), 0xA1B2_C3D4, 16, 2));

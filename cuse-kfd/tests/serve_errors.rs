@@ -1,4 +1,4 @@
-//! `cuse-kfd serve`'s clear errors (issue 4): not root, and no /dev/cuse (with the modprobe
+//! `cuse-kfd serve`'s clear errors: not root, and no /dev/cuse (with the modprobe
 //! hint). No VM and no CUSE needed: these are the paths where serve gives up before serving.
 
 use std::os::unix::process::ExitStatusExt;

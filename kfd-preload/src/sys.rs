@@ -2,17 +2,27 @@
 //! the raw mmap syscall behind them, cuse-kfd's runtime-info ioctl, and the three
 //! libdrm_amdgpu calls answered for render stand-ins (others forwarded to libdrm_amdgpu).
 
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Mutex;
 use uapi::vendor::{RuntimeInfo, CUSE_KFD_IOC_GET_RUNTIME_INFO};
 
 /// The kernel's mmap, bypassing libc's (which this library replaces). glibc's syscall() gives
 /// -1 (MAP_FAILED) and sets errno on failure, which is mmap's contract too.
-fn raw_mmap(addr: *mut libc::c_void, len: usize, prot: i32, flags: i32, fd: RawFd, off: i64) -> *mut libc::c_void {
+///
+/// # Safety
+///
+/// As for [`mmap`].
+unsafe fn raw_mmap(
+    addr: *mut libc::c_void,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: RawFd,
+    off: i64,
+) -> *mut libc::c_void {
     // SAFETY: the arguments go to the kernel unchanged, exactly as the caller's libc mmap would
-    // pass them; creating a mapping (even MAP_FIXED over the caller's own reservation) is what
-    // the caller asked for.
+    // pass them; a MAP_FIXED range is the caller's to replace (this function's contract).
     let r = unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) };
     r as *mut libc::c_void
 }
@@ -23,8 +33,13 @@ fn set_errno(e: i32) {
 }
 
 /// libc's mmap, with device mappings redirected to their backing files (see the crate docs).
+///
+/// # Safety
+///
+/// mmap(2)'s contract: with MAP_FIXED, `[addr, addr + len)` must hold nothing the caller
+/// still uses, since the new mapping replaces it.
 #[no_mangle]
-pub extern "C" fn mmap(
+pub unsafe extern "C" fn mmap(
     addr: *mut libc::c_void,
     len: libc::size_t,
     prot: libc::c_int,
@@ -35,19 +50,25 @@ pub extern "C" fn mmap(
     if flags & libc::MAP_ANONYMOUS == 0 {
         match super::redirect(fd, offset as u64, len as u64) {
             None => {}
-            Some(Ok(file)) => return raw_mmap(addr, len, prot, flags, file.as_raw_fd(), 0),
+            // SAFETY: the caller's arguments, under the caller's contract; only the file differs.
+            Some(Ok(file)) => return unsafe { raw_mmap(addr, len, prot, flags, file.as_raw_fd(), 0) },
             Some(Err(e)) => {
                 set_errno(e);
                 return libc::MAP_FAILED;
             }
         }
     }
-    raw_mmap(addr, len, prot, flags, fd, offset)
+    // SAFETY: the caller's arguments, under the caller's contract.
+    unsafe { raw_mmap(addr, len, prot, flags, fd, offset) }
 }
 
 /// The same symbol under its large-file name (one function on 64-bit glibc).
+///
+/// # Safety
+///
+/// As for [`mmap`].
 #[no_mangle]
-pub extern "C" fn mmap64(
+pub unsafe extern "C" fn mmap64(
     addr: *mut libc::c_void,
     len: libc::size_t,
     prot: libc::c_int,
@@ -55,7 +76,8 @@ pub extern "C" fn mmap64(
     fd: libc::c_int,
     offset: libc::off_t,
 ) -> *mut libc::c_void {
-    mmap(addr, len, prot, flags, fd, offset)
+    // SAFETY: the caller's arguments, under the same contract.
+    unsafe { mmap(addr, len, prot, flags, fd, offset) }
 }
 
 /// cuse-kfd's CUSE_KFD_IOC_GET_RUNTIME_INFO on `fd`.
@@ -73,10 +95,10 @@ pub fn runtime_info(fd: RawFd) -> Result<RuntimeInfo, i32> {
 /// glibc's RTLD_NEXT: the next definition of a symbol after this library's.
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 
-/// The next definition of `name` (NUL-terminated), i.e. libdrm_amdgpu's.
-fn next(name: &[u8]) -> Option<*mut c_void> {
-    // SAFETY: `name` is a NUL-terminated symbol name; dlsym only reads it.
-    let f = unsafe { libc::dlsym(RTLD_NEXT, name.as_ptr() as *const c_char) };
+/// The next definition of `name`, i.e. libdrm_amdgpu's.
+fn next(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: `name` is NUL-terminated (a CStr) and outlives the call; dlsym only reads it.
+    let f = unsafe { libc::dlsym(RTLD_NEXT, name.as_ptr()) };
     (!f.is_null()).then_some(f)
 }
 
@@ -89,8 +111,12 @@ fn is_ours(handle: *mut c_void) -> bool {
 
 /// libdrm_amdgpu's `amdgpu_device_initialize`: for a render stand-in, a handle that only
 /// answers `amdgpu_get_marketing_name`.
+///
+/// # Safety
+///
+/// libdrm's contract: `major`, `minor` and `handle` are each null or valid for a write.
 #[no_mangle]
-pub extern "C" fn amdgpu_device_initialize(
+pub unsafe extern "C" fn amdgpu_device_initialize(
     fd: c_int,
     major: *mut u32,
     minor: *mut u32,
@@ -112,33 +138,42 @@ pub extern "C" fn amdgpu_device_initialize(
         }
         return 0;
     }
-    let Some(f) = next(b"amdgpu_device_initialize\0") else { return -libc::ENOSYS };
+    let Some(f) = next(c"amdgpu_device_initialize") else { return -libc::ENOSYS };
     // SAFETY: libdrm_amdgpu's function of exactly this signature, called with the caller's
     // arguments.
     unsafe {
-        let f: extern "C" fn(c_int, *mut u32, *mut u32, *mut *mut c_void) -> c_int = std::mem::transmute(f);
+        let f: unsafe extern "C" fn(c_int, *mut u32, *mut u32, *mut *mut c_void) -> c_int = std::mem::transmute(f);
         f(fd, major, minor, handle)
     }
 }
 
 /// libdrm_amdgpu's `amdgpu_get_marketing_name`.
+///
+/// # Safety
+///
+/// `handle` is one `amdgpu_device_initialize` gave and `amdgpu_device_deinitialize` has not
+/// taken back (libdrm's contract).
 #[no_mangle]
-pub extern "C" fn amdgpu_get_marketing_name(handle: *mut c_void) -> *const c_char {
+pub unsafe extern "C" fn amdgpu_get_marketing_name(handle: *mut c_void) -> *const c_char {
     if is_ours(handle) {
         // SAFETY: one of our live handles (a leaked Box<CString>, freed only by deinitialize).
         return unsafe { (*(handle as *const CString)).as_ptr() };
     }
-    let Some(f) = next(b"amdgpu_get_marketing_name\0") else { return std::ptr::null() };
+    let Some(f) = next(c"amdgpu_get_marketing_name") else { return std::ptr::null() };
     // SAFETY: libdrm_amdgpu's function of exactly this signature, with the caller's handle.
     unsafe {
-        let f: extern "C" fn(*mut c_void) -> *const c_char = std::mem::transmute(f);
+        let f: unsafe extern "C" fn(*mut c_void) -> *const c_char = std::mem::transmute(f);
         f(handle)
     }
 }
 
 /// libdrm_amdgpu's `amdgpu_device_deinitialize`.
+///
+/// # Safety
+///
+/// As for [`amdgpu_get_marketing_name`]; the handle is not used after this call.
 #[no_mangle]
-pub extern "C" fn amdgpu_device_deinitialize(handle: *mut c_void) -> c_int {
+pub unsafe extern "C" fn amdgpu_device_deinitialize(handle: *mut c_void) -> c_int {
     let mut ours = STAND_IN_HANDLES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(i) = ours.iter().position(|h| *h == handle as usize) {
         ours.swap_remove(i);
@@ -148,10 +183,10 @@ pub extern "C" fn amdgpu_device_deinitialize(handle: *mut c_void) -> c_int {
         return 0;
     }
     drop(ours);
-    let Some(f) = next(b"amdgpu_device_deinitialize\0") else { return -libc::ENOSYS };
+    let Some(f) = next(c"amdgpu_device_deinitialize") else { return -libc::ENOSYS };
     // SAFETY: libdrm_amdgpu's function of exactly this signature, with the caller's handle.
     unsafe {
-        let f: extern "C" fn(*mut c_void) -> c_int = std::mem::transmute(f);
+        let f: unsafe extern "C" fn(*mut c_void) -> c_int = std::mem::transmute(f);
         f(handle)
     }
 }
@@ -168,7 +203,8 @@ mod tests {
         path.push(format!("kfd-preload-test-{}", std::process::id()));
         std::fs::write(&path, b"hello, mapping").unwrap();
         let f = File::open(&path).unwrap();
-        let p = mmap(std::ptr::null_mut(), 14, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0);
+        // SAFETY: no MAP_FIXED: the kernel picks a fresh address, which replaces nothing.
+        let p = unsafe { mmap(std::ptr::null_mut(), 14, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) };
         assert_ne!(p, libc::MAP_FAILED);
         // SAFETY: a live 14-byte read-only mapping made just above.
         let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, 14) };

@@ -281,10 +281,10 @@ pub fn run_client_role() {
             let mem = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();
             let ev = kfd.create_event(gpu, uapi::kfd::KFD_IOC_EVENT_SIGNAL, false).unwrap().event_id;
             let q = thunk::queue::AqlQueue::new(&kfd, gpu, 64).unwrap();
-            println!("@@ {ev:x} {:x} {:x}", mem.handle, q.id);
+            println!("@@ {ev:x} {:x} {:x}", mem.handle(), q.id);
             let mut line = String::new();
             std::io::stdin().read_line(&mut line).unwrap();
-            let intact = kfd.set_event(ev).is_ok() && kfd.map_to_gpu(mem.handle, &[gpu]).is_ok();
+            let intact = kfd.set_event(ev).is_ok() && kfd.map_to_gpu(mem.handle(), &[gpu]).is_ok();
             println!("@@ {}", if intact { "intact" } else { "damaged" });
             std::io::stdin().read_line(&mut line).unwrap();
             drop(q);

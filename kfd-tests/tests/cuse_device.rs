@@ -61,9 +61,9 @@ fn memory_queues_and_soft_kernels_through_the_node() {
         ..Default::default()
     };
     code.write(0, desc.as_bytes());
-    code.write(64, CopyArgs { dst: dst.va, src: src.va }.as_bytes());
+    code.write(64, CopyArgs { dst: dst.va(), src: src.va() }.as_bytes());
     sig.value(0).store(1, Ordering::Release);
-    q.submit(&packet::dispatch(code.va, code.addr(64), [8192, 1, 1], [256, 1, 1], sig.handle(0), false));
+    q.submit(&packet::dispatch(code.va(), code.addr(64), [8192, 1, 1], [256, 1, 1], sig.handle(0), false));
     assert_eq!(sig.wait(0, WAIT, |v| v == 0), Ok(0), "the copy completed");
     let mut a = vec![0u8; 8192];
     let mut b = vec![0u8; 8192];

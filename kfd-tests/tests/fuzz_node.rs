@@ -1,4 +1,4 @@
-//! kfd-fuzz against a served node (issue 7): `kfd-fuzz --target node --iterations 100000` with a
+//! kfd-fuzz against a served node: `kfd-fuzz --target node --iterations 100000` with a
 //! fixed seed against `cuse-kfd serve`, through the kernel's CUSE, with real child processes
 //! SIGKILLed at random. It must exit 0 with a summary that reports no crash, hang, leak or
 //! isolation break (nor any other failure). Runs only in the real-device tier, where

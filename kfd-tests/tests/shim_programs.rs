@@ -101,8 +101,8 @@ const RUN_LIMIT: Duration = Duration::from_secs(600);
 /// reported with the program's output inside the tier's per-binary limit.
 const DEVICE_RUN_LIMIT: Duration = Duration::from_secs(150);
 /// On a node the stress loops (threads.c: rounds of creates, BLOCKED ping-pongs) run an eighth of
-/// their iterations (check.h's scaled()): under TCG 3,200 BLOCKED wake-ups through CUSE took 46 s,
-/// and the full counts run on the embedded device already.
+/// their iterations (check.h's scaled()): under TCG a BLOCKED wake-up through CUSE costs about
+/// 15 ms, and the full counts run on the embedded device already.
 const DEVICE_DIVISOR: &str = "8";
 
 fn workspace() -> PathBuf {

@@ -29,22 +29,22 @@ impl Allocation {
         let mem = kfd.alloc(gpu_id, size, kind)?;
         let extra: Vec<u32> = gpus.iter().copied().filter(|g| *g != gpu_id).collect();
         if !extra.is_empty() {
-            kfd.map_to_gpu(mem.handle, &extra)?;
+            kfd.map_to_gpu(mem.handle(), &extra)?;
         }
         Ok(Allocation { mem, kfd: kfd.clone(), extra, pool: None, requested: size })
     }
 
     pub fn va(&self) -> u64 {
-        self.mem.va
+        self.mem.va()
     }
 
     /// Bytes mapped (the request rounded up to the granule).
     pub fn size(&self) -> u64 {
-        self.mem.size
+        self.mem.size()
     }
 
     pub fn gpu_id(&self) -> u32 {
-        self.mem.gpu_id
+        self.mem.gpu_id()
     }
 
     pub fn mem(&self) -> &GpuMemory {
@@ -52,15 +52,15 @@ impl Allocation {
     }
 
     pub fn contains(&self, addr: u64, len: u64) -> bool {
-        addr >= self.mem.va && addr.checked_add(len).is_some_and(|end| end <= self.mem.va + self.mem.size)
+        addr >= self.mem.va() && addr.checked_add(len).is_some_and(|end| end <= self.mem.va() + self.mem.size())
     }
 }
 
 impl Drop for Allocation {
     fn drop(&mut self) {
         if !self.extra.is_empty() {
-            if let Err(e) = self.kfd.unmap_from_gpu(self.mem.handle, &self.extra) {
-                log::warn!("unmapping buffer {:#x} from other GPUs: {e}", self.mem.va);
+            if let Err(e) = self.kfd.unmap_from_gpu(self.mem.handle(), &self.extra) {
+                log::warn!("unmapping buffer {:#x} from other GPUs: {e}", self.mem.va());
             }
         }
     }
@@ -69,8 +69,8 @@ impl Drop for Allocation {
 impl std::fmt::Debug for Allocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Allocation")
-            .field("va", &self.mem.va)
-            .field("size", &self.mem.size)
+            .field("va", &self.mem.va())
+            .field("size", &self.mem.size())
             .field("pool", &self.pool)
             .finish()
     }

@@ -69,7 +69,7 @@ impl QueueState {
 
     /// The `hsa_queue_t *` (the amd_queue_t's first member).
     pub fn address(&self) -> u64 {
-        self.aql().desc.va
+        self.aql().desc.va()
     }
 
     pub fn size(&self) -> u32 {
@@ -168,7 +168,7 @@ impl Runtime {
         let db_init = SlotInit {
             kind: AMD_SIGNAL_KIND_DOORBELL,
             value: doorbell as i64,
-            queue_ptr: aql.desc.va,
+            queue_ptr: aql.desc.va(),
             flags: FLAG_INTERNAL,
             ..Default::default()
         };
@@ -234,7 +234,7 @@ impl Runtime {
     pub fn inactivate_queue(&self, addr: u64) -> Result<()> {
         let q = self.queue(addr)?;
         let ring = &q.aql().ring;
-        q.aql().update(0, ring.va, ring.size as u32).map_err(|e| Error::from_errno("UPDATE_QUEUE", e))
+        q.aql().update(0, ring.va(), ring.size() as u32).map_err(|e| Error::from_errno("UPDATE_QUEUE", e))
     }
 
     /// An owned queue (destroyed on drop).

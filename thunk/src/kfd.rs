@@ -148,13 +148,17 @@ impl Kfd {
             ..Default::default()
         };
         if let Err(e) = self.call(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) {
-            vm::release(va, size as usize);
+            // SAFETY: the reservation made above, not handed to anything yet.
+            unsafe { vm::release(va, size as usize) };
             return Err(e);
         }
         // From here `mem` owns the allocation: any failure below frees it on drop.
-        let mem = GpuMemory::new(self.downgrade(), va, size, a.handle, gpu_id);
+        // SAFETY: the reservation made above passes to `mem`, which maps it below before it
+        // leaves this function.
+        let mem = unsafe { GpuMemory::new(self.downgrade(), va, size, a.handle, gpu_id) };
         let file = open_backing(self, Space::Render, a.mmap_offset)?;
-        vm::map_file_at(va, size as usize, &file)?;
+        // SAFETY: `mem`'s own reservation; no reference into it exists yet.
+        unsafe { vm::map_file_at(va, size as usize, &file)? };
         self.map_to_gpu(a.handle, &[gpu_id])?;
         Ok(mem)
     }
@@ -191,7 +195,7 @@ impl Kfd {
         let mut new_page = None;
         if page.is_none() {
             let p = self.alloc(gpu_id, u64::from(KFD_SIGNAL_EVENT_LIMIT) * 8, Kind::Gtt)?;
-            a.event_page_offset = p.handle;
+            a.event_page_offset = p.handle();
             new_page = Some(p);
         }
         self.call(AMDKFD_IOC_CREATE_EVENT, &mut a)?;

@@ -42,8 +42,10 @@ pub struct HostMapping {
 impl HostMapping {
     pub fn map(file: &File, len: usize) -> Result<HostMapping, Errno> {
         let addr = vm::reserve(len)?;
-        if let Err(e) = vm::map_file_at(addr, len, file) {
-            vm::release(addr, len);
+        // SAFETY: the fresh reservation made just above; nothing else knows its address.
+        if let Err(e) = unsafe { vm::map_file_at(addr, len, file) } {
+            // SAFETY: the same reservation, unused.
+            unsafe { vm::release(addr, len) };
             return Err(e);
         }
         Ok(HostMapping { addr, len })
@@ -64,7 +66,9 @@ impl HostMapping {
 
 impl Drop for HostMapping {
     fn drop(&mut self) {
-        vm::release(self.addr, self.len);
+        // SAFETY: the mapping `self` made and owns; its fields are private and `addr()` gives
+        // out an address, never a reference, so nothing refers to it once `self` goes.
+        unsafe { vm::release(self.addr, self.len) };
     }
 }
 
@@ -78,14 +82,21 @@ pub enum Kind {
 /// One allocation, mapped to its GPU and into this process at the same address.
 pub struct GpuMemory {
     kfd: Weak<Inner>,
-    pub va: u64,
-    pub size: u64,
-    pub handle: u64,
-    pub gpu_id: u32,
+    // Private: `read`, `write` and the atomics trust `va` and `size`, and drop unmaps them.
+    va: u64,
+    size: u64,
+    handle: u64,
+    gpu_id: u32,
 }
 
 impl GpuMemory {
-    pub(crate) fn new(kfd: Weak<Inner>, va: u64, size: u64, handle: u64, gpu_id: u32) -> GpuMemory {
+    /// A buffer over the address range `[va, va + size)`, which it owns from now on.
+    ///
+    /// # Safety
+    ///
+    /// The range is a reservation made by [`vm::reserve`] that the caller hands over: nothing
+    /// else uses or releases it, and it is mapped read-write before the buffer is accessed.
+    pub(crate) unsafe fn new(kfd: Weak<Inner>, va: u64, size: u64, handle: u64, gpu_id: u32) -> GpuMemory {
         GpuMemory { kfd, va, size, handle, gpu_id }
     }
 
@@ -95,6 +106,26 @@ impl GpuMemory {
             "access {off:#x}+{len} outside a {}-byte buffer",
             self.size
         );
+    }
+
+    /// The buffer's GPU virtual address (== its host address).
+    pub fn va(&self) -> u64 {
+        self.va
+    }
+
+    /// Bytes of the buffer (whole pages).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The device's handle of the allocation.
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+
+    /// The GPU the buffer is allocated on and mapped to.
+    pub fn gpu_id(&self) -> u32 {
+        self.gpu_id
     }
 
     /// The address of byte `off` (GPU VA == host address).
@@ -165,6 +196,8 @@ impl Drop for GpuMemory {
                 log::warn!("freeing buffer {:#x}: {e}", self.handle);
             }
         }
-        vm::release(self.va, self.size as usize);
+        // SAFETY: the range `self` owns (its fields are private); the references its accessors
+        // lend borrow `self`, so none outlives this drop.
+        unsafe { vm::release(self.va, self.size as usize) };
     }
 }

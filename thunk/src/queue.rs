@@ -35,22 +35,22 @@ impl KfdQueue {
             e
         };
         let slice = a.doorbell_offset & !(DOORBELL_SLICE - 1);
+        let doorbell_byte = a.doorbell_offset & (DOORBELL_SLICE - 1);
+        if !doorbell_byte.is_multiple_of(8) {
+            // `ring_doorbell` stores a u64 there: it must be aligned (and so inside the slice).
+            log::warn!("queue {queue_id}: misaligned doorbell offset {:#x}", a.doorbell_offset);
+            return Err(destroy(Errno::EINVAL));
+        }
         let file = open_backing(kfd, Space::Kfd, slice).map_err(destroy)?;
         let doorbell = HostMapping::map(&file, DOORBELL_SLICE as usize).map_err(destroy)?;
-        Ok(KfdQueue {
-            kfd: kfd.clone(),
-            id: queue_id,
-            doorbell,
-            doorbell_byte: a.doorbell_offset & (DOORBELL_SLICE - 1),
-            doorbell_offset: a.doorbell_offset,
-        })
+        Ok(KfdQueue { kfd: kfd.clone(), id: queue_id, doorbell, doorbell_byte, doorbell_offset: a.doorbell_offset })
     }
 
     /// Rings the doorbell with `value` (a plain 64-bit store, as ROCr and kfdtest do).
     fn ring_doorbell(&self, value: u64) {
         let addr = self.doorbell.addr() + self.doorbell_byte;
-        // SAFETY: the doorbell slice mapping is live for `self` and the doorbell is an aligned
-        // 8-byte word inside it.
+        // SAFETY: the doorbell slice mapping is live for `self`, and `create` checked that the
+        // doorbell is an aligned 8-byte word inside it.
         unsafe { AtomicU64::from_ptr(addr as *mut u64) }.store(value, Ordering::Release);
     }
 }
@@ -91,7 +91,7 @@ impl AqlQueue {
             hsa_queue: HsaQueue {
                 type_: HSA_QUEUE_TYPE_MULTI,
                 features: HSA_QUEUE_FEATURE_KERNEL_DISPATCH,
-                base_address: ring.va,
+                base_address: ring.va(),
                 size: slots as u32,
                 ..Default::default()
             },
@@ -100,7 +100,7 @@ impl AqlQueue {
         };
         desc.write(0, uapi::IntoBytes::as_bytes(&q));
         let mut a = CreateQueueArgs {
-            ring_base_address: ring.va,
+            ring_base_address: ring.va(),
             write_pointer_address: desc.addr(AMD_QUEUE_WRITE_DISPATCH_ID_OFFSET as u64),
             read_pointer_address: desc.addr(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64),
             ring_size: (slots * AQL_PACKET_SIZE as u64) as u32,
@@ -258,7 +258,7 @@ impl RingQueue {
         let ring = kfd.alloc(gpu_id, bytes, Kind::Gtt)?;
         let ptrs = kfd.alloc(gpu_id, 4096, Kind::Gtt)?;
         let mut a = CreateQueueArgs {
-            ring_base_address: ring.va,
+            ring_base_address: ring.va(),
             write_pointer_address: ptrs.addr(8),
             read_pointer_address: ptrs.addr(0),
             ring_size: bytes as u32,
@@ -430,5 +430,97 @@ pub mod packet {
             completion_signal: completion,
             ..Default::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::Transport;
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+    use uapi::{FromBytes, IntoBytes};
+
+    /// A device that allocates buffers (backing files it creates) and answers CREATE_QUEUE with
+    /// the doorbell offset it is given; it records the queues destroyed.
+    struct FakeDevice {
+        dir: PathBuf,
+        doorbell_offset: u64,
+        next_offset: Mutex<u64>,
+        destroyed: Mutex<Vec<u32>>,
+    }
+
+    impl FakeDevice {
+        fn backing(&self, space: &str, offset: u64, len: u64) {
+            let dir = self.dir.join(self.pid().to_string()).join(space);
+            std::fs::create_dir_all(&dir).unwrap();
+            let f = std::fs::File::create(dir.join(format!("{offset:016x}"))).unwrap();
+            f.set_len(len).unwrap();
+        }
+    }
+
+    impl Transport for FakeDevice {
+        fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+            if cmd == AMDKFD_IOC_ALLOC_MEMORY_OF_GPU {
+                let mut a = AllocMemoryOfGpuArgs::read_from_bytes(arg).unwrap();
+                let mut next = self.next_offset.lock().unwrap();
+                a.handle = *next;
+                a.mmap_offset = *next << 12;
+                *next += 1;
+                self.backing("render", a.mmap_offset, a.size);
+                arg.copy_from_slice(a.as_bytes());
+            } else if cmd == AMDKFD_IOC_CREATE_QUEUE {
+                let mut a = CreateQueueArgs::read_from_bytes(arg).unwrap();
+                a.queue_id = 3;
+                a.doorbell_offset = self.doorbell_offset;
+                self.backing("kfd", self.doorbell_offset & !(DOORBELL_SLICE - 1), DOORBELL_SLICE);
+                arg.copy_from_slice(a.as_bytes());
+            } else if cmd == AMDKFD_IOC_DESTROY_QUEUE {
+                let a = DestroyQueueArgs::read_from_bytes(arg).unwrap();
+                self.destroyed.lock().unwrap().push(a.queue_id);
+            }
+            Ok(())
+        }
+
+        fn runtime_dir(&self) -> &Path {
+            &self.dir
+        }
+
+        fn pid(&self) -> u32 {
+            std::process::id()
+        }
+
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    /// A queue on a fake device that answers `doorbell_offset`; what AqlQueue::new returned and
+    /// the queues the device was asked to destroy.
+    fn create(doorbell_offset: u64, tag: &str) -> (Result<(), Errno>, Vec<u32>) {
+        let dir = std::env::temp_dir().join(format!("thunk-queue-{tag}-{}", std::process::id()));
+        let kfd = Kfd::new(Box::new(FakeDevice {
+            dir: dir.clone(),
+            doorbell_offset,
+            next_offset: Mutex::new(1),
+            destroyed: Mutex::new(Vec::new()),
+        }));
+        let made = AqlQueue::new(&kfd, 1, 16).map(drop);
+        let fake: &FakeDevice = kfd.transport().as_any().downcast_ref().unwrap();
+        let destroyed = fake.destroyed.lock().unwrap().clone();
+        std::fs::remove_dir_all(&dir).unwrap();
+        (made, destroyed)
+    }
+
+    #[test]
+    fn a_misaligned_doorbell_is_refused_and_its_queue_destroyed() {
+        // Bytes 0x1FFC..0x2004 would straddle the slice's end.
+        assert_eq!(create((3 << 62) | 0x1FFC, "misaligned"), (Err(Errno::EINVAL), vec![3]));
+    }
+
+    #[test]
+    fn an_aligned_doorbell_maps() {
+        // Created, then destroyed when dropped.
+        assert_eq!(create((3 << 62) | 0x1FF8, "aligned"), (Ok(()), vec![3]));
     }
 }

@@ -50,7 +50,7 @@ impl Signals {
     /// Makes signal `i` an interrupt signal: a new KFD signal event, whose event-page slot
     /// becomes the mailbox. Returns the event id.
     pub fn attach_event(&self, kfd: &Kfd, i: u64) -> Result<u32, Errno> {
-        let ev = kfd.create_event(self.mem.gpu_id, KFD_IOC_EVENT_SIGNAL, false)?;
+        let ev = kfd.create_event(self.mem.gpu_id(), KFD_IOC_EVENT_SIGNAL, false)?;
         let mailbox = kfd.mailbox(ev.event_slot_index).ok_or(Errno::EINVAL)?;
         let off = self.off(i);
         self.mem.u64_at(off + AMD_SIGNAL_EVENT_ID_OFFSET as u64).store(u64::from(ev.event_id), Ordering::Relaxed);

@@ -18,12 +18,18 @@ pub fn reserve(len: usize) -> Result<u64, Errno> {
     Ok(p.as_ptr() as u64)
 }
 
-/// Maps `len` bytes of `file` shared, read-write, exactly at `addr` (reserved by [`reserve`]).
-pub fn map_file_at(addr: u64, len: usize, file: &File) -> Result<(), Errno> {
+/// Maps `len` bytes of `file` shared, read-write, exactly at `addr`.
+///
+/// # Safety
+///
+/// `[addr, addr + len)` must be a range the caller owns, reserved by [`reserve`] or
+/// [`reserve_aligned`] (or mapped over by this module since), with no Rust reference or other
+/// live object pointing into it: MAP_FIXED replaces whatever is mapped there.
+pub unsafe fn map_file_at(addr: u64, len: usize, file: &File) -> Result<(), Errno> {
     let l = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
     let a = NonZeroUsize::new(addr as usize).ok_or(Errno::EINVAL)?;
-    // SAFETY: MAP_FIXED replaces only the reservation this thunk made at `addr` for this
-    // buffer; no Rust reference points into it.
+    // SAFETY: the caller owns the range and nothing points into it (this function's contract),
+    // so replacing its pages with the file's aliases no Rust object.
     unsafe {
         mmap(
             Some(a),
@@ -49,22 +55,28 @@ pub fn reserve_aligned(len: usize, align: usize) -> Result<u64, Errno> {
     let aligned = start.next_multiple_of(align as u64);
     let end = aligned + len as u64;
     if aligned > start {
-        release(start, (aligned - start) as usize);
+        // SAFETY: the unaligned head of the reservation made just above; nothing refers to it.
+        unsafe { release(start, (aligned - start) as usize) };
     }
     let padded_end = start + padded as u64;
     if padded_end > end {
-        release(end, (padded_end - end) as usize);
+        // SAFETY: the tail past `end` of the same fresh reservation; nothing refers to it.
+        unsafe { release(end, (padded_end - end) as usize) };
     }
     Ok(aligned)
 }
 
-/// Maps fresh zeroed anonymous read-write memory exactly at `addr` (reserved by [`reserve`]):
-/// paged system memory that the device reaches as a user pointer.
-pub fn map_anonymous_at(addr: u64, len: usize) -> Result<(), Errno> {
+/// Maps fresh zeroed anonymous read-write memory exactly at `addr`: paged system memory that
+/// the device reaches as a user pointer.
+///
+/// # Safety
+///
+/// As for [`map_file_at`]: the caller owns `[addr, addr + len)`, a reservation of this module,
+/// and nothing points into it.
+pub unsafe fn map_anonymous_at(addr: u64, len: usize) -> Result<(), Errno> {
     let l = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
     let a = NonZeroUsize::new(addr as usize).ok_or(Errno::EINVAL)?;
-    // SAFETY: MAP_FIXED replaces only the reservation this thunk made at `addr`; no Rust
-    // reference points into it.
+    // SAFETY: the caller owns the range and nothing points into it (this function's contract).
     unsafe {
         mmap_anonymous(
             Some(a),
@@ -77,10 +89,15 @@ pub fn map_anonymous_at(addr: u64, len: usize) -> Result<(), Errno> {
 }
 
 /// Gives `[addr, addr + len)` back to the system.
-pub fn release(addr: u64, len: usize) {
+///
+/// # Safety
+///
+/// The range must be one the caller owns, reserved by [`reserve`] or [`reserve_aligned`] and
+/// possibly mapped over by this module, that nothing (no Rust reference, no other owner)
+/// uses any more: its pages go away, and the kernel may hand the addresses out again.
+pub unsafe fn release(addr: u64, len: usize) {
     if let Some(p) = NonNull::new(addr as *mut libc::c_void) {
-        // SAFETY: the range was reserved (and possibly mapped over) by this module for a buffer
-        // that is being dropped; nothing references it any more.
+        // SAFETY: the caller owns the range and nothing uses it (this function's contract).
         if let Err(e) = unsafe { munmap(p, len) } {
             log::warn!("munmap({addr:#x}, {len}) failed: {e}");
         }

@@ -35,10 +35,10 @@ fn a_barrier_completes_its_signal_and_a_fill_kernel_writes_memory() {
     };
     code.write(0, desc.as_bytes());
     let dst = kfd.alloc(gpu, 4096, Kind::Vram).unwrap();
-    let args = FillArgs { dst: dst.va, value: 0xC0FFEE, reserved: 0 };
+    let args = FillArgs { dst: dst.va(), value: 0xC0FFEE, reserved: 0 };
     code.write(64, args.as_bytes());
     sig.value(1).store(1, Ordering::Release);
-    q.submit(&packet::dispatch(code.va, code.addr(64), [100, 1, 1], [64, 1, 1], sig.handle(1), false));
+    q.submit(&packet::dispatch(code.va(), code.addr(64), [100, 1, 1], [64, 1, 1], sig.handle(1), false));
     assert_eq!(sig.wait(1, Duration::from_secs(5), |v| v == 0), Ok(0));
     let mut out = [0u8; 404];
     dst.read(0, &mut out);

@@ -6,7 +6,7 @@
 //! `AMDKFD_IOC_*` request and of every constant) with the Rust side. Everything the header and
 //! `uapi` both define is compared; what only one side has is listed in the summary. The system
 //! `kfd_ioctl.h` may be older than the 1.18 ABI that `uapi` declares: requests it lacks are
-//! checked against the ioctl table of refs/KFD.md ([`KFD_MD_IOCTLS`]), fields it lacks are gated
+//! checked against a table of the 1.18 requests ([`KFD_1_18_IOCTLS`]), fields it lacks are gated
 //! on `KFD_IOCTL_MINOR_VERSION`, and structs it lacks are reported, not skipped silently.
 //!
 //! Adding a struct is one entry in [`layouts`], a constant one name in [`constants`]; a check
@@ -33,8 +33,9 @@ const HEADERS: [(&str, &str); 6] = [
 /// Debian ships `drm/drm.h` only under this directory (libdrm-dev).
 const LIBDRM_INCLUDE: &str = "/usr/include/libdrm";
 
-/// The ioctl table of refs/KFD.md at KFD 1.18 (x86-64): nr, name, direction, argument size.
-const KFD_MD_IOCTLS: [(u32, &str, &str, usize); 38] = [
+/// Every request of KFD 1.18 (x86-64) as `linux/kfd_ioctl.h` defines it with `AMDKFD_IOW`,
+/// `AMDKFD_IOR` or `AMDKFD_IOWR`: nr, name, direction, argument size (`sizeof` its struct).
+const KFD_1_18_IOCTLS: [(u32, &str, &str, usize); 38] = [
     (0x01, "GET_VERSION", "R", 8),
     (0x02, "CREATE_QUEUE", "WR", 96),
     (0x03, "DESTROY_QUEUE", "WR", 8),
@@ -75,8 +76,8 @@ const KFD_MD_IOCTLS: [(u32, &str, &str, usize); 38] = [
     (0x26, "DBG_TRAP", "WR", 32),
 ];
 
-/// Full request numbers quoted in refs/KFD.md.
-const KFD_MD_EXAMPLES: [(u32, u32); 3] = [
+/// Full request numbers, as `AMDKFD_IOC_*` expand on x86-64 (a check of the `_IOC` formula).
+const KNOWN_REQUESTS: [(u32, u32); 3] = [
     (AMDKFD_IOC_GET_VERSION, 0x8008_4B01),
     (AMDKFD_IOC_CREATE_QUEUE, 0xC060_4B02),
     (AMDKFD_IOC_WAIT_EVENTS, 0xC018_4B0C),
@@ -824,7 +825,7 @@ struct Report {
     structs: usize,
     fields: usize,
     ioctls_header: usize,
-    ioctls_md: usize,
+    ioctls_table: usize,
     consts: usize,
     absent_structs: Vec<&'static str>,
     absent_fields: Vec<String>,
@@ -880,17 +881,17 @@ fn dir_name(dir: u32) -> &'static str {
 }
 
 fn compare_ioctls(r: &mut Report, out: &COutput, decl: &Declared) {
-    r.check(ALL.len() == KFD_MD_IOCTLS.len(), || {
-        format!("ioctl::ALL has {} requests, refs/KFD.md {}", ALL.len(), KFD_MD_IOCTLS.len())
+    r.check(ALL.len() == KFD_1_18_IOCTLS.len(), || {
+        format!("ioctl::ALL has {} requests, the KFD 1.18 table {}", ALL.len(), KFD_1_18_IOCTLS.len())
     });
-    for (i, (&(name, cmd), &(md_nr, md_name, md_dir, md_size))) in ALL.iter().zip(&KFD_MD_IOCTLS).enumerate() {
-        r.ioctls_md += 1;
+    for (i, (&(name, cmd), &(md_nr, md_name, md_dir, md_size))) in ALL.iter().zip(&KFD_1_18_IOCTLS).enumerate() {
+        r.ioctls_table += 1;
         let ours = (ioc_nr(cmd), dir_name(ioc_dir(cmd)), ioc_type(cmd), ioc_size(cmd));
         r.check(name == md_name && ours == (md_nr, md_dir, AMDKFD_IOCTL_BASE, md_size), || {
             let (nr, dir, ty, size) = ours;
             format!(
                 "{name} = {cmd:#010x} (nr {nr:#04x} {dir} type {ty:#x} size {size}), \
-                 refs/KFD.md has {md_name} nr {md_nr:#04x} {md_dir} size {md_size}"
+                 the KFD 1.18 table has {md_name} nr {md_nr:#04x} {md_dir} size {md_size}"
             )
         });
         r.check(ioc_nr(cmd) as usize == i + 1, || format!("{name} sits at ALL[{i}] but has nr {:#x}", ioc_nr(cmd)));
@@ -918,8 +919,8 @@ fn compare_ioctls(r: &mut Report, out: &COutput, decl: &Declared) {
             }
         }
     }
-    for (cmd, want) in KFD_MD_EXAMPLES {
-        r.check(cmd == want, || format!("request {cmd:#010x}, refs/KFD.md quotes {want:#010x}"));
+    for (cmd, want) in KNOWN_REQUESTS {
+        r.check(cmd == want, || format!("request {cmd:#010x}, expected {want:#010x}"));
     }
     // Every request the header defines must be in ALL under one of its names.
     let ours: BTreeSet<String> = ALL.iter().flat_map(|(n, _)| ioctl_c_names(n)).collect();
@@ -1060,7 +1061,7 @@ fn abi_matches_system_headers() {
         "uapi ABI vs system headers (kfd_ioctl.h 1.{}, uapi 1.{KFD_IOCTL_MINOR_VERSION}):\n  \
          {} structs ({} fields) compared with C; not in these headers: {}\n  \
          fields not in this header version: {}\n  \
-         {} ioctls compared with the header, {} with refs/KFD.md; not in the header: {}\n  \
+         {} ioctls compared with the header, {} with the KFD 1.18 table; not in the header: {}\n  \
          {} constants compared; Rust-only (not in these headers): {}\n  \
          {} mismatches",
         out.minor,
@@ -1069,7 +1070,7 @@ fn abi_matches_system_headers() {
         list(&r.absent_structs),
         list(&r.absent_fields),
         r.ioctls_header,
-        r.ioctls_md,
+        r.ioctls_table,
         list(&r.absent_ioctls),
         r.consts,
         list(&r.rust_only_consts),

@@ -1,5 +1,6 @@
-//! The CUSE front end: /dev/kfd as a real character device (linux/fuse.h, CUSE protocol;
-//! fuser cannot do CUSE, see BRIEF.md fact 4).
+//! The CUSE front end: /dev/kfd as a real character device (linux/fuse.h, CUSE protocol),
+//! written on libc/nix because fuser (0.18) cannot do CUSE: it answers CUSE_INIT with ENOSYS,
+//! has no ioctl RETRY and keeps its wire types private.
 //!
 //! * [`frame`]: decoding requests and encoding replies, byte-exact;
 //! * [`session`]: the protocol logic over the device (INIT, OPEN/RELEASE, ioctl RETRY rounds,

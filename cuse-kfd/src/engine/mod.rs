@@ -178,8 +178,11 @@ impl HwQueue {
         self.for_each_event(ids, |events, id, done| events.signal_from_device(*id, done));
     }
 
-    /// Wakes the waiters on KFD events `ids` of the queue's process with FAIL (BEHAVIOURS 18:
-    /// the queue whose packets were to set them is gone), without setting the events.
+    /// Wakes the waiters on KFD events `ids` of the queue's process with FAIL, without setting
+    /// the events: the queue whose packets were to set them is gone. (amdkfd has no such link
+    /// from a queue to events; a waiter is told as `destroy_event` tells the waiters of a
+    /// destroyed event:
+    /// <https://github.com/torvalds/linux/blob/v6.1/drivers/gpu/drm/amd/amdkfd/kfd_events.c>.)
     fn fail_waiters(&self, ids: &[u32]) {
         self.for_each_event(ids, |events, id, done| events.fail_waiters(*id, done));
     }

@@ -1,7 +1,8 @@
 //! Backing files: the memory a client and the device share without mmap on the device node.
 //!
-//! CUSE cannot mmap (BRIEF.md fact 2), so every page the client must map (GPU buffers, the
-//! process doorbell slice, the MMIO remap page, the event page) is a file the device creates
+//! CUSE cannot mmap: mmap on a CUSE node fails with ENODEV, as `cuse_frontend_fops` has no
+//! `.mmap` (<https://github.com/torvalds/linux/blob/v6.1/fs/fuse/cuse.c>). So every page the
+//! client must map (GPU buffers, the process doorbell slice, the MMIO remap page, the event page) is a file the device creates
 //! and maps itself. A client turns a KFD mmap offset into its file by a fixed path scheme:
 //!
 //! ```text

@@ -7,7 +7,8 @@
 
 use super::hsa::*;
 
-/// The profile used when none is named: ROCr 5.2.3 knows gfx90a well (refs/ROCM.md).
+/// The profile used when none is named: gfx90a (device id 0x740F), a target that ROCr 5.2.3
+/// (Debian bookworm's) knows by its engine id (it silently drops gfx942 and gfx1100 agents).
 pub const DEFAULT_PROFILE: &str = "gfx90a";
 
 /// One row of amdkfd's `kfd_gpu_cache_info` tables (kfd_crat.c).

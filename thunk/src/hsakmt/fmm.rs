@@ -251,7 +251,8 @@ impl Fmm {
         let va = vm::reserve_aligned(usize::try_from(size).ok()?, usize::try_from(align).ok()?).ok()?;
         if va < self.svm_base || va + (size - 1) > self.svm_limit {
             log::error!("mmap returned {va:#x}, outside the SVM aperture {:#x}-{:#x}", self.svm_base, self.svm_limit);
-            vm::release(va, size as usize);
+            // SAFETY: the reservation made just above, which nothing else knows of.
+            unsafe { vm::release(va, size as usize) };
             return None;
         }
         Some(va)
@@ -278,8 +279,14 @@ impl Fmm {
     }
 
     /// Maps the backing file of `offset` in `space` over `[va, va + size)`.
-    fn map_backing(kfd: &Kfd, space: Space, offset: u64, va: u64, size: u64) -> bool {
-        match open_backing(kfd, space, offset).and_then(|f| vm::map_file_at(va, size as usize, &f)) {
+    ///
+    /// # Safety
+    ///
+    /// As for [`vm::map_file_at`]: `[va, va + size)` is a reservation of the caller's that
+    /// nothing points into.
+    unsafe fn map_backing(kfd: &Kfd, space: Space, offset: u64, va: u64, size: u64) -> bool {
+        // SAFETY: the caller's reservation, unused (this function's contract).
+        match open_backing(kfd, space, offset).and_then(|f| unsafe { vm::map_file_at(va, size as usize, &f) }) {
             Ok(()) => true,
             Err(e) => {
                 log::error!("cannot map the backing file of offset {offset:#x} at {va:#x}: {e}");
@@ -303,13 +310,16 @@ impl Fmm {
     ) -> Option<u64> {
         let va = self.reserve(size, PAGE_SIZE)?;
         let Some((handle, offset)) = Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) else {
-            vm::release(va, size as usize);
+            // SAFETY: the reservation made above; no object was recorded for it.
+            unsafe { vm::release(va, size as usize) };
             return None;
         };
         if let Some(space) = host_map {
-            if !Fmm::map_backing(kfd, space, offset, va, size) {
+            // SAFETY: the fresh reservation made above; its address has not left this function.
+            if !unsafe { Fmm::map_backing(kfd, space, offset, va, size) } {
                 let _ = free_bo(kfd, handle);
-                vm::release(va, size as usize);
+                // SAFETY: as above: unrecorded, unused, and the buffer behind it is freed.
+                unsafe { vm::release(va, size as usize) };
                 return None;
             }
         }
@@ -348,11 +358,14 @@ impl Fmm {
         }
         if flags.non_paged() == 0 && self.userptr_for_paged {
             let va = self.reserve(size, PAGE_SIZE)?;
-            let made = vm::map_anonymous_at(va, size as usize)
+            // SAFETY: the fresh reservation made just above; its address has not left this
+            // function.
+            let made = unsafe { vm::map_anonymous_at(va, size as usize) }
                 .ok()
                 .and_then(|()| Fmm::alloc_bo(kfd, gpu_id, va, size, ioc | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, va));
             let Some((handle, _)) = made else {
-                vm::release(va, size as usize);
+                // SAFETY: the same reservation; no object was recorded for it.
+                unsafe { vm::release(va, size as usize) };
                 return None;
             };
             lock(&self.state).objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Allocated));
@@ -370,12 +383,15 @@ impl Fmm {
         let flags = MemFlags(0).with_non_paged(1).with_host_access(1).with_reserved(0xBE1);
         let va = self.reserve(size, PAGE_SIZE)?;
         let Some((handle, _)) = Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) else {
-            vm::release(va, size as usize);
+            // SAFETY: the reservation made above; no object was recorded for it.
+            unsafe { vm::release(va, size as usize) };
             return None;
         };
-        if !Fmm::map_backing(kfd, Space::Kfd, offset, va, size) {
+        // SAFETY: the fresh reservation made above; its address has not left this function.
+        if !unsafe { Fmm::map_backing(kfd, Space::Kfd, offset, va, size) } {
             let _ = free_bo(kfd, handle);
-            vm::release(va, size as usize);
+            // SAFETY: as above: unrecorded, unused, and the buffer behind it is freed.
+            unsafe { vm::release(va, size as usize) };
             return None;
         }
         lock(&self.state).objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Internal));
@@ -429,7 +445,9 @@ impl Fmm {
             | if coarse { 0 } else { KFD_IOC_ALLOC_MEM_FLAGS_COHERENT };
         let va = self.reserve(aligned_size, PAGE_SIZE).ok_or(Status::Error)?;
         let Some((handle, _)) = Fmm::alloc_bo(kfd, gpu.gpu_id, va, aligned_size, ioc, aligned) else {
-            vm::release(va, aligned_size as usize);
+            // SAFETY: the GPU-address reservation made above (not the caller's pages); no object
+            // was recorded for it.
+            unsafe { vm::release(va, aligned_size as usize) };
             return Err(Status::Error);
         };
         let kind = Kind::Userptr { cpu: addr, cpu_size: size, registrations: 1 };
@@ -601,7 +619,9 @@ impl Fmm {
             st.userptrs.remove(&cpu);
         }
         st.mmio.retain(|_, va| *va != o.start);
-        vm::release(o.start, o.size as usize);
+        // SAFETY: the object's range was reserved by this manager and is now out of its table,
+        // so nothing here refers to it; the thunk hands out its address, never a reference.
+        unsafe { vm::release(o.start, o.size as usize) };
         Ok(())
     }
 
@@ -691,7 +711,8 @@ impl Fmm {
         let mut a = SetScratchBackingVaArgs { va_addr: va >> 16, gpu_id, pad: 0 };
         if let Err(e) = ioctl(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a) {
             log::warn!("SET_SCRATCH_BACKING_VA on gpu {gpu_id:#x}: {e}");
-            vm::release(va, size as usize);
+            // SAFETY: the reservation made above; it was not recorded.
+            unsafe { vm::release(va, size as usize) };
             return None;
         }
         lock(&self.state).scratch.insert(gpu_id, Scratch { base: va, size, pieces: BTreeMap::new() });
@@ -757,7 +778,8 @@ impl Fmm {
         for (handle, _) in s.pieces.values() {
             let _ = Fmm::free_scratch_piece(kfd, gpu_id, *handle);
         }
-        vm::release(s.base, s.size as usize);
+        // SAFETY: the scratch reservation of this manager, just taken out of its table.
+        unsafe { vm::release(s.base, s.size as usize) };
     }
 
     /// Unmaps and frees every object and gives every range back (CloseKFD).
@@ -775,7 +797,8 @@ impl Fmm {
             if let Err(e) = free_bo(kfd, o.handle) {
                 log::debug!("freeing {:#x} at close: {e}", o.start);
             }
-            vm::release(o.start, o.size as usize);
+            // SAFETY: a range this manager reserved, taken out of its table above.
+            unsafe { vm::release(o.start, o.size as usize) };
         }
         let mut st = lock(&self.state);
         st.userptrs.clear();

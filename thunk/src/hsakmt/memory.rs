@@ -216,7 +216,8 @@ impl Thunk {
         put(&mut a, 40, &handle.0[7].to_le_bytes());
         if let Err(e) = self.raw_ioctl(AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a) {
             log::debug!("IPC import: {e}");
-            crate::vm::release(va, size.max(super::PAGE_SIZE) as usize);
+            // SAFETY: the area reserved above for this import, which was not recorded.
+            unsafe { crate::vm::release(va, size.max(super::PAGE_SIZE) as usize) };
             return Err(Status::Error);
         }
         let node = self.node_of(get_u32(&a, 40)).unwrap_or(0);

@@ -1,5 +1,5 @@
 //! The operation sequences the cargo-fuzz targets run, shared by the targets and the corpus
-//! seeder (STYLE 15): [`DispatchOp`] for `dispatcher` (the ioctl dispatcher through
+//! seeder, so that the tests' scenarios seed the corpus: [`DispatchOp`] for `dispatcher` (the ioctl dispatcher through
 //! `Device::ioctl`, with caller memory that serves fuzzer bytes) and [`FrameOp`] for
 //! `cuse_frames` (the CUSE frame decoder and a session after a valid INIT).
 //!

@@ -48,15 +48,20 @@ impl Drop for Server {
 }
 
 /// Times `CALLS` ioctls of `cmd` on `fd`, restoring `args` before each call.
-fn time_ioctl(fd: &std::fs::File, cmd: u32, args: &[u8]) -> Result<Vec<Duration>, String> {
+///
+/// # Safety
+///
+/// `args` holds at least `_IOC_SIZE(cmd)` bytes, and every pointer inside it is valid for what
+/// `cmd` reads and writes through it until the call returns.
+unsafe fn time_ioctl(fd: &std::fs::File, cmd: u32, args: &[u8]) -> Result<Vec<Duration>, String> {
     use std::os::fd::AsRawFd;
     let mut buf = args.to_vec();
     let mut out = Vec::with_capacity(calls());
     for _ in 0..calls() {
         buf.copy_from_slice(args);
         let t0 = Instant::now();
-        // SAFETY: `buf` holds `_IOC_SIZE(cmd)` writable bytes; pointers inside it point at live
-        // memory of this function's caller.
+        // SAFETY: `buf` is a writable copy of `args`, so `_IOC_SIZE(cmd)` bytes; the pointers
+        // inside it are valid (this function's contract).
         let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as libc::c_ulong, buf.as_mut_ptr()) };
         out.push(t0.elapsed());
         if r < 0 {
@@ -96,9 +101,15 @@ pub fn run() -> Result<(), String> {
     let kfd = thunk::Kfd::open_node(Path::new("/dev/kfd-bench")).map_err(|e| format!("opening our node: {e}"))?;
     let gpu = kfd.gpu_ids().map_err(|e| e.to_string())?[0];
     let event = kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, false).map_err(|e| e.to_string())?.event_id;
-    let data = [EventData { event_id: event, ..Default::default() }];
-    let wait =
-        WaitEventsArgs { events_ptr: data.as_ptr() as u64, num_events: 1, wait_for_all: 0, timeout: 0, wait_result: 0 };
+    // Writable: WAIT_EVENTS may copy event data back through events_ptr.
+    let mut data = [EventData { event_id: event, ..Default::default() }];
+    let wait = WaitEventsArgs {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: 1,
+        wait_for_all: 0,
+        timeout: 0,
+        wait_result: 0,
+    };
     let version = GetVersionArgs::default();
 
     for (name, cmd, args) in [
@@ -108,8 +119,12 @@ pub fn run() -> Result<(), String> {
         // Alternate the two servers so drift on a noisy machine hits both alike.
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
-            a.extend(time_ioctl(&our_fd, cmd, args)?);
-            b.extend(time_ioctl(&ref_fd, cmd, args)?);
+            // SAFETY: `args` is a whole argument struct of `cmd`; the only pointer among them,
+            // WAIT_EVENTS' events_ptr, points at `data`, one writable EventData alive until the
+            // loop ends.
+            a.extend(unsafe { time_ioctl(&our_fd, cmd, args) }?);
+            // SAFETY: as above.
+            b.extend(unsafe { time_ioctl(&ref_fd, cmd, args) }?);
         }
         let (pa, pb) = (percentile(&mut a, 50.0), percentile(&mut b, 50.0));
         bench(&format!("cuse_{name}_p50_ours"), ns(pa) / 1000.0, "us");

@@ -60,7 +60,7 @@ pub fn run() {
     let mut lat = Vec::with_capacity(LATENCY_ITERS);
     for _ in 0..LATENCY_ITERS {
         sig.value(0).store(1, Ordering::Relaxed);
-        let p = packet::dispatch(code.va, 0, [1, 1, 1], [1, 1, 1], sig.handle(0), false);
+        let p = packet::dispatch(code.va(), 0, [1, 1, 1], [1, 1, 1], sig.handle(0), false);
         let t0 = Instant::now();
         q.submit(&p);
         while sig.value(0).load(Ordering::Acquire) != 0 {

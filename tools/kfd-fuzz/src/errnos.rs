@@ -1,4 +1,4 @@
-//! The errnos amdkfd can answer for each request (kfd_chardev.c and what it calls; refs/KFD.md),
+//! The errnos amdkfd can answer for each request (kfd_chardev.c and what it calls),
 //! plus those every request may get from the path to the handler: a file of another process
 //! (EBADF), a request number no table row has (ENOTTY), a caller buffer shorter than the request
 //! or a bad pointer met while copying (EFAULT).
@@ -81,7 +81,8 @@ fn has_pointers(nr: u32) -> bool {
     matches!(nr, 0x0C | 0x12 | 0x14 | 0x16 | 0x18 | 0x19 | 0x1A)
 }
 
-/// The errno amdkfd gives when a request names an object of another process (behaviour 22):
+/// The errno amdkfd gives when a request names an object of another process (to amdkfd, an
+/// unknown object, since each process has its own tables):
 /// unknown buffer handles are EINVAL to FREE and EXPORT, ENOMEM to MAP/UNMAP; unknown queue ids
 /// EINVAL to DESTROY and ALLOC_QUEUE_GWS, EFAULT to UPDATE, SET_CU_MASK and
 /// GET_QUEUE_WAVE_STATE; unknown events EINVAL.

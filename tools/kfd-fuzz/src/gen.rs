@@ -673,7 +673,7 @@ impl Gen {
         }
     }
 
-    /// A request by `proc` naming another process's object (behaviour 22).
+    /// A request by `proc` naming another process's object (which must fail).
     fn steal(&mut self, h: &Harness, proc: &Proc) -> Option<Op> {
         let victims: Vec<&Proc> = h.procs.iter().filter(|v| v.index != proc.index && v.alive()).collect();
         if victims.is_empty() {
@@ -683,8 +683,8 @@ impl Gen {
         let m = &proc.model;
         let mut buffers: Vec<u64> = v.model.buffers.keys().copied().collect();
         if let Some(t) = &v.thunk {
-            buffers.extend(t.queues.iter().flat_map(|q| [q.q.ring.handle, q.q.desc.handle]));
-            buffers.extend(t.signals.iter().map(|s| s.mem.handle));
+            buffers.extend(t.queues.iter().flat_map(|q| [q.q.ring.handle(), q.q.desc.handle()]));
+            buffers.extend(t.signals.iter().map(|s| s.mem.handle()));
         }
         buffers.retain(|b| !m.buffers.contains_key(b));
         let mut queues: Vec<u32> = v.model.queues.keys().copied().collect();

@@ -34,11 +34,17 @@ use uapi::{FromBytes, IntoBytes};
 /// Children per round.
 const CHILDREN: usize = 3;
 
-fn raw_ioctl(fd: &File, cmd: u32, addr: u64) -> Result<(), Errno> {
-    // SAFETY: `addr` is either a buffer of at least _IOC_SIZE(cmd) bytes the caller owns, or lies
-    // in the fuzzer's arena so that the bytes past a short buffer are the arena or its
-    // never-mapped hole; the kernel copies through it with copy_{from,to}_user, which faults
-    // cleanly. Pointers inside the arguments are safe ones (see crate::arena).
+/// ioctl(2) on `fd` with the argument at `addr`.
+///
+/// # Safety
+///
+/// `addr` is a buffer of at least `_IOC_SIZE(cmd)` writable bytes the caller owns, or lies in
+/// the fuzzer's arena (so the bytes past a short buffer are the arena or its never-mapped hole);
+/// every pointer inside the argument is null, in the arena, or a buffer the caller owns that is
+/// valid for what `cmd` reads and writes through it (see crate::arena).
+unsafe fn raw_ioctl(fd: &File, cmd: u32, addr: u64) -> Result<(), Errno> {
+    // SAFETY: the caller's contract above; the kernel copies through `addr` and the pointers in
+    // it with copy_{from,to}_user, which faults cleanly on the hole.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as libc::c_ulong, addr as *mut libc::c_void) };
     if r < 0 {
         Err(Errno::last())
@@ -326,7 +332,9 @@ fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64, stats:
                     timeout: t,
                     wait_result: 0,
                 };
-                let r = raw_ioctl(&fd2, AMDKFD_IOC_WAIT_EVENTS, a.as_mut_bytes().as_mut_ptr() as u64);
+                // SAFETY: `a` is a whole WaitEventsArgs owned here, and its events_ptr points at
+                // `data`, one writable EventData that lives past the call.
+                let r = unsafe { raw_ioctl(&fd2, AMDKFD_IOC_WAIT_EVENTS, a.as_mut_bytes().as_mut_ptr() as u64) };
                 std::hint::black_box(&mut data);
                 r.err()
             }));
@@ -361,7 +369,10 @@ fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64, stats:
         };
         // What was asked (the kernel copies the reply over `data`).
         let asked = data.clone();
-        let result = raw_ioctl(&fd, call.cmd, addr);
+        // SAFETY: `addr` is `data` (resized to the request's size above) or its copy at the end
+        // of the arena's pointer area; every pointer in it was resolved by the arena, so it is
+        // null, in the arena or its hole, or outside user space.
+        let result = unsafe { raw_ioctl(&fd, call.cmd, addr) };
         sent += 1;
         let name = ops::name_of(call.cmd);
         stats.record(name, result);
@@ -446,7 +457,8 @@ fn child_run(device: &Path, seed: u64, len: usize, heartbeat: &AtomicU64, stats:
     // failed by the device. Whatever is still parked goes with the process.
     for id in model.events.keys() {
         let mut a = SetEventArgs { event_id: *id, pad: 0 };
-        let _ = raw_ioctl(&fd, AMDKFD_IOC_SET_EVENT, a.as_mut_bytes().as_mut_ptr() as u64);
+        // SAFETY: `a` is a whole SetEventArgs owned here, with no pointers in it.
+        let _ = unsafe { raw_ioctl(&fd, AMDKFD_IOC_SET_EVENT, a.as_mut_bytes().as_mut_ptr() as u64) };
     }
     let t0 = Instant::now();
     for h in helpers {

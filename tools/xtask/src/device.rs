@@ -149,8 +149,8 @@ const VM_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 const BINARY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Test binaries (package/target) that need longer than [`BINARY_TIMEOUT`], with their own
 /// limit; the VM's limit grows by the difference. kfd-fuzz's 100,000 operations on the node
-/// (fuzz_node, CPU-bound under TCG) took 6.5, 9.2 and 11.3 min on a 2-core machine that another
-/// TCG VM shared for part or all of the run; a hang kfd-fuzz finds ends its round within 30 s.
+/// (fuzz_node, CPU-bound under TCG) take up to about 12 min on a 2-core machine shared with
+/// another TCG VM; a hang kfd-fuzz finds ends its round within 30 s.
 const LONG_BINARIES: [(&str, Duration); 1] = [("kfd-tests/fuzz_node", Duration::from_secs(20 * 60))];
 
 /// The limit of the test binary `label` where it has its own.
@@ -170,8 +170,8 @@ pub fn is_ci(ci: Option<&str>) -> bool {
     ci.map(str::trim).is_some_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
 }
 
-/// Issue 4: CI must never skip the device tier, so under CI (`ci` is the variable's value) a
-/// skip is a failure that keeps its reason. A developer's run (issue 2) keeps the skip.
+/// CI must never skip the device tier, so under CI (`ci` is the variable's value) a skip is a
+/// failure that keeps its reason. A developer's run keeps the skip.
 pub fn judge_skip(outcome: Outcome, ci: Option<&str>) -> Outcome {
     match outcome {
         Outcome::Skipped(why) if is_ci(ci) => {

@@ -169,7 +169,7 @@ impl Harness {
                 scratch.write(64, args.as_bytes());
                 let grid = (*grid).clamp(1, 4096);
                 let wg = (*wg).clamp(1, 1024);
-                (pk::dispatch(scratch.va, scratch.addr(64), [grid, 1, 1], [wg, 1, 1], sig(t, *signal), false), false)
+                (pk::dispatch(scratch.va(), scratch.addr(64), [grid, 1, 1], [wg, 1, 1], sig(t, *signal), false), false)
             }
             Packet::Bogus { object, kernarg, grid, wg, setup } => {
                 let mut b =

@@ -7,7 +7,7 @@
 //!   front end fetches);
 //! * a failed request changes no object of the process; a successful one changes exactly what it
 //!   says (one new buffer, queue or event; the named one gone);
-//! * no request names an object its process does not own and succeeds (behaviour 22);
+//! * no request names an object its process does not own and succeeds;
 //! * per-process object counts equal the model's;
 //! * when every client has gone: nothing is left (counts zero, no client directories, all VRAM
 //!   back).
