@@ -5,25 +5,20 @@
 //! * [`process`], [`memory`], [`queue`], [`event`]: the per-process KFD model;
 //! * [`engine`]: the soft command processor (AQL packets, soft kernels, signals);
 //! * [`topology`]: device profiles and the sysfs-shaped topology tree;
-//! * [`sysfs`]: that tree as a read-only FUSE filesystem, to mount over /sys/devices/virtual/kfd/kfd;
-//! * [`embedded`]: the in-process front end.
+//! * [`frontend`]: the ways in: CUSE, embedded, the topology filesystem, the control socket.
 
 pub mod clock;
-pub mod control;
-pub mod cuse;
 pub mod device;
-pub mod embedded;
 pub mod engine;
 pub mod event;
 pub mod faults;
-pub mod inspect;
+pub mod frontend;
 pub mod ioctl;
 pub mod memory;
 pub mod process;
 pub mod queue;
-pub mod sysfs;
 pub mod topology;
 pub mod trace;
 
 pub use device::{Caller, Device, DeviceConfig, DeviceStats, FileId};
-pub use embedded::{Embedded, EmbeddedFile};
+pub use frontend::embedded::{Embedded, EmbeddedFile};

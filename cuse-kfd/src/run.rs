@@ -11,7 +11,7 @@
 //! to turn its mmaps of those into mappings of the device's backing files. `run` then stays as
 //! the parent that serves the FUSE tree until the program exits.
 
-use cuse_kfd::sysfs::{SysfsMount, SysfsTree};
+use cuse_kfd::frontend::topology_fs::{SysfsMount, SysfsTree};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use std::ffi::OsString;

@@ -1551,7 +1551,7 @@ impl ServeDaemon {
         // Ready: the node has the requested mode (devtmpfs creates it 0600 first) and the
         // control socket answers.
         while !(std::fs::metadata(&d.node).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o666)
-            && cuse_kfd::control::request(&d.runtime_dir, "stats").is_ok())
+            && cuse_kfd::frontend::control::request(&d.runtime_dir, "stats").is_ok())
         {
             if let Some(status) = d.child.try_wait().unwrap() {
                 panic!("cuse-kfd serve exited with {status} before {} appeared", d.node.display());

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use cuse_kfd::device::default_runtime_dir;
-use cuse_kfd::embedded::PendingIoctl;
+use cuse_kfd::frontend::embedded::PendingIoctl;
 use cuse_kfd::ioctl::reply::{Reply, Responder};
 use cuse_kfd::ioctl::{Request, UserMemory};
 use cuse_kfd::memory::backing::{backing_path, MmapSpace};
@@ -99,8 +99,8 @@ impl Rig {
         match &self.dev {
             RigDevice::Embedded(emb) => emb.device().stats(),
             RigDevice::Node(_) => {
-                let text = cuse_kfd::control::request(&self.root, "stats").expect("the daemon's stats");
-                cuse_kfd::control::parse_stats(&text).unwrap_or_else(|e| panic!("the daemon's stats: {e}"))
+                let text = cuse_kfd::frontend::control::request(&self.root, "stats").expect("the daemon's stats");
+                cuse_kfd::frontend::control::parse_stats(&text).unwrap_or_else(|e| panic!("the daemon's stats: {e}"))
             }
         }
     }
