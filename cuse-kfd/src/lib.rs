@@ -1,12 +1,14 @@
 //! cuse-kfd: a software amdkfd.
 //!
-//! * [`device`]: the device, its client files and processes;
+//! * [`device`]: the device, its client files and processes ([`client`]: who calls, on which file);
+//! * [`reply`]: the answer owed to every request, sent exactly once;
 //! * [`ioctl`]: the one ioctl table and its handlers, reached through [`device::Device::ioctl`];
 //! * [`process`], [`memory`], [`queue`], [`event`]: the per-process KFD model;
 //! * [`engine`]: the soft command processor (AQL packets, soft kernels, signals);
 //! * [`topology`]: device profiles and the sysfs-shaped topology tree;
 //! * [`frontend`]: the ways in: CUSE, embedded, the topology filesystem, the control socket.
 
+pub mod client;
 pub mod clock;
 pub mod device;
 pub mod engine;
@@ -17,8 +19,10 @@ pub mod ioctl;
 pub mod memory;
 pub mod process;
 pub mod queue;
+pub mod reply;
 pub mod topology;
 pub mod trace;
 
-pub use device::{Caller, Device, DeviceConfig, DeviceStats, FileId};
+pub use client::{Caller, FileId};
+pub use device::{Device, DeviceConfig, DeviceStats};
 pub use frontend::embedded::{Embedded, EmbeddedFile};

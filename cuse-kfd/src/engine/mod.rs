@@ -17,7 +17,7 @@ mod signal;
 
 pub use kernels::{ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
 
-use crate::device::Device;
+use crate::event::registry::WaitRegistry;
 use crate::event::wait::Completion;
 use crate::event::EventTable;
 use crate::faults::Faults;
@@ -30,7 +30,7 @@ use aql::{LazyNow, PollCtx, QueueRunner};
 use ring::RingRunner;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -156,7 +156,8 @@ pub struct HwQueue {
     pub process: Arc<Process>,
     pub queue: Arc<Queue>,
     doorbell: Arc<BackingFile>,
-    device: Weak<Device>,
+    /// Where completed waits go (shared with the device).
+    waits: Arc<WaitRegistry>,
 }
 
 impl HwQueue {
@@ -166,11 +167,7 @@ impl HwQueue {
     }
 
     fn deliver(&self, done: Vec<Completion>) {
-        if let Some(d) = self.device.upgrade() {
-            d.deliver(done);
-        } else {
-            done.into_iter().for_each(Completion::send);
-        }
+        self.waits.deliver(done);
     }
 
     /// Raises KFD signal events `ids` of the queue's process (the interrupt path).
@@ -261,6 +258,7 @@ struct Shared {
     config: EngineConfig,
     faults: Arc<Faults>,
     trace: Arc<Trace>,
+    waits: Arc<WaitRegistry>,
     registry: Mutex<Registry>,
     generation: AtomicU64,
     acked: Mutex<u64>,
@@ -284,11 +282,13 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>) -> Engine {
+    /// An engine whose completed waits go to `waits`.
+    pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>, waits: Arc<WaitRegistry>) -> Engine {
         let shared = Arc::new(Shared {
             config,
             faults,
             trace,
+            waits,
             registry: Mutex::new(Registry::default()),
             generation: AtomicU64::new(0),
             acked: Mutex::new(0),
@@ -309,9 +309,10 @@ impl Engine {
     }
 
     /// Starts processing `queue` of `process`.
-    pub fn add(&self, device: Weak<Device>, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
+    pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
+        let waits = self.shared.waits.clone();
         let mut reg = lock(&self.shared.registry);
-        reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, device }));
+        reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, waits }));
         reg.generation += 1;
         self.shared.generation.store(reg.generation, Ordering::Release);
         drop(reg);

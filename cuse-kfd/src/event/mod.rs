@@ -7,6 +7,7 @@
 //! returned to the caller to be sent after the table's lock is dropped.
 
 pub mod page;
+pub mod registry;
 pub mod timer;
 pub mod wait;
 

@@ -8,10 +8,10 @@
 
 use cuse_kfd::device::default_runtime_dir;
 use cuse_kfd::frontend::embedded::PendingIoctl;
-use cuse_kfd::ioctl::reply::{Reply, Responder};
 use cuse_kfd::ioctl::{Request, UserMemory};
 use cuse_kfd::memory::backing::{backing_path, MmapSpace};
 use cuse_kfd::memory::remote;
+use cuse_kfd::reply::{Reply, Responder};
 use cuse_kfd::{Caller, DeviceConfig, DeviceStats, Embedded, EmbeddedFile};
 use nix::errno::Errno;
 use std::path::{Path, PathBuf};

@@ -7,10 +7,11 @@
 //! ioctl writes are fetched too, so bytes it does not write go back to the caller unchanged.
 
 use super::frame::{self, Op, Request};
-use crate::device::{Caller, Device, FileId};
-use crate::ioctl::reply::{Reply, Responder, UserWrite};
+use crate::client::{Caller, FileId};
+use crate::device::Device;
 use crate::ioctl::{self, Direction, UserMemory, UserRange};
 use crate::memory::PAGE_SIZE;
+use crate::reply::{Reply, Responder, UserWrite};
 use nix::errno::Errno;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
