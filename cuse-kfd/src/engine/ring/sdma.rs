@@ -7,7 +7,7 @@
 //! - COPY (1) LINEAR (0): `count + 1` bytes from src to dst, or to two dsts with BROADCAST.
 //! - WRITE (2) LINEAR (0): `count + 1` dwords of inline data to dst.
 //! - FENCE (5): a 32-bit store.
-//! - TRAP (6): an SDMA trap interrupt with the 28-bit INT_CONTEXT (see [`super::Interrupt`]).
+//! - TRAP (6): an SDMA trap interrupt with the 28-bit INT_CONTEXT (see [`Interrupt`]).
 //! - POLL_REGMEM (8) on memory: `(*addr & mask) FUNC value`, re-polled while false. On a
 //!   register it is only accepted where it cannot wait: with HDP_FLUSH (amdgpu's HDP flush) or
 //!   function ALWAYS (ROCr's HDP flush packet); there is no HDP or register file to touch.
@@ -19,11 +19,11 @@
 //!
 //! Anything else is a queue error that names what was refused.
 
-use super::kernels::ERROR_INVALID_PACKET_FORMAT;
-use super::mem::Mem;
-use super::ring::{Action, WaitFunction};
-use super::{Interrupt, QueueFault};
+use super::{Action, WaitFunction};
 use crate::clock;
+use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
+use crate::engine::mem::Mem;
+use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
 
 pub const OP_NOP: u8 = 0;

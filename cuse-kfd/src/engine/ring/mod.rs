@@ -13,10 +13,13 @@
 //! is polled again, as an AQL barrier is. An indirect buffer runs to its end before the ring
 //! moves past the packet that called it; IBs nest up to [`MAX_IB_DEPTH`] deep.
 
-use super::aql::{LazyNow, PollCtx, Polled};
-use super::kernels::ERROR_INVALID_PACKET_FORMAT;
+mod pm4;
+mod sdma;
+
+use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use super::mem::{Mem, Tlb};
-use super::{pm4, sdma, HwQueue, Interrupt, QueueFault};
+use super::runner::{Interrupt, LazyNow, PollCtx, Polled, PropsCache};
+use super::HwQueue;
 use crate::faults::Faults;
 use crate::queue::QueueType;
 use std::sync::atomic::Ordering;
@@ -122,8 +125,7 @@ pub struct RingRunner {
     /// Where the ring continues once the IB stack is done.
     ib_return: u64,
     stopped: bool,
-    /// Cached queue properties: (generation, ring base, ring bytes, active).
-    props: (u64, u64, u64, bool),
+    props: PropsCache,
 }
 
 impl RingRunner {
@@ -141,7 +143,7 @@ impl RingRunner {
             ibs: Vec::new(),
             ib_return: 0,
             stopped: false,
-            props: (u64::MAX, 0, 0, false),
+            props: PropsCache::default(),
         }
     }
 
@@ -151,15 +153,6 @@ impl RingRunner {
             Kind::Pm4 => 4,
             Kind::Sdma => 1,
         }
-    }
-
-    fn props(&mut self) -> (u64, u64, bool) {
-        let g = self.hw.queue.props_generation();
-        if g != self.props.0 {
-            let p = self.hw.queue.props();
-            self.props = (g, p.ring_base.0, p.ring_size, p.is_active());
-        }
-        (self.props.1, self.props.2, self.props.3)
     }
 
     pub fn poll(&mut self, _now: &LazyNow, ctx: &PollCtx) -> Polled {
@@ -186,7 +179,8 @@ impl RingRunner {
         if self.rptr >= self.target && self.ibs.is_empty() {
             return out;
         }
-        let (ring_base, ring_size, active) = self.props();
+        let props = self.props.get(&self.hw.queue);
+        let (ring_base, ring_size, active) = (props.base, props.size, props.active);
         if !active {
             return out;
         }

@@ -7,7 +7,7 @@
 //! - WRITE_DATA (0x37) to memory (DST_SEL 1, 2 or 5), incrementing or fixed address.
 //! - RELEASE_MEM (0x49): DATA_SEL 0-4 (none, 32-bit data, 64-bit data, GPU clock, system
 //!   clock) to memory, then INT_SEL 1 or 2 raises an end-of-pipe interrupt whose context id is
-//!   the packet's INT_CTXID (see [`super::Interrupt`]).
+//!   the packet's INT_CTXID (see [`Interrupt`]).
 //! - WAIT_REG_MEM (0x3C) on memory: `(*addr & mask) FUNCTION reference`, re-polled while false;
 //!   the queue waits there as behind an AQL barrier.
 //! - INDIRECT_BUFFER (0x3F): runs an IB of GPU VM memory (the ring runner keeps the IB stack).
@@ -16,11 +16,11 @@
 //! A type-2 packet is a one-dword filler. Everything else (type 0/1 register writes, other
 //! opcodes, register targets) is a queue error that names what was refused.
 
-use super::kernels::ERROR_INVALID_PACKET_FORMAT;
-use super::mem::Mem;
-use super::ring::{Action, WaitFunction};
-use super::{Interrupt, QueueFault};
+use super::{Action, WaitFunction};
 use crate::clock;
+use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
+use crate::engine::mem::Mem;
+use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
 
 pub const NOP: u8 = 0x10;
