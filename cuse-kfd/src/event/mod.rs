@@ -8,6 +8,8 @@
 
 pub mod page;
 pub mod registry;
+#[cfg(test)]
+mod tests;
 pub mod timer;
 pub mod wait;
 

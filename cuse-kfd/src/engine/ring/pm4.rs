@@ -165,3 +165,35 @@ pub fn exec(mem: &mut Mem, p: &[u32]) -> Result<Action, QueueFault> {
         })),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn type3(op: u8, count: u32) -> u32 {
+        3 << 30 | count << 16 | u32::from(op) << 8
+    }
+
+    #[test]
+    fn type3_lengths_are_the_count_plus_two() {
+        assert_eq!(length(type3(NOP, 2)).unwrap(), 4);
+        assert_eq!(length(type3(RELEASE_MEM, 6)).unwrap(), 8);
+        assert_eq!(length(type3(WRITE_DATA, 0)).unwrap(), 2);
+        assert_eq!(length(type3(WRITE_DATA, 0x3FFF)).unwrap(), 0x3FFF + 2, "the filler count is NOP's alone");
+        assert_eq!(length(type3(NOP, 0x3FFF)).unwrap(), 1, "the one-dword filler");
+        assert_eq!(length(type3(NOP, 1) | 0x2).unwrap(), 3, "the shader-type bit is not part of the count");
+    }
+
+    #[test]
+    fn type2_is_a_filler_and_types_0_and_1_are_refused() {
+        assert_eq!(length(0x8000_0000).unwrap(), 1);
+        assert_eq!(length(0xBFFF_FFFF).unwrap(), 1);
+        for header in [0x0000_0000, 0x4000_0000, 0x3FFF_FFFF] {
+            let e = length(header).unwrap_err();
+            assert!(
+                matches!(&e, QueueFault::Invalid { code: ERROR_INVALID_PACKET_FORMAT, reason } if reason.contains("register writes")),
+                "{header:#x}: {e}"
+            );
+        }
+    }
+}
