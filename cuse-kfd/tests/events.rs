@@ -1,12 +1,12 @@
 //! Events and waits: behaviours 15-18 of refs/BEHAVIOURS.md (and 19, interrupts), against
 //! amdkfd's kfd_events.c semantics.
 
-mod common;
+mod support;
 
-use common::*;
 use cuse_kfd::memory::backing::MmapSpace;
 use nix::errno::Errno;
 use std::time::{Duration, Instant};
+use support::raw::*;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 

@@ -1,11 +1,10 @@
 //! Fault injection, the ioctl/packet trace and the status report, through the embedded device.
 
-#[path = "charter/mod.rs"]
-mod charter;
+mod support;
 
-use charter::{submit, wait_for, Rig, TIMEOUT};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use support::client::{submit, wait_for, Rig, TIMEOUT};
 use thunk::memory::Kind;
 use thunk::queue::packet;
 use thunk::signal::Signals;

@@ -2,11 +2,11 @@
 //! (behaviour 22); a file is bound to the process that opened it; teardown reclaims everything
 //! (behaviour 23).
 
-mod common;
+mod support;
 
-use common::*;
 use cuse_kfd::memory::backing::MmapSpace;
 use nix::errno::Errno;
+use support::raw::*;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 

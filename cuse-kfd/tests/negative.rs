@@ -6,14 +6,14 @@
 //! The same table runs twice: on the embedded device (every row), and in the real-device tier
 //! through the kernel on a `cuse-kfd serve` node (every row that ioctl(2) can express).
 
-mod common;
+mod support;
 
-use common::*;
 use nix::errno::Errno;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::raw::*;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::{Immutable, IntoBytes};

@@ -2,12 +2,11 @@
 //! the packet subsets of engine/pm4.rs and engine/sdma.rs, the interrupt path to KFD events,
 //! polls that block the queue, indirect buffers, queue errors, VM faults and ring wrapping.
 
-#[path = "charter/mod.rs"]
-mod charter;
+mod support;
 
-use charter::{spawn, stays, wait_for, Rig, QUIET, TIMEOUT, WAIT_MS};
 use cuse_kfd::engine::ERROR_INVALID_PACKET_FORMAT;
 use std::sync::atomic::Ordering;
+use support::client::{spawn, stays, wait_for, Rig, QUIET, TIMEOUT, WAIT_MS};
 use thunk::memory::{GpuMemory, Kind};
 use thunk::queue::{RingKind, RingQueue};
 use uapi::kfd::*;

@@ -4,7 +4,6 @@
 //!
 //! Every helper that expects success panics with the request's name and errno, so a failing
 //! setup step points at itself.
-#![allow(dead_code)]
 
 use cuse_kfd::device::default_runtime_dir;
 use cuse_kfd::frontend::embedded::PendingIoctl;
