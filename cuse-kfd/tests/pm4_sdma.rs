@@ -1,6 +1,7 @@
 //! PM4 compute queues and SDMA queues on the embedded device, through the thunk's RingQueue:
-//! the packet subsets of engine/pm4.rs and engine/sdma.rs, the interrupt path to KFD events,
-//! polls that block the queue, indirect buffers, queue errors, VM faults and ring wrapping.
+//! the packet subsets of engine/ring/pm4.rs and engine/ring/sdma.rs, the interrupt path to KFD
+//! events, polls that block the queue, indirect buffers, queue errors, VM faults and ring
+//! wrapping.
 
 mod support;
 
