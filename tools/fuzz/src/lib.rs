@@ -10,8 +10,8 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use cuse_kfd::frontend::cuse::session::{FrameSink, Procfs, Session};
-use cuse_kfd::reply::Responder;
 use cuse_kfd::ioctl::{Request, UserMemory};
+use cuse_kfd::reply::Responder;
 use cuse_kfd::{Caller, Device, DeviceConfig, DeviceStats, FileId};
 use nix::errno::Errno;
 use std::sync::{Arc, Mutex, OnceLock};
