@@ -12,7 +12,7 @@
 //! the parent that serves the FUSE tree until the program exits.
 
 use crate::stage::{self, Library};
-use cuse_kfd::sysfs::{SysfsMount, SysfsTree};
+use cuse_kfd::frontend::topology_fs::{SysfsMount, SysfsTree};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use std::ffi::OsString;

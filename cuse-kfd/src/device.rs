@@ -1,14 +1,16 @@
 //! The device: topology, client files and processes, and the routing of every request to the
 //! right process context (kfd_chardev.c's open/release/ioctl, kfd_process.c's process table).
 
+use crate::client::{Caller, FileId};
 use crate::engine::{Engine, EngineConfig};
+use crate::event::registry::WaitRegistry;
 use crate::event::timer::Timer;
 use crate::event::wait::{Completion, WaitId, WaitOutcome};
 use crate::faults::Faults;
-use crate::ioctl::reply::{Reply, Responder};
 use crate::ioctl::{self, Request, UserMemory};
 use crate::memory::backing::{BackingStore, Owner};
 use crate::process::Process;
+use crate::reply::{Reply, Responder};
 use crate::topology::{Profile, Topology, DEFAULT_PROFILE};
 use crate::trace::Trace;
 use nix::errno::Errno;
@@ -58,31 +60,6 @@ pub enum DeviceError {
     RuntimeDir(#[source] std::io::Error),
 }
 
-/// Who is calling: the thread group (KFD's process), the thread, and its credentials.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller {
-    pub pid: u32,
-    pub tid: u32,
-    pub uid: u32,
-    pub gid: u32,
-}
-
-impl Caller {
-    /// The calling process itself (the embedded front end).
-    pub fn current() -> Caller {
-        Caller {
-            pid: std::process::id(),
-            tid: nix::unistd::gettid().as_raw() as u32,
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
-        }
-    }
-}
-
-/// An open file of the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FileId(pub u64);
-
 #[derive(Default)]
 struct Clients {
     files: HashMap<FileId, u32>,
@@ -109,9 +86,8 @@ pub struct Device {
     trace: Arc<Trace>,
     backing: BackingStore,
     clients: Mutex<Clients>,
-    /// Parked waits by front-end tag, for interrupts.
-    waits: Mutex<HashMap<u64, (u32, WaitId)>>,
-    next_wait: AtomicU64,
+    /// Parked waits by front-end tag, shared with the engine, which completes them too.
+    waits: Arc<WaitRegistry>,
     timer: Timer,
     /// VRAM allocated per gpu_id over all processes.
     vram_used: Mutex<HashMap<u32, u64>>,
@@ -136,6 +112,7 @@ impl Device {
         topology.write_tree(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
         let faults = Arc::new(Faults::default());
         let trace = Arc::new(Trace::default());
+        let waits = Arc::new(WaitRegistry::default());
         Ok(Arc::new_cyclic(|weak: &Weak<Device>| {
             let w = weak.clone();
             let timer = Timer::new(Box::new(move |pid, wait| {
@@ -145,14 +122,13 @@ impl Device {
             }));
             Device {
                 me: weak.clone(),
-                engine: Engine::new(config.engine.clone(), faults.clone(), trace.clone()),
+                engine: Engine::new(config.engine.clone(), faults.clone(), trace.clone(), waits.clone()),
                 faults,
                 trace,
                 topology,
                 backing,
                 clients: Mutex::new(Clients::default()),
-                waits: Mutex::new(HashMap::new()),
-                next_wait: AtomicU64::new(1),
+                waits,
                 timer,
                 vram_used: Mutex::new(HashMap::new()),
                 gtt_used: Mutex::new(0),
@@ -266,17 +242,17 @@ impl Device {
     /// The caller of request `tag` was interrupted: its parked wait answers EINTR. Returns
     /// whether a parked wait was found.
     pub fn interrupt(&self, tag: u64) -> bool {
-        let Some((pid, wait)) = lock(&self.waits).get(&tag).copied() else { return false };
+        let Some((pid, wait)) = self.waits.find(tag) else { return false };
         self.end_wait(pid, wait, WaitOutcome::Interrupted)
     }
 
     pub(crate) fn new_wait_id(&self) -> WaitId {
-        self.next_wait.fetch_add(1, Ordering::Relaxed)
+        self.waits.new_id()
     }
 
     /// Registers a parked wait for interrupts and, if finite, its timeout.
     pub(crate) fn park_wait(&self, pid: u32, wait: WaitId, tag: u64, timeout: Option<std::time::Duration>) {
-        lock(&self.waits).insert(tag, (pid, wait));
+        self.waits.park(tag, pid, wait);
         if let Some(t) = timeout {
             self.timer.arm(std::time::Instant::now() + t, pid, wait);
         }
@@ -292,18 +268,7 @@ impl Device {
 
     /// Sends finished waits' replies (outside every event lock) and forgets their tags.
     pub(crate) fn deliver(&self, completions: Vec<Completion>) {
-        if completions.is_empty() {
-            return;
-        }
-        {
-            let mut waits = lock(&self.waits);
-            for c in &completions {
-                waits.remove(&c.tag());
-            }
-        }
-        for c in completions {
-            c.send();
-        }
+        self.waits.deliver(completions);
     }
 
     /// Reserves `size` bytes of VRAM on `gpu_id`; ENOMEM past the profile's VRAM size.

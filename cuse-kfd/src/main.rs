@@ -1,8 +1,8 @@
 //! `cuse-kfd`: serve the device through CUSE, or print its topology.
 
 use clap::{Parser, Subcommand};
-use cuse_kfd::cuse::channel::{self, Channel};
-use cuse_kfd::cuse::session::{Session, SystemProcfs};
+use cuse_kfd::frontend::cuse::channel::{self, Channel};
+use cuse_kfd::frontend::cuse::session::{Session, SystemProcfs};
 use cuse_kfd::{Device, DeviceConfig};
 use nix::sys::signal::{SigSet, Signal};
 use std::path::{Path, PathBuf};
@@ -145,7 +145,7 @@ fn run(args: &[std::ffi::OsString]) -> Result<(), String> {
 
 fn status(name: &str, runtime_dir: Option<PathBuf>, trace: Option<&Path>) -> Result<(), String> {
     let dir = runtime_dir.unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(name));
-    let ask = |cmd| cuse_kfd::control::request(&dir, cmd).map_err(|e| e.to_string());
+    let ask = |cmd| cuse_kfd::frontend::control::request(&dir, cmd).map_err(|e| e.to_string());
     match trace {
         Some(file) => {
             let json = ask("trace")?;
@@ -214,7 +214,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         device.faults().apply(spec).map_err(|e| e.to_string())?;
     }
     device.trace().set_enabled(a.trace);
-    cuse_kfd::control::spawn(device.weak(), &runtime_dir)
+    cuse_kfd::frontend::control::spawn(device.weak(), &runtime_dir)
         .map_err(|e| format!("starting the control socket in {}: {e}", runtime_dir.display()))?;
 
     let session = Arc::new(Session::new(device.clone(), channel.clone(), Box::new(SystemProcfs), &a.name));
@@ -233,7 +233,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
 
     let node = Path::new("/dev").join(&a.name);
     let sysfs = setup_node(&node, a.mode, gid, &session).and_then(|()| match &a.sysfs_mount {
-        Some(dir) => cuse_kfd::sysfs::mount(device.topology(), dir)
+        Some(dir) => cuse_kfd::frontend::topology_fs::mount(device.topology(), dir)
             .map(Some)
             .map_err(|e| format!("mounting the topology at {}: {e}", dir.display())),
         None => Ok(None),
@@ -260,14 +260,14 @@ fn serve(a: ServeArgs) -> Result<(), String> {
 
 /// Tears down every context (answering parked waits, removing backing files), unmounts the
 /// topology and removes its tree and the control socket.
-fn shutdown(session: &Session, sysfs: Option<cuse_kfd::sysfs::SysfsMount>, runtime_dir: &Path) {
+fn shutdown(session: &Session, sysfs: Option<cuse_kfd::frontend::topology_fs::SysfsMount>, runtime_dir: &Path) {
     session.shutdown();
     if let Some(Err(e)) = sysfs.map(|m| m.unmount()) {
         log::warn!("unmounting the topology: {e}");
     }
     let _ = std::fs::remove_dir_all(runtime_dir.join("topology"));
     // Nothing answers it any more.
-    let _ = std::fs::remove_file(cuse_kfd::control::socket_path(runtime_dir));
+    let _ = std::fs::remove_file(cuse_kfd::frontend::control::socket_path(runtime_dir));
 }
 
 /// Waits for devtmpfs to create the node after CUSE_INIT, then gives it its mode and group.

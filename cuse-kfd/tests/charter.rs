@@ -6,14 +6,13 @@
 //! Every wait is bounded (the helpers panic past their deadline) and every check compares exact
 //! values, so a lost, duplicated, reordered or silently completed packet fails a test.
 
-#[path = "charter/mod.rs"]
-mod rig;
+mod support;
 
 use cuse_kfd::clock::gpu_clock_counter;
 use cuse_kfd::engine::{EngineConfig, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
-use rig::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::client::*;
 use thunk::memory::{open_backing, HostMapping, Kind, Space};
 use thunk::queue::packet::{self, header};
 use thunk::queue::AqlQueue;

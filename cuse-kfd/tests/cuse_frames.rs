@@ -1,7 +1,7 @@
 //! CUSE frame tests against a fake kernel: byte-exact requests in, byte-exact replies out, no
 //! /dev/cuse needed.
 
-use cuse_kfd::cuse::session::{FrameSink, Procfs, Session};
+use cuse_kfd::frontend::cuse::session::{FrameSink, Procfs, Session};
 use cuse_kfd::{Device, DeviceConfig};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

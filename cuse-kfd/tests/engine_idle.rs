@@ -3,11 +3,10 @@
 //! uses well under a twentieth of a CPU. Alone in its test binary, so that its engine thread is
 //! the only `kfd-engine` in the process.
 
-#[path = "charter/mod.rs"]
-mod rig;
+mod support;
 
-use rig::Rig;
 use std::time::{Duration, Instant};
+use support::client::Rig;
 
 /// CPU time of this process's `kfd-engine` thread (the first field of its schedstat).
 fn engine_cpu() -> Duration {

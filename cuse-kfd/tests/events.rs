@@ -2,12 +2,12 @@
 //! event age, WAIT_EVENTS any and all with every timeout, waiters failed by a destroy, and
 //! interrupted waits), against amdkfd's kfd_events.c semantics.
 
-mod common;
+mod support;
 
-use common::*;
 use cuse_kfd::memory::backing::MmapSpace;
 use nix::errno::Errno;
 use std::time::{Duration, Instant};
+use support::raw::*;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 

@@ -1,11 +1,10 @@
 //! Fault injection, the ioctl/packet trace and the status report, through the embedded device.
 
-#[path = "charter/mod.rs"]
-mod charter;
+mod support;
 
-use charter::{submit, wait_for, Rig, TIMEOUT};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use support::client::{submit, wait_for, Rig, TIMEOUT};
 use thunk::memory::Kind;
 use thunk::queue::packet;
 use thunk::signal::Signals;
@@ -85,7 +84,7 @@ fn status_lists_processes_queues_events_and_memory() {
     submit(&bad, &packet::dispatch(rig.gfx_kernel(), 0, [1, 1, 1], [1, 1, 1], 0, false));
     rig.wait_error(bad.id);
     wait_for(TIMEOUT, "the barrier", || (sig.value(0).load(Ordering::Acquire) == 0).then_some(()));
-    let text = cuse_kfd::inspect::status(rig.emb.device());
+    let text = cuse_kfd::frontend::inspect::status(rig.emb.device());
     let pid = std::process::id();
     assert!(text.starts_with("device: gfx90a x1"), "{text}");
     assert!(text.contains(&format!("process {pid} uid ")), "{text}");
@@ -154,7 +153,7 @@ fn a_panic_in_the_command_processor_stops_only_its_queue() {
     submit(&broken, &packet::barrier_and([0; 5], sig.handle(0), false));
     // The queue reports the error as a hung queue would be reset: its state says why.
     wait_for(TIMEOUT, "the queue error", || {
-        let status = cuse_kfd::inspect::status(rig.emb.device());
+        let status = cuse_kfd::frontend::inspect::status(rig.emb.device());
         status
             .lines()
             .any(|l| l.contains(&format!("queue {}", broken.id)) && l.contains("internal error"))

@@ -1,13 +1,13 @@
 //! The happy path of every implemented ioctl, with the values amdkfd hands back.
 
-mod common;
+mod support;
 
-use common::*;
 use cuse_kfd::memory::backing::{doorbell_slice_offset, MmapSpace};
 use cuse_kfd::memory::vm::GpuVa;
 use cuse_kfd::process::{GPUVM_BASE, GPUVM_LIMIT};
 use nix::errno::Errno;
 use std::os::fd::AsRawFd;
+use support::raw::*;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::FromBytes;

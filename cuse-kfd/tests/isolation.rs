@@ -1,11 +1,11 @@
 //! Two processes on one device: neither can name, signal, destroy or map the other's objects; a
 //! file is bound to the process that opened it; teardown reclaims everything.
 
-mod common;
+mod support;
 
-use common::*;
 use cuse_kfd::memory::backing::MmapSpace;
 use nix::errno::Errno;
+use support::raw::*;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 

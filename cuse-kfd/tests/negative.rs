@@ -6,14 +6,14 @@
 //! The same table runs twice: on the embedded device (every row), and in the real-device tier
 //! through the kernel on a `cuse-kfd serve` node (every row that ioctl(2) can express).
 
-mod common;
+mod support;
 
-use common::*;
 use nix::errno::Errno;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::raw::*;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::{Immutable, IntoBytes};
@@ -1551,7 +1551,7 @@ impl ServeDaemon {
         // Ready: the node has the requested mode (devtmpfs creates it 0600 first) and the
         // control socket answers.
         while !(std::fs::metadata(&d.node).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o666)
-            && cuse_kfd::control::request(&d.runtime_dir, "stats").is_ok())
+            && cuse_kfd::frontend::control::request(&d.runtime_dir, "stats").is_ok())
         {
             if let Some(status) = d.child.try_wait().unwrap() {
                 panic!("cuse-kfd serve exited with {status} before {} appeared", d.node.display());

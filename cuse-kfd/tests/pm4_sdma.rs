@@ -1,13 +1,13 @@
 //! PM4 compute queues and SDMA queues on the embedded device, through the thunk's RingQueue:
-//! the packet subsets of engine/pm4.rs and engine/sdma.rs, the interrupt path to KFD events,
-//! polls that block the queue, indirect buffers, queue errors, VM faults and ring wrapping.
+//! the packet subsets of engine/ring/pm4.rs and engine/ring/sdma.rs, the interrupt path to KFD
+//! events, polls that block the queue, indirect buffers, queue errors, VM faults and ring
+//! wrapping.
 
-#[path = "charter/mod.rs"]
-mod charter;
+mod support;
 
-use charter::{spawn, stays, wait_for, Rig, QUIET, TIMEOUT, WAIT_MS};
 use cuse_kfd::engine::ERROR_INVALID_PACKET_FORMAT;
 use std::sync::atomic::Ordering;
+use support::client::{spawn, stays, wait_for, Rig, QUIET, TIMEOUT, WAIT_MS};
 use thunk::memory::{GpuMemory, Kind};
 use thunk::queue::{RingKind, RingQueue};
 use uapi::kfd::*;

@@ -1,8 +1,8 @@
-//! The topology tree mounted through FUSE (`cuse_kfd::sysfs`): read back through the kernel,
+//! The topology tree mounted through FUSE (`cuse_kfd::frontend::topology_fs`): read back through the kernel,
 //! listed, refused writes, and unmounted. Needs root and /dev/fuse; without them each test says
 //! why and returns.
 
-use cuse_kfd::sysfs::{self, SysfsMount, FSNAME};
+use cuse_kfd::frontend::topology_fs::{self, SysfsMount, FSNAME};
 use cuse_kfd::topology::{HostInfo, Profile, Topology, DEFAULT_PROFILE};
 use std::collections::BTreeSet;
 use std::fs;
@@ -72,7 +72,7 @@ fn every_file_reads_back_and_listings_match() {
     require_fuse!();
     let t = topology();
     let dir = mount_point("read");
-    let m = sysfs::mount(&t, &dir).expect("mounting");
+    let m = topology_fs::mount(&t, &dir).expect("mounting");
     assert_eq!(m.dir(), dir.canonicalize().unwrap());
 
     for (path, text) in t.files() {
@@ -138,7 +138,7 @@ fn the_mount_is_read_only_allow_other_and_named() {
     require_fuse!();
     let t = topology();
     let dir = mount_point("options");
-    let m = sysfs::mount(&t, &dir).expect("mounting");
+    let m = topology_fs::mount(&t, &dir).expect("mounting");
     let f = mountinfo(&dir).expect("the mount is in mountinfo");
     let sep = f.iter().position(|x| x == "-").unwrap();
     let (opts, fstype, source, sopts) = (&f[5], &f[sep + 1], &f[sep + 2], &f[sep + 3]);
@@ -175,7 +175,7 @@ fn writes_creates_and_unlinks_fail() {
     require_fuse!();
     let t = topology();
     let dir = mount_point("write");
-    let m = sysfs::mount(&t, &dir).expect("mounting");
+    let m = topology_fs::mount(&t, &dir).expect("mounting");
     let file = dir.join("topology/nodes/1/properties");
     let before = fs::read_to_string(&file).unwrap();
 
@@ -219,7 +219,7 @@ fn the_mount_disappears_when_the_session_drops() {
     require_fuse!();
     let t = topology();
     let dir = mount_point("drop");
-    let m: SysfsMount = sysfs::mount(&t, &dir).expect("mounting");
+    let m: SysfsMount = topology_fs::mount(&t, &dir).expect("mounting");
     assert!(mountinfo(&dir).is_some_and(|f| f.contains(&FSNAME.to_string())));
     assert!(dir.join("topology/generation_id").exists());
     drop(m);
@@ -227,7 +227,7 @@ fn the_mount_disappears_when_the_session_drops() {
     assert!(fs::read_dir(&dir).unwrap().next().is_none(), "the mount point is not empty");
 
     // Explicit unmount, and a busy mount (a file held open) is detached lazily.
-    let m = sysfs::mount(&t, &dir).expect("mounting again");
+    let m = topology_fs::mount(&t, &dir).expect("mounting again");
     let held = fs::File::open(dir.join("topology/system_properties")).unwrap();
     let dir_held = fs::File::open(dir.join("topology")).unwrap();
     m.unmount().unwrap();

@@ -214,7 +214,7 @@ pub fn client(role: &str, node: &Path) -> Client {
 /// Whether the daemon at `runtime_dir` reports a parked wait of process `pid` (from its status
 /// report over the control socket).
 pub fn has_parked_wait(runtime_dir: &Path, pid: u32) -> bool {
-    let Ok(text) = cuse_kfd::control::request(runtime_dir, "status") else { return false };
+    let Ok(text) = cuse_kfd::frontend::control::request(runtime_dir, "status") else { return false };
     let mut mine = false;
     for l in text.lines() {
         if let Some(rest) = l.strip_prefix("process ") {

@@ -371,7 +371,7 @@ fn sysfs_mount_serves_the_live_topology_until_the_daemon_exits() {
     let info = mountinfo(&mnt).unwrap();
     let dash = info.iter().position(|f| f == "-").expect("mountinfo separator");
     assert_eq!(info[dash + 1], "fuse", "{info:?}");
-    assert_eq!(info[dash + 2], cuse_kfd::sysfs::FSNAME, "{info:?}");
+    assert_eq!(info[dash + 2], cuse_kfd::frontend::topology_fs::FSNAME, "{info:?}");
     assert!(info[5].split(',').any(|o| o == "ro"), "read-only: {info:?}");
     // The GPU node: the one whose gpu_id is not 0 (node 0 is the CPU).
     let nodes = mnt.join("topology/nodes");

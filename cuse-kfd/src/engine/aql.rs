@@ -6,35 +6,19 @@
 //! the packet runs; its header is stored back INVALID with release, then read_dispatch_id
 //! advances with release; then its completion signal is decremented.
 
-use super::kernels::{self, Ran, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+use super::fault::{QueueFault, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+use super::kernels::{self, Ran};
 use super::mem::{Mem, Tlb};
-use super::{signal, HwQueue, QueueFault};
+use super::runner::{LazyNow, PollCtx, Polled, PropsCache};
+use super::{signal, HwQueue};
 use crate::clock;
 use crate::faults::Faults;
 use crate::queue::QueueType;
 use crate::trace::{Kind as TraceKind, Trace};
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// The time of this pass, read from the clock only if someone asks.
-#[derive(Default)]
-pub struct LazyNow(Cell<Option<Instant>>);
-
-impl LazyNow {
-    pub fn get(&self) -> Instant {
-        match self.0.get() {
-            Some(t) => t,
-            None => {
-                let t = Instant::now();
-                self.0.set(Some(t));
-                t
-            }
-        }
-    }
-}
+use std::time::Instant;
 use uapi::aql::*;
 use uapi::soft::{SoftKernelDescriptor, SOFT_KERNEL_MAGIC};
 use uapi::FromBytes;
@@ -50,20 +34,6 @@ struct InFlight {
     start_ts: u64,
 }
 
-/// What happened in one poll of a queue.
-#[derive(Debug, Default)]
-pub struct Polled {
-    pub progressed: bool,
-    /// Work is waiting on something other than a doorbell (a barrier, a running kernel, a
-    /// packet being published): keep polling.
-    pub pending: bool,
-    pub deadline: Option<Instant>,
-    /// KFD events to raise in the queue's process.
-    pub events: Vec<u32>,
-    /// Interrupts PM4 and SDMA packets raised, in order.
-    pub interrupts: Vec<super::Interrupt>,
-}
-
 /// What one packet did.
 enum Step {
     /// Consumed and finished: complete its signal now.
@@ -72,12 +42,6 @@ enum Step {
     Running(Instant),
     /// Not startable yet (barrier dependencies); look again later.
     Blocked,
-}
-
-/// What every poll needs from the engine.
-pub struct PollCtx<'a> {
-    pub grace: Duration,
-    pub trace: &'a Trace,
 }
 
 pub struct QueueRunner {
@@ -90,8 +54,7 @@ pub struct QueueRunner {
     invalid_since: Option<Instant>,
     in_flight: VecDeque<InFlight>,
     stopped: bool,
-    /// Cached queue properties: (generation, ring base, ring bytes, active).
-    props: (u64, u64, u64, bool),
+    props: PropsCache,
 }
 
 impl QueueRunner {
@@ -106,7 +69,7 @@ impl QueueRunner {
             invalid_since: None,
             in_flight: VecDeque::new(),
             stopped: false,
-            props: (u64::MAX, 0, 0, false),
+            props: PropsCache::default(),
         };
         // Start from the read pointer the client initialised.
         let rptr = r.hw.queue.read_ptr.0;
@@ -116,15 +79,6 @@ impl QueueRunner {
             r.target = rd;
         }
         r
-    }
-
-    fn props(&mut self) -> (u64, u64, bool) {
-        let g = self.hw.queue.props_generation();
-        if g != self.props.0 {
-            let p = self.hw.queue.props();
-            self.props = (g, p.ring_base.0, p.ring_size, p.is_active());
-        }
-        (self.props.1, self.props.2, self.props.3)
     }
 
     pub fn poll(&mut self, now: &LazyNow, ctx: &PollCtx) -> Polled {
@@ -148,7 +102,8 @@ impl QueueRunner {
         if self.read_index >= self.target && self.in_flight.is_empty() {
             return out;
         }
-        let (ring_base, ring_size, active) = self.props();
+        let props = self.props.get(&self.hw.queue);
+        let (ring_base, ring_size, active) = (props.base, props.size, props.active);
         if !active {
             // Stalled by UPDATE_QUEUE (0% or a null ring): the read pointer stops here.
             return out;
@@ -332,7 +287,7 @@ impl QueueRunner {
     pub fn internal_error(&mut self, what: &str, trace: &Trace) -> Polled {
         let mut out = Polled::default();
         let reason = format!("internal error in the soft command processor at packet {}: {what}", self.read_index);
-        self.fail(QueueFault::invalid(super::kernels::ERROR_INVALID_PACKET_FORMAT, reason), &mut out, trace);
+        self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out, trace);
         out
     }
 

@@ -1,18 +1,13 @@
 //! The built-in soft kernels (the format is documented in `uapi::soft`).
 
+use super::fault::{QueueFault, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
 use super::mem::Mem;
 use super::signal;
-use super::QueueFault;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use uapi::aql::KernelDispatchPacket;
 use uapi::soft::*;
 use uapi::{FromBytes, IntoBytes};
-
-/// ROCr's queue error codes (written to queue_inactive_signal), as its trap handler reports.
-pub const ERROR_INVALID_CODE_OBJECT: u64 = 8;
-pub const ERROR_INVALID_PACKET_FORMAT: u64 = 32;
-pub const ERROR_INVALID_ARGUMENT: u64 = 64;
 
 /// Work-items one dispatch may have (keeps a hostile grid from stalling the device for hours).
 pub const MAX_WORK_ITEMS: u64 = 1 << 28;

@@ -1,6 +1,7 @@
 //! The soft command processor: watches doorbells, consumes AQL packets, runs barrier packets
 //! and soft kernels, completes signals and raises events; on PM4 compute and SDMA queues it runs
-//! the packet subsets documented in `pm4.rs` and `sdma.rs` (rings in `ring.rs`).
+//! the packet subsets documented in `ring/pm4.rs` and `ring/sdma.rs` (the ring runner in
+//! `ring/mod.rs`, the AQL runner in `aql.rs`, what both share with this loop in `runner.rs`).
 //!
 //! One engine thread serves every queue of the device. Clients ring doorbells with plain 64-bit
 //! stores into their doorbell slice (what ROCr does: no syscall), so the thread polls: it spins
@@ -8,29 +9,30 @@
 //! not burn a core). Cooperative clients can cut the wait short with [`Engine::kick`].
 
 mod aql;
+mod fault;
 mod kernels;
 mod mem;
-mod pm4;
 mod ring;
-mod sdma;
+mod runner;
 mod signal;
 
-pub use kernels::{ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+pub use fault::{QueueFault, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+pub use runner::Interrupt;
 
-use crate::device::Device;
+use crate::event::registry::WaitRegistry;
 use crate::event::wait::Completion;
 use crate::event::EventTable;
 use crate::faults::Faults;
 use crate::memory::backing::BackingFile;
 use crate::memory::vm::VmFault;
 use crate::process::Process;
-use crate::queue::{Queue, QueueError, QueueType};
+use crate::queue::{Queue, QueueType};
 use crate::trace::Trace;
-use aql::{LazyNow, PollCtx, QueueRunner};
+use aql::QueueRunner;
 use ring::RingRunner;
-use std::fmt;
+use runner::{LazyNow, PollCtx, Polled};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -57,56 +59,6 @@ impl Default for EngineConfig {
             max_sleep: Duration::from_millis(16),
         }
     }
-}
-
-/// Why a queue stopped.
-#[derive(Debug, Clone)]
-pub enum QueueFault {
-    /// A GPU VM fault (reported through MEMORY events).
-    Vm(VmFault),
-    /// A packet the device cannot process (reported through queue_inactive_signal and
-    /// HW-exception / queue events).
-    Invalid { code: u64, reason: String },
-}
-
-impl QueueFault {
-    pub fn invalid(code: u64, reason: String) -> QueueFault {
-        QueueFault::Invalid { code, reason }
-    }
-
-    fn to_error(&self) -> QueueError {
-        match self {
-            QueueFault::Vm(f) => QueueError { code: 0, reason: f.to_string(), fault_va: Some(f.va().0) },
-            QueueFault::Invalid { code, reason } => QueueError { code: *code, reason: reason.clone(), fault_va: None },
-        }
-    }
-}
-
-impl From<VmFault> for QueueFault {
-    fn from(f: VmFault) -> QueueFault {
-        QueueFault::Vm(f)
-    }
-}
-
-impl fmt::Display for QueueFault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QueueFault::Vm(v) => write!(f, "GPU VM fault: {v}"),
-            QueueFault::Invalid { code, reason } => write!(f, "queue error {code}: {reason}"),
-        }
-    }
-}
-
-/// An interrupt a PM4 or SDMA packet raised, as it reaches amdkfd through the IH ring: a
-/// RELEASE_MEM with INT_SEL is a CP end-of-pipe interrupt whose context id is the packet's
-/// INT_CTXID (32 valid bits); an SDMA TRAP is an SDMA trap interrupt with its 28-bit
-/// INT_CONTEXT. amdkfd (kfd_int_process_v9.c) hands both to kfd_signal_event_interrupt: the
-/// signal event with that id is set if its event-page slot was written (the packet before
-/// writes the id there, as kfdtest does), otherwise every event whose slot was written is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interrupt {
-    pub context_id: u32,
-    pub valid_bits: u32,
 }
 
 /// Records why a queue stopped and reports it: the queue's error, then MEMORY events for a VM
@@ -156,7 +108,8 @@ pub struct HwQueue {
     pub process: Arc<Process>,
     pub queue: Arc<Queue>,
     doorbell: Arc<BackingFile>,
-    device: Weak<Device>,
+    /// Where completed waits go (shared with the device).
+    waits: Arc<WaitRegistry>,
 }
 
 impl HwQueue {
@@ -166,11 +119,7 @@ impl HwQueue {
     }
 
     fn deliver(&self, done: Vec<Completion>) {
-        if let Some(d) = self.device.upgrade() {
-            d.deliver(done);
-        } else {
-            done.into_iter().for_each(Completion::send);
-        }
+        self.waits.deliver(done);
     }
 
     /// Raises KFD signal events `ids` of the queue's process (the interrupt path).
@@ -232,14 +181,14 @@ impl Runner {
         }
     }
 
-    fn poll(&mut self, now: &LazyNow, ctx: &PollCtx) -> aql::Polled {
+    fn poll(&mut self, now: &LazyNow, ctx: &PollCtx) -> Polled {
         match self {
             Runner::Aql(r) => r.poll(now, ctx),
             Runner::Ring(r) => r.poll(now, ctx),
         }
     }
 
-    fn internal_error(&mut self, what: &str, ctx: &PollCtx) -> aql::Polled {
+    fn internal_error(&mut self, what: &str, ctx: &PollCtx) -> Polled {
         match self {
             Runner::Aql(r) => r.internal_error(what, ctx.trace),
             Runner::Ring(r) => r.internal_error(what, ctx),
@@ -264,6 +213,7 @@ struct Shared {
     config: EngineConfig,
     faults: Arc<Faults>,
     trace: Arc<Trace>,
+    waits: Arc<WaitRegistry>,
     registry: Mutex<Registry>,
     generation: AtomicU64,
     acked: Mutex<u64>,
@@ -287,11 +237,13 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>) -> Engine {
+    /// An engine whose completed waits go to `waits`.
+    pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>, waits: Arc<WaitRegistry>) -> Engine {
         let shared = Arc::new(Shared {
             config,
             faults,
             trace,
+            waits,
             registry: Mutex::new(Registry::default()),
             generation: AtomicU64::new(0),
             acked: Mutex::new(0),
@@ -312,9 +264,10 @@ impl Engine {
     }
 
     /// Starts processing `queue` of `process`.
-    pub fn add(&self, device: Weak<Device>, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
+    pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
+        let waits = self.shared.waits.clone();
         let mut reg = lock(&self.shared.registry);
-        reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, device }));
+        reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, waits }));
         reg.generation += 1;
         self.shared.generation.store(reg.generation, Ordering::Release);
         drop(reg);
@@ -445,7 +398,7 @@ fn run(s: &Shared) {
 /// Polls `r`; a panic in it (client memory is hostile, and a bug there must not take the
 /// engine thread, and with it every queue and every DESTROY_QUEUE, down) stops that queue
 /// with an error instead.
-fn poll_guarded(r: &mut Runner, now: &LazyNow, ctx: &PollCtx) -> aql::Polled {
+fn poll_guarded(r: &mut Runner, now: &LazyNow, ctx: &PollCtx) -> Polled {
     use std::panic::{catch_unwind, AssertUnwindSafe};
     let payload = match catch_unwind(AssertUnwindSafe(|| r.poll(now, ctx))) {
         Ok(p) => return p,

@@ -7,6 +7,9 @@
 //! returned to the caller to be sent after the table's lock is dropped.
 
 pub mod page;
+pub mod registry;
+#[cfg(test)]
+mod tests;
 pub mod timer;
 pub mod wait;
 

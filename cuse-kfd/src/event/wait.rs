@@ -1,7 +1,7 @@
 //! A parked WAIT_EVENTS: what it waits for and the reply it owes.
 
 use super::Event;
-use crate::ioctl::reply::{Pending, UserWrite};
+use crate::reply::{Pending, UserWrite};
 use nix::errno::Errno;
 use std::collections::BTreeMap;
 use uapi::kfd::*;

@@ -6,15 +6,15 @@ mod event;
 mod memory;
 mod misc;
 mod queue;
-pub mod reply;
 mod table;
 mod unsupported;
 mod vendor;
 
-use crate::device::{Caller, Device};
+use crate::client::Caller;
+use crate::device::Device;
 use crate::process::Process;
+use crate::reply::{self, Pending, UserWrite};
 use nix::errno::Errno;
-use reply::{Pending, UserWrite};
 use std::cell::RefCell;
 use std::sync::Arc;
 use uapi::{FromBytes, Immutable, IntoBytes, KnownLayout};

@@ -100,7 +100,7 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
     let doorbell_file = db.file.clone();
     let queue = Arc::new(queue);
     inner.queues.insert(id, queue.clone());
-    ctx.device.engine().add(ctx.device.weak(), ctx.process.clone(), queue, doorbell_file);
+    ctx.device.engine().add(ctx.process.clone(), queue, doorbell_file);
     a.queue_id = id;
     a.ring_size = ring_size;
     a.doorbell_offset = doorbell_offset;

@@ -10,13 +10,13 @@
 pub mod hsa;
 mod node;
 mod profile;
-mod sysfs;
+mod sysfs_text;
 #[cfg(test)]
 mod tests;
 
 pub use node::{Cache, IoLink, MemBank, Node, NodeProps, GPU_PROCESSOR_ID_BASE};
 pub use profile::{GpuCacheInfo, Profile, DEFAULT_PROFILE};
-pub use sysfs::{parse_properties, Properties, KFD_SYSFS_DIR, MAX_FILE_SIZE};
+pub use sysfs_text::{parse_properties, Properties, KFD_SYSFS_DIR, MAX_FILE_SIZE};
 
 use std::path::Path;
 
@@ -186,17 +186,17 @@ impl Topology {
     /// (relative path under the kfd sysfs directory, contents), e.g.
     /// ("topology/nodes/1/properties", "cpu_cores_count 0\n...").
     pub fn files(&self) -> Vec<(String, String)> {
-        sysfs::files(self)
+        sysfs_text::files(self)
     }
 
     /// Every directory of the tree (relative, parents first), including empty ones.
     pub fn dirs(&self) -> Vec<String> {
-        sysfs::dirs(self)
+        sysfs_text::dirs(self)
     }
 
     /// Writes `files()` under `dir`, creating directories; replaces an existing `dir/topology`.
     pub fn write_tree(&self, dir: &Path) -> std::io::Result<()> {
-        sysfs::write_tree(self, dir)
+        sysfs_text::write_tree(self, dir)
     }
 }
 

@@ -19,8 +19,8 @@ mod fmm;
 mod memory;
 mod misc;
 mod queues;
-mod sysfs;
 mod topology;
+mod topology_files;
 pub mod types;
 
 pub use memory::GraphicsResourceInfo;

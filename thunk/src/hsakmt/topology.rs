@@ -1,7 +1,7 @@
 //! The topology: nodes, memory banks, caches and IO links read from the device's tree
 //! (libhsakmt 5.2.3 topology.c), and the property getters of the API.
 
-use super::sysfs::{self, Properties};
+use super::topology_files::{self, Properties};
 use super::types::*;
 use super::{lock, Result, Status, Thunk, PAGE_SIZE};
 use std::path::Path;
@@ -52,9 +52,9 @@ impl Topology {
     pub fn read(dir: &Path) -> Result<Topology> {
         let cpus = cpu_model_names();
         loop {
-            let generation = sysfs::read_number(&dir.join("generation_id"))?;
+            let generation = topology_files::read_number(&dir.join("generation_id"))?;
             let topo = read_once(dir, &cpus)?;
-            if sysfs::read_number(&dir.join("generation_id"))? == generation {
+            if topology_files::read_number(&dir.join("generation_id"))? == generation {
                 return Ok(topo);
             }
         }
@@ -76,15 +76,15 @@ impl Topology {
 }
 
 fn read_once(dir: &Path, cpus: &[(u32, String)]) -> Result<Topology> {
-    let sys = sysfs::read_properties(&dir.join("system_properties"))?;
+    let sys = topology_files::read_properties(&dir.join("system_properties"))?;
     let nodes_dir = dir.join("nodes");
-    let count = sysfs::count_nodes(&nodes_dir)?;
+    let count = topology_files::count_nodes(&nodes_dir)?;
     let mut nodes = Vec::with_capacity(count as usize);
     let mut any_p2p = false;
     for id in 0..count {
         let node_dir = nodes_dir.join(id.to_string());
-        let gpu_id = sysfs::read_number(&node_dir.join("gpu_id"))? as u32;
-        let p = sysfs::read_properties(&node_dir.join("properties"))?;
+        let gpu_id = topology_files::read_number(&node_dir.join("gpu_id"))? as u32;
+        let p = topology_files::read_properties(&node_dir.join("properties"))?;
         let mut props = node_properties(&p)?;
         if props.num_cpu_cores != 0 {
             if let Some((_, name)) = cpus.iter().find(|(apic, _)| *apic == props.ccompute_id_lo) {
@@ -98,13 +98,14 @@ fn read_once(dir: &Path, cpus: &[(u32, String)]) -> Result<Topology> {
         }
         let mems = (0..props.num_memory_banks)
             .map(|m| {
-                sysfs::read_properties(&node_dir.join(format!("mem_banks/{m}/properties")))
+                topology_files::read_properties(&node_dir.join(format!("mem_banks/{m}/properties")))
                     .map(|p| memory_properties(&p))
             })
             .collect::<Result<Vec<_>>>()?;
         let caches = (0..props.num_caches)
             .map(|c| {
-                sysfs::read_properties(&node_dir.join(format!("caches/{c}/properties"))).map(|p| cache_properties(&p))
+                topology_files::read_properties(&node_dir.join(format!("caches/{c}/properties")))
+                    .map(|p| cache_properties(&p))
             })
             .collect::<Result<Vec<_>>>()?;
         let p2p = p.u32("p2p_links_count");
@@ -117,7 +118,7 @@ fn read_once(dir: &Path, cpus: &[(u32, String)]) -> Result<Topology> {
                 if links.len() >= max_links {
                     break;
                 }
-                let lp = sysfs::read_properties(&node_dir.join(format!("{sub}/{l}/properties")))?;
+                let lp = topology_files::read_properties(&node_dir.join(format!("{sub}/{l}/properties")))?;
                 if lp.u32("node_from") != id {
                     return Err(Status::InvalidNodeUnit);
                 }

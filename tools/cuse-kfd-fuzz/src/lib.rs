@@ -9,9 +9,9 @@
 //! the device is empty again: a leak is a crash, as is any panic.
 
 use arbitrary::{Arbitrary, Unstructured};
-use cuse_kfd::cuse::session::{FrameSink, Procfs, Session};
-use cuse_kfd::ioctl::reply::Responder;
+use cuse_kfd::frontend::cuse::session::{FrameSink, Procfs, Session};
 use cuse_kfd::ioctl::{Request, UserMemory};
+use cuse_kfd::reply::Responder;
 use cuse_kfd::{Caller, Device, DeviceConfig, DeviceStats, FileId};
 use nix::errno::Errno;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -480,7 +480,7 @@ pub fn run_frames(ops: &[FrameOp]) {
             FrameOp::Other { opcode, body } => frame(*opcode, unique, 0, &[body]),
             FrameOp::Raw { bytes } => bytes.clone(),
         };
-        let _ = cuse_kfd::cuse::frame::decode(&f);
+        let _ = cuse_kfd::frontend::cuse::frame::decode(&f);
         session.handle(&f);
         if let FrameOp::Open { .. } = op {
             let replies = sink.0.lock().unwrap_or_else(|e| e.into_inner());

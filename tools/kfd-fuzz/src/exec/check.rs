@@ -5,7 +5,7 @@ use crate::arena::Arena;
 use crate::errnos;
 use crate::model::Model;
 use crate::ops::{self, Ptr};
-use cuse_kfd::ioctl::reply::{Reply, Responder};
+use cuse_kfd::reply::{Reply, Responder};
 use cuse_kfd::ioctl::{Direction, Request, UserMemory, UserRange};
 use cuse_kfd::{Caller, Device, FileId};
 use nix::errno::Errno;

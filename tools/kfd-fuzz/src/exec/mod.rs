@@ -18,7 +18,7 @@ use crate::ops::{self, Call, Expect, Op, Ptr};
 use crate::stats::Stats;
 use cuse_kfd::device::default_runtime_dir;
 use cuse_kfd::engine::EngineConfig;
-use cuse_kfd::ioctl::reply::Reply;
+use cuse_kfd::reply::Reply;
 use cuse_kfd::{Caller, Device, DeviceConfig, Embedded, EmbeddedFile, FileId};
 use nix::errno::Errno;
 use std::collections::BTreeSet;

@@ -2,7 +2,6 @@
 //! its client, soft-kernel descriptors and kernel-argument space in GPU memory, queue status
 //! from the device model, and bounded waits (every wait has a deadline and panics past it, so a
 //! broken device fails a test instead of hanging it).
-#![allow(dead_code)]
 
 use cuse_kfd::engine::EngineConfig;
 use cuse_kfd::queue::QueueStatus;

@@ -2,10 +2,11 @@
 //! use CUSE (no root). An [`EmbeddedFile`] is an open /dev/kfd: `ioctl` takes the caller's
 //! argument bytes and blocks until the reply, exactly as ioctl(2) on the real node.
 
-use crate::device::{Caller, Device, DeviceConfig, DeviceError, FileId};
-use crate::ioctl::reply::{Reply, Responder};
+use crate::client::{Caller, FileId};
+use crate::device::{Device, DeviceConfig, DeviceError};
 use crate::ioctl::{Request, UserMemory};
 use crate::memory::remote;
+use crate::reply::{Reply, Responder};
 use nix::errno::Errno;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;

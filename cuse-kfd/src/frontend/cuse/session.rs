@@ -7,10 +7,11 @@
 //! ioctl writes are fetched too, so bytes it does not write go back to the caller unchanged.
 
 use super::frame::{self, Op, Request};
-use crate::device::{Caller, Device, FileId};
-use crate::ioctl::reply::{Reply, Responder, UserWrite};
+use crate::client::{Caller, FileId};
+use crate::device::Device;
 use crate::ioctl::{self, Direction, UserMemory, UserRange};
 use crate::memory::PAGE_SIZE;
+use crate::reply::{Reply, Responder, UserWrite};
 use nix::errno::Errno;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -366,4 +367,163 @@ fn apply(ranges: &mut [(UserRange, Vec<u8>)], w: &UserWrite) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    //! How `Session::ioctl` builds RETRY replies: which iovecs it asks for, in which round.
+
+    use super::*;
+    use crate::device::DeviceConfig;
+    use uapi::ioctl::{AMDKFD_IOC_DESTROY_EVENT, AMDKFD_IOC_GET_VERSION, AMDKFD_IOC_WAIT_EVENTS};
+    use uapi::kfd::{EventData, WaitEventsArgs};
+    use uapi::{FromBytes, IntoBytes};
+
+    const PID: u32 = 77;
+    const ARG: u64 = 0x7000_0000;
+    const EVENTS: u64 = 0x7100_0000;
+
+    #[derive(Default)]
+    struct Capture(Mutex<Vec<Vec<u8>>>);
+
+    impl FrameSink for Capture {
+        fn send(&self, frame: Vec<u8>) {
+            self.0.lock().unwrap().push(frame);
+        }
+    }
+
+    /// Each thread its own process; memory at `unreadable` is mapped nowhere.
+    struct Fake {
+        unreadable: Option<u64>,
+    }
+
+    impl Procfs for Fake {
+        fn tgid(&self, tid: u32) -> Option<u32> {
+            Some(tid)
+        }
+        fn is_thread_of(&self, pid: u32, tid: u32) -> bool {
+            pid == tid
+        }
+        fn readable(&self, _pid: u32, addr: u64, len: u64) -> bool {
+            self.unreadable.is_none_or(|bad| bad < addr || bad >= addr + len)
+        }
+    }
+
+    struct Rig {
+        session: Session,
+        sink: Arc<Capture>,
+        fh: u64,
+    }
+
+    fn frame(opcode: u32, unique: u64, parts: &[&[u8]]) -> Vec<u8> {
+        let len = std::mem::size_of::<FuseInHeader>() + parts.iter().map(|p| p.len()).sum::<usize>();
+        let h = FuseInHeader { len: len as u32, opcode, unique, pid: PID, uid: 1000, gid: 1000, ..Default::default() };
+        let mut v = h.as_bytes().to_vec();
+        parts.iter().for_each(|p| v.extend_from_slice(p));
+        v
+    }
+
+    impl Rig {
+        fn new(unreadable: Option<u64>) -> Rig {
+            let device = Device::new(&DeviceConfig::default()).unwrap();
+            let sink = Arc::new(Capture::default());
+            let session = Session::new(device, sink.clone(), Box::new(Fake { unreadable }), "kfd");
+            session.handle(&frame(FUSE_OPEN, 2, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]));
+            let opened = sink.0.lock().unwrap().pop().unwrap();
+            let fh = FuseOpenOut::read_from_bytes(&opened[16..]).unwrap().fh;
+            Rig { session, sink, fh }
+        }
+
+        /// Sends one ioctl round and returns the reply frame.
+        fn round(&self, cmd: u32, flags: u32, data: &[u8], out_size: u32) -> Vec<u8> {
+            let io = FuseIoctlIn { fh: self.fh, flags, cmd, arg: ARG, in_size: data.len() as u32, out_size };
+            self.session.handle(&frame(FUSE_IOCTL, 4, &[io.as_bytes(), data]));
+            let mut sent = std::mem::take(&mut *self.sink.0.lock().unwrap());
+            assert_eq!(sent.len(), 1, "one reply per round");
+            sent.remove(0)
+        }
+    }
+
+    /// Iovecs as (base, len).
+    type Iovecs = Vec<(u64, u64)>;
+
+    /// The iovecs a RETRY reply asks for, in and out; None for a final reply.
+    fn retry(reply: &[u8]) -> Option<(Iovecs, Iovecs)> {
+        let (head, rest) = FuseOutHeader::read_from_prefix(reply).unwrap();
+        assert_eq!((head.len as usize, head.error, head.unique), (reply.len(), 0, 4));
+        let (out, iovs) = FuseIoctlOut::read_from_prefix(rest).unwrap();
+        if out.flags & FUSE_IOCTL_RETRY == 0 {
+            return None;
+        }
+        assert_eq!(out.result, 0);
+        let iovs = <[FuseIoctlIovec]>::ref_from_bytes(iovs).unwrap();
+        assert_eq!(iovs.len(), (out.in_iovs + out.out_iovs) as usize, "nothing after the iovecs");
+        let pairs = |v: &[FuseIoctlIovec]| v.iter().map(|i| (i.base, i.len)).collect::<Vec<_>>();
+        let (ins, outs) = iovs.split_at(out.in_iovs as usize);
+        Some((pairs(ins), pairs(outs)))
+    }
+
+    fn wait_args(n: u32) -> Vec<u8> {
+        WaitEventsArgs { events_ptr: EVENTS, num_events: n, timeout: 0, ..Default::default() }.as_bytes().to_vec()
+    }
+
+    #[test]
+    fn the_first_round_asks_for_the_argument_struct_by_the_tables_direction() {
+        let rig = Rig::new(None);
+        let r = rig.round(AMDKFD_IOC_GET_VERSION, FUSE_IOCTL_UNRESTRICTED, &[], 0);
+        assert_eq!(retry(&r), Some((vec![], vec![(ARG, 8)])), "IOR: out only");
+        let r = rig.round(AMDKFD_IOC_DESTROY_EVENT, FUSE_IOCTL_UNRESTRICTED, &[], 0);
+        assert_eq!(retry(&r), Some((vec![(ARG, 8)], vec![])), "IOW: in only");
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &[], 0);
+        assert_eq!(retry(&r), Some((vec![(ARG, 24)], vec![(ARG, 24)])), "IOWR, its pointers not known yet");
+    }
+
+    #[test]
+    fn the_next_round_adds_the_ranges_the_arguments_name() {
+        let rig = Rig::new(None);
+        let events = (ARG, 24);
+        let array = (EVENTS, 2 * std::mem::size_of::<EventData>() as u64);
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &wait_args(2), 24);
+        assert_eq!(retry(&r), Some((vec![events, array], vec![events, array])));
+        // All in data but too little out space: asked again, the same.
+        let mut data = wait_args(2);
+        data.extend_from_slice(&[0u8; 96]);
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &data, 24);
+        assert_eq!(retry(&r), Some((vec![events, array], vec![events, array])));
+        // A round whose arguments name another range is asked again for that one.
+        let mut moved = wait_args(1);
+        moved.extend_from_slice(&[0u8; 96]);
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &moved, 24 + 96);
+        assert_eq!(retry(&r), Some((vec![events, (EVENTS, 48)], vec![events, (EVENTS, 48)])));
+        // Everything there: the ioctl runs (event id 0 does not exist: EINVAL).
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &data, 24 + 96);
+        assert_eq!(retry(&r), None);
+        let out = FuseIoctlOut::read_from_prefix(&r[16..]).unwrap().0;
+        assert_eq!(out.result, -(Errno::EINVAL as i32));
+    }
+
+    #[test]
+    fn a_range_the_caller_cannot_read_is_left_out_of_the_retry() {
+        let rig = Rig::new(Some(EVENTS + 8));
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &wait_args(2), 0);
+        assert_eq!(retry(&r), Some((vec![(ARG, 24)], vec![(ARG, 24)])), "the array is not asked for");
+        // With the struct alone the ioctl runs and fails reading the array, as amdkfd does.
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &wait_args(2), 24);
+        assert_eq!(retry(&r), None);
+        let out = FuseIoctlOut::read_from_prefix(&r[16..]).unwrap().0;
+        assert_eq!(out.result, -(Errno::EFAULT as i32));
+    }
+
+    #[test]
+    fn compat_ioctls_and_oversized_rounds_are_answered_not_retried() {
+        let rig = Rig::new(None);
+        let r = rig.round(AMDKFD_IOC_GET_VERSION, FUSE_IOCTL_UNRESTRICTED | FUSE_IOCTL_COMPAT, &[], 0);
+        assert_eq!(retry(&r), None);
+        assert_eq!(FuseIoctlOut::read_from_prefix(&r[16..]).unwrap().0.result, -(Errno::ENOTTY as i32));
+        // More events than one transfer holds: ENOMEM rather than a RETRY the kernel refuses.
+        let n = MAX_TRANSFER / std::mem::size_of::<EventData>() as u32 + 1;
+        let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &wait_args(n), 24);
+        assert_eq!(retry(&r), None);
+        assert_eq!(FuseIoctlOut::read_from_prefix(&r[16..]).unwrap().0.result, -(Errno::ENOMEM as i32));
+    }
 }

@@ -13,10 +13,13 @@
 //! is polled again, as an AQL barrier is. An indirect buffer runs to its end before the ring
 //! moves past the packet that called it; IBs nest up to [`MAX_IB_DEPTH`] deep.
 
-use super::aql::{LazyNow, PollCtx, Polled};
-use super::kernels::ERROR_INVALID_PACKET_FORMAT;
+mod pm4;
+mod sdma;
+
+use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use super::mem::{Mem, Tlb};
-use super::{pm4, sdma, HwQueue, Interrupt, QueueFault};
+use super::runner::{Interrupt, LazyNow, PollCtx, Polled, PropsCache};
+use super::HwQueue;
 use crate::faults::Faults;
 use crate::queue::QueueType;
 use std::sync::atomic::Ordering;
@@ -122,8 +125,7 @@ pub struct RingRunner {
     /// Where the ring continues once the IB stack is done.
     ib_return: u64,
     stopped: bool,
-    /// Cached queue properties: (generation, ring base, ring bytes, active).
-    props: (u64, u64, u64, bool),
+    props: PropsCache,
 }
 
 impl RingRunner {
@@ -141,7 +143,7 @@ impl RingRunner {
             ibs: Vec::new(),
             ib_return: 0,
             stopped: false,
-            props: (u64::MAX, 0, 0, false),
+            props: PropsCache::default(),
         }
     }
 
@@ -151,15 +153,6 @@ impl RingRunner {
             Kind::Pm4 => 4,
             Kind::Sdma => 1,
         }
-    }
-
-    fn props(&mut self) -> (u64, u64, bool) {
-        let g = self.hw.queue.props_generation();
-        if g != self.props.0 {
-            let p = self.hw.queue.props();
-            self.props = (g, p.ring_base.0, p.ring_size, p.is_active());
-        }
-        (self.props.1, self.props.2, self.props.3)
     }
 
     pub fn poll(&mut self, _now: &LazyNow, ctx: &PollCtx) -> Polled {
@@ -186,7 +179,8 @@ impl RingRunner {
         if self.rptr >= self.target && self.ibs.is_empty() {
             return out;
         }
-        let (ring_base, ring_size, active) = self.props();
+        let props = self.props.get(&self.hw.queue);
+        let (ring_base, ring_size, active) = (props.base, props.size, props.active);
         if !active {
             return out;
         }
@@ -413,19 +407,26 @@ mod tests {
     }
 
     #[test]
-    fn packet_lengths() {
-        let pm4 = |op: u32, count: u32| 3 << 30 | count << 16 | op << 8;
-        assert_eq!(pm4::length(pm4(0x10, 0x3FFF)).unwrap(), 1, "the one-dword filler");
-        assert_eq!(pm4::length(pm4(0x10, 2)).unwrap(), 4);
-        assert_eq!(pm4::length(pm4(0x49, 6)).unwrap(), 8);
-        assert_eq!(pm4::length(0x8000_0000).unwrap(), 1, "type-2 filler");
-        assert!(pm4::length(0x4000_0000).is_err(), "type-1");
-        let none = |_: u64| -> Result<Option<u32>, QueueFault> { Ok(None) };
-        assert_eq!(sdma::length(3 << 16, none).unwrap(), Some(4), "NOP with 3 extra dwords");
-        assert_eq!(sdma::length(1, none).unwrap(), Some(7));
-        assert_eq!(sdma::length(1 | 1 << 27, none).unwrap(), Some(9), "broadcast copy");
-        assert_eq!(sdma::length(2, none).unwrap(), None, "WRITE's length is in dword 3");
-        assert_eq!(sdma::length(2, |i| Ok((i == 3).then_some(2))).unwrap(), Some(7));
-        assert!(sdma::length(0x33, none).is_err());
+    fn wait_functions_decode_only_the_seven_encodings() {
+        for f in 0..7 {
+            assert!(WaitFunction::decode(f).is_some(), "{f}");
+        }
+        for f in [7, 8, 0xF, u32::MAX] {
+            assert!(WaitFunction::decode(f).is_none(), "{f}");
+        }
+        assert!(WaitFunction::decode(0).unwrap().holds(u32::MAX, 0), "ALWAYS ignores both sides");
+        assert!(WaitFunction::decode(5).unwrap().holds(u32::MAX, u32::MAX), "comparisons are unsigned");
+        assert!(!WaitFunction::decode(1).unwrap().holds(u32::MAX, 0));
+    }
+
+    #[test]
+    fn an_sdma_length_in_a_dword_not_yet_rung_is_not_known_yet() {
+        let dword = |i: u64| -> Result<u32, QueueFault> { Ok(if i == 3 { 2 } else { 0 }) };
+        let write = u32::from(sdma::OP_WRITE);
+        assert_eq!(packet_length(Kind::Sdma, write, 3, dword).unwrap(), None, "dword 3 is past the write pointer");
+        assert_eq!(packet_length(Kind::Sdma, write, 4, dword).unwrap(), Some(7));
+        // PM4 lengths are in the header: nothing else is read.
+        let never = |_: u64| -> Result<u32, QueueFault> { panic!("a PM4 length read a body dword") };
+        assert_eq!(packet_length(Kind::Pm4, 3 << 30 | 2 << 16, 1, never).unwrap(), Some(4));
     }
 }

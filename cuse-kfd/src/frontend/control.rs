@@ -1,5 +1,5 @@
 //! The daemon's control socket (`<runtime dir>/control.sock`, root only): one command per
-//! connection, answered with text. `status` gives [`crate::inspect::status`]; `stats` the
+//! connection, answered with text. `status` gives [`crate::frontend::inspect::status`]; `stats` the
 //! device's object counts ([`DeviceStats`], one `name value` line per field, read back with
 //! [`parse_stats`]); `trace` the Chrome trace JSON; `trace on` / `trace off` switch recording.
 
@@ -44,7 +44,7 @@ fn answer(device: &Device, conn: UnixStream) -> std::io::Result<()> {
     let mut line = String::new();
     BufReader::new(&conn).read_line(&mut line)?;
     let reply = match line.trim() {
-        "status" => crate::inspect::status(device),
+        "status" => crate::frontend::inspect::status(device),
         "stats" => format_stats(&device.stats()),
         "trace" => device.trace().to_chrome_json(),
         "trace on" => {

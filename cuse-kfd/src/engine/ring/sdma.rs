@@ -7,7 +7,7 @@
 //! - COPY (1) LINEAR (0): `count + 1` bytes from src to dst, or to two dsts with BROADCAST.
 //! - WRITE (2) LINEAR (0): `count + 1` dwords of inline data to dst.
 //! - FENCE (5): a 32-bit store.
-//! - TRAP (6): an SDMA trap interrupt with the 28-bit INT_CONTEXT (see [`super::Interrupt`]).
+//! - TRAP (6): an SDMA trap interrupt with the 28-bit INT_CONTEXT (see [`Interrupt`]).
 //! - POLL_REGMEM (8) on memory: `(*addr & mask) FUNC value`, re-polled while false. On a
 //!   register it is only accepted where it cannot wait: with HDP_FLUSH (amdgpu's HDP flush) or
 //!   function ALWAYS (ROCr's HDP flush packet); there is no HDP or register file to touch.
@@ -19,11 +19,11 @@
 //!
 //! Anything else is a queue error that names what was refused.
 
-use super::kernels::ERROR_INVALID_PACKET_FORMAT;
-use super::mem::Mem;
-use super::ring::{Action, WaitFunction};
-use super::{Interrupt, QueueFault};
+use super::{Action, WaitFunction};
 use crate::clock;
+use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
+use crate::engine::mem::Mem;
+use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
 
 pub const OP_NOP: u8 = 0;
@@ -202,4 +202,61 @@ fn fill(mem: &mut Mem, dst: u64, pattern: &[u8], bytes: u64) -> Result<(), Queue
         done += n as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(op: u8, sub_op: u8) -> u32 {
+        u32::from(op) | u32::from(sub_op) << 8
+    }
+
+    fn fixed(h: u32) -> Option<u64> {
+        length(h, |_| panic!("a fixed-length packet read a body dword")).unwrap()
+    }
+
+    #[test]
+    fn fixed_lengths_by_opcode() {
+        assert_eq!(fixed(header(OP_NOP, 0)), Some(1));
+        assert_eq!(fixed(header(OP_NOP, 0) | 3 << 16), Some(4), "NOP skips COUNT extra dwords");
+        assert_eq!(fixed(header(OP_NOP, 0) | 0x3FFF << 16), Some(0x4000));
+        assert_eq!(fixed(header(OP_COPY, SUBOP_LINEAR)), Some(7));
+        assert_eq!(fixed(header(OP_COPY, SUBOP_LINEAR) | 1 << 27), Some(9), "broadcast copy");
+        assert_eq!(fixed(header(OP_FENCE, 0)), Some(4));
+        assert_eq!(fixed(header(OP_TRAP, 0)), Some(2));
+        assert_eq!(fixed(header(OP_POLL_REGMEM, 0)), Some(6));
+        assert_eq!(fixed(header(OP_ATOMIC, 0)), Some(8));
+        assert_eq!(fixed(header(OP_CONST_FILL, 0)), Some(5));
+        assert_eq!(fixed(header(OP_TIMESTAMP, SUBOP_TIMESTAMP_GET)), Some(3));
+        assert_eq!(fixed(header(OP_GCR, 0)), Some(5));
+    }
+
+    #[test]
+    fn a_write_is_as_long_as_its_dword_3_says() {
+        let w = header(OP_WRITE, SUBOP_LINEAR);
+        assert_eq!(length(w, |_| Ok(None)).unwrap(), None, "dword 3 is not there yet");
+        let mut asked = None;
+        assert_eq!(
+            length(w, |i| {
+                asked = Some(i);
+                Ok(Some(2))
+            })
+            .unwrap(),
+            Some(7)
+        );
+        assert_eq!(asked, Some(3));
+        assert_eq!(length(w, |_| Ok(Some(0xFFC0_0000))).unwrap(), Some(5), "COUNT is 22 bits");
+        let e = length(w, |_| Err(bad("unreadable".into()))).unwrap_err();
+        assert!(e.to_string().contains("unreadable"), "{e}");
+    }
+
+    #[test]
+    fn other_opcodes_and_sub_opcodes_are_refused_by_name() {
+        let refused = |h: u32| length(h, |_| Ok(Some(0))).unwrap_err().to_string();
+        assert!(refused(header(4, 0)).contains("SDMA INDIRECT packet (op 4)"));
+        assert!(refused(header(OP_COPY, 1)).contains("op 1 sub-op 1"));
+        assert!(refused(header(OP_WRITE, 1)).contains("op 2 sub-op 1"));
+        assert!(refused(header(0x33, 0)).contains("unknown SDMA opcode 51"));
+    }
 }

@@ -7,7 +7,7 @@
 //! - WRITE_DATA (0x37) to memory (DST_SEL 1, 2 or 5), incrementing or fixed address.
 //! - RELEASE_MEM (0x49): DATA_SEL 0-4 (none, 32-bit data, 64-bit data, GPU clock, system
 //!   clock) to memory, then INT_SEL 1 or 2 raises an end-of-pipe interrupt whose context id is
-//!   the packet's INT_CTXID (see [`super::Interrupt`]).
+//!   the packet's INT_CTXID (see [`Interrupt`]).
 //! - WAIT_REG_MEM (0x3C) on memory: `(*addr & mask) FUNCTION reference`, re-polled while false;
 //!   the queue waits there as behind an AQL barrier.
 //! - INDIRECT_BUFFER (0x3F): runs an IB of GPU VM memory (the ring runner keeps the IB stack).
@@ -16,11 +16,11 @@
 //! A type-2 packet is a one-dword filler. Everything else (type 0/1 register writes, other
 //! opcodes, register targets) is a queue error that names what was refused.
 
-use super::kernels::ERROR_INVALID_PACKET_FORMAT;
-use super::mem::Mem;
-use super::ring::{Action, WaitFunction};
-use super::{Interrupt, QueueFault};
+use super::{Action, WaitFunction};
 use crate::clock;
+use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
+use crate::engine::mem::Mem;
+use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
 
 pub const NOP: u8 = 0x10;
@@ -163,5 +163,37 @@ pub fn exec(mem: &mut Mem, p: &[u32]) -> Result<Action, QueueFault> {
             Some(name) => format!("PM4 opcode {op:#04x} {name} is not supported by this device"),
             None => format!("unknown PM4 opcode {op:#04x} (header {:#010x})", p[0]),
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn type3(op: u8, count: u32) -> u32 {
+        3 << 30 | count << 16 | u32::from(op) << 8
+    }
+
+    #[test]
+    fn type3_lengths_are_the_count_plus_two() {
+        assert_eq!(length(type3(NOP, 2)).unwrap(), 4);
+        assert_eq!(length(type3(RELEASE_MEM, 6)).unwrap(), 8);
+        assert_eq!(length(type3(WRITE_DATA, 0)).unwrap(), 2);
+        assert_eq!(length(type3(WRITE_DATA, 0x3FFF)).unwrap(), 0x3FFF + 2, "the filler count is NOP's alone");
+        assert_eq!(length(type3(NOP, 0x3FFF)).unwrap(), 1, "the one-dword filler");
+        assert_eq!(length(type3(NOP, 1) | 0x2).unwrap(), 3, "the shader-type bit is not part of the count");
+    }
+
+    #[test]
+    fn type2_is_a_filler_and_types_0_and_1_are_refused() {
+        assert_eq!(length(0x8000_0000).unwrap(), 1);
+        assert_eq!(length(0xBFFF_FFFF).unwrap(), 1);
+        for header in [0x0000_0000, 0x4000_0000, 0x3FFF_FFFF] {
+            let e = length(header).unwrap_err();
+            assert!(
+                matches!(&e, QueueFault::Invalid { code: ERROR_INVALID_PACKET_FORMAT, reason } if reason.contains("register writes")),
+                "{header:#x}: {e}"
+            );
+        }
     }
 }

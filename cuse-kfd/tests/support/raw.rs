@@ -4,14 +4,13 @@
 //!
 //! Every helper that expects success panics with the request's name and errno, so a failing
 //! setup step points at itself.
-#![allow(dead_code)]
 
 use cuse_kfd::device::default_runtime_dir;
-use cuse_kfd::embedded::PendingIoctl;
-use cuse_kfd::ioctl::reply::{Reply, Responder};
+use cuse_kfd::frontend::embedded::PendingIoctl;
 use cuse_kfd::ioctl::{Request, UserMemory};
 use cuse_kfd::memory::backing::{backing_path, MmapSpace};
 use cuse_kfd::memory::remote;
+use cuse_kfd::reply::{Reply, Responder};
 use cuse_kfd::{Caller, DeviceConfig, DeviceStats, Embedded, EmbeddedFile};
 use nix::errno::Errno;
 use std::path::{Path, PathBuf};
@@ -99,8 +98,8 @@ impl Rig {
         match &self.dev {
             RigDevice::Embedded(emb) => emb.device().stats(),
             RigDevice::Node(_) => {
-                let text = cuse_kfd::control::request(&self.root, "stats").expect("the daemon's stats");
-                cuse_kfd::control::parse_stats(&text).unwrap_or_else(|e| panic!("the daemon's stats: {e}"))
+                let text = cuse_kfd::frontend::control::request(&self.root, "stats").expect("the daemon's stats");
+                cuse_kfd::frontend::control::parse_stats(&text).unwrap_or_else(|e| panic!("the daemon's stats: {e}"))
             }
         }
     }

@@ -1,0 +1,93 @@
+//! What every queue runner (AQL in `aql.rs`, PM4 and SDMA rings in `ring/`) shares with the
+//! engine loop: the time of a pass, what a poll needs and reports, the interrupts packets
+//! raise, and the cached ring properties of the queue.
+
+use crate::queue::Queue;
+use crate::trace::Trace;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+/// The time of this pass, read from the clock only if someone asks.
+#[derive(Default)]
+pub struct LazyNow(Cell<Option<Instant>>);
+
+impl LazyNow {
+    pub fn get(&self) -> Instant {
+        match self.0.get() {
+            Some(t) => t,
+            None => {
+                let t = Instant::now();
+                self.0.set(Some(t));
+                t
+            }
+        }
+    }
+}
+
+/// What every poll needs from the engine.
+pub struct PollCtx<'a> {
+    pub grace: Duration,
+    pub trace: &'a Trace,
+}
+
+/// What happened in one poll of a queue.
+#[derive(Debug, Default)]
+pub struct Polled {
+    pub progressed: bool,
+    /// Work is waiting on something other than a doorbell (a barrier, a running kernel, a
+    /// packet being published): keep polling.
+    pub pending: bool,
+    pub deadline: Option<Instant>,
+    /// KFD events to raise in the queue's process.
+    pub events: Vec<u32>,
+    /// Interrupts PM4 and SDMA packets raised, in order.
+    pub interrupts: Vec<Interrupt>,
+}
+
+/// An interrupt a PM4 or SDMA packet raised, as it reaches amdkfd through the IH ring: a
+/// RELEASE_MEM with INT_SEL is a CP end-of-pipe interrupt whose context id is the packet's
+/// INT_CTXID (32 valid bits); an SDMA TRAP is an SDMA trap interrupt with its 28-bit
+/// INT_CONTEXT. amdkfd (kfd_int_process_v9.c) hands both to kfd_signal_event_interrupt: the
+/// signal event with that id is set if its event-page slot was written (the packet before
+/// writes the id there, as kfdtest does), otherwise every event whose slot was written is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupt {
+    pub context_id: u32,
+    pub valid_bits: u32,
+}
+
+/// The ring a queue runs from, as of its last UPDATE_QUEUE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingProps {
+    pub base: u64,
+    /// Bytes.
+    pub size: u64,
+    /// False while UPDATE_QUEUE stalls the queue (0% or a null ring).
+    pub active: bool,
+}
+
+/// A queue's ring properties, reread only when UPDATE_QUEUE changed them (the engine polls
+/// far more often than clients update queues).
+#[derive(Debug)]
+pub struct PropsCache {
+    generation: u64,
+    props: RingProps,
+}
+
+impl Default for PropsCache {
+    fn default() -> PropsCache {
+        PropsCache { generation: u64::MAX, props: RingProps { base: 0, size: 0, active: false } }
+    }
+}
+
+impl PropsCache {
+    pub fn get(&mut self, queue: &Queue) -> RingProps {
+        let g = queue.props_generation();
+        if g != self.generation {
+            let p = queue.props();
+            self.generation = g;
+            self.props = RingProps { base: p.ring_base.0, size: p.ring_size, active: p.is_active() };
+        }
+        self.props
+    }
+}

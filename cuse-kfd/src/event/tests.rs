@@ -1,0 +1,193 @@
+//! EventTable: auto and manual reset, event age, and the interrupt path with its fallback.
+
+use super::page::{EventPage, EVENT_PAGE_SIZE};
+use super::wait::{Completion, WaitOutcome, WaitSlot, Waiter};
+use super::EventTable;
+use crate::device::default_runtime_dir;
+use crate::memory::backing::{BackingStore, MmapSpace, Owner};
+use crate::reply::{Pending, Responder};
+use uapi::kfd::*;
+
+/// A table with an event page over a fresh backing file.
+struct Fixture {
+    table: EventTable,
+    root: std::path::PathBuf,
+    next_wait: u64,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let root = default_runtime_dir();
+        let store = BackingStore::new(&root).unwrap();
+        let owner = Owner { uid: nix::unistd::getuid().as_raw(), gid: nix::unistd::getgid().as_raw() };
+        let file = store.create(1, owner, MmapSpace::Kfd, 0, EVENT_PAGE_SIZE).unwrap();
+        let mut table = EventTable::default();
+        table.set_page(EventPage::new(file, 0).unwrap()).unwrap();
+        Fixture { table, root, next_wait: 1 }
+    }
+
+    fn signal_event(&mut self, auto_reset: bool) -> u32 {
+        self.table.create(KFD_IOC_EVENT_SIGNAL, auto_reset).unwrap().event_id
+    }
+
+    /// Starts a wait on `ids` (any of them) with the ages the caller last saw (0: none);
+    /// returns whether it parked and what completed at once.
+    fn wait(&mut self, ids: &[(u32, u64)]) -> (bool, Vec<Completion>) {
+        let id = self.next_wait;
+        self.next_wait += 1;
+        let data: Vec<EventData> = ids
+            .iter()
+            .map(|&(event_id, age)| EventData { event_id, payload: [age, 0, 0, 0], ..EventData::default() })
+            .collect();
+        let waiter = Waiter {
+            id,
+            slots: ids.iter().map(|&(event_id, last_age)| WaitSlot { event_id, activated: false, last_age }).collect(),
+            wait_for_all: false,
+            timeout_ms: KFD_EVENT_TIMEOUT_INFINITE,
+            args: WaitEventsArgs { events_ptr: 0x1000, num_events: ids.len() as u32, ..WaitEventsArgs::default() },
+            data,
+            reply: Pending::new(Responder::new(id, |_| {}), std::mem::size_of::<WaitEventsArgs>(), true),
+        };
+        let mut done = Vec::new();
+        let parked = self.table.begin_wait(waiter, &mut done).is_some();
+        (parked, done)
+    }
+
+    fn page(&self) -> &EventPage {
+        self.table.page().unwrap()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.table.teardown(&mut Vec::new());
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn completed(done: &[Completion]) -> Vec<u32> {
+    done.iter().map(|c| c.args.wait_result).collect()
+}
+
+/// The event data a completed wait copies back to the caller.
+fn written_data(c: &Completion) -> Vec<EventData> {
+    let bytes = &c.writes.first().expect("a completed wait writes its event data").data;
+    bytes.chunks_exact(48).map(|b| uapi::FromBytes::read_from_bytes(b).unwrap()).collect()
+}
+
+#[test]
+fn an_auto_reset_event_is_consumed_by_the_waiter_it_wakes() {
+    let mut f = Fixture::new();
+    let auto = f.signal_event(true);
+    let manual = f.signal_event(false);
+    let mut done = Vec::new();
+
+    // Set with nobody waiting: both stay signaled until consumed or reset.
+    f.table.set(auto, &mut done);
+    f.table.set(manual, &mut done);
+    assert!(done.is_empty());
+    assert!(f.table.get(auto).unwrap().signaled && f.table.get(manual).unwrap().signaled);
+    // A waiter completes at once on each; it consumes the auto-reset signal only.
+    let (parked, done) = f.wait(&[(auto, 0)]);
+    assert!(!parked);
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    assert!(!f.table.get(auto).unwrap().signaled, "the waiter consumed the auto-reset signal");
+    let (parked, _) = f.wait(&[(manual, 0)]);
+    assert!(!parked);
+    assert!(f.table.get(manual).unwrap().signaled, "a manual-reset event stays signaled");
+    let (parked, _) = f.wait(&[(auto, 0)]);
+    assert!(parked, "a consumed auto-reset event parks the next waiter");
+
+    // Set with a waiter: the auto-reset event wakes it and stays unsignaled.
+    let mut done = Vec::new();
+    f.table.set(auto, &mut done);
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    assert!(!f.table.get(auto).unwrap().signaled);
+    assert_eq!(f.table.waiter_count(), 0);
+    // A manual-reset event woken with a waiter stays signaled.
+    f.table.reset(manual).unwrap();
+    let (parked, _) = f.wait(&[(manual, 0)]);
+    assert!(parked);
+    let mut done = Vec::new();
+    f.table.set(manual, &mut done);
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    assert!(f.table.get(manual).unwrap().signaled);
+}
+
+#[test]
+fn a_waiter_that_saw_an_older_age_completes_at_once_and_reads_the_new_age() {
+    let mut f = Fixture::new();
+    let ev = f.signal_event(true);
+    assert_eq!(f.table.get(ev).unwrap().age, 1, "ages start at 1");
+    let mut done = Vec::new();
+    f.table.set(ev, &mut done);
+    f.table.set(ev, &mut done);
+    assert_eq!(f.table.get(ev).unwrap().age, 3, "each set ages the event");
+    f.table.reset(ev).unwrap();
+
+    // Unsignaled, but the caller last saw age 1: the event was set since.
+    let (parked, done) = f.wait(&[(ev, 1)]);
+    assert!(!parked);
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    assert_eq!(written_data(&done[0])[0].payload[0], 3, "the caller gets the current age");
+    // A caller that saw the current age waits; the next set completes it with the next age.
+    let (parked, _) = f.wait(&[(ev, 3)]);
+    assert!(parked);
+    let mut done = Vec::new();
+    f.table.set(ev, &mut done);
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    assert_eq!(written_data(&done[0])[0].payload[0], 4);
+    // Age 0 means "not used": an unsignaled event parks its waiter whatever its age.
+    let (parked, _) = f.wait(&[(ev, 0)]);
+    assert!(parked);
+}
+
+#[test]
+fn an_interrupt_sets_the_event_it_names_or_else_every_written_one() {
+    let mut f = Fixture::new();
+    let a = f.signal_event(false);
+    let b = f.signal_event(false);
+    let c = f.signal_event(false);
+    let mut done = Vec::new();
+
+    // The named event is set only if its slot was written.
+    f.table.interrupt(a, 32, &mut done);
+    assert!(!f.table.get(a).unwrap().signaled, "an unwritten slot is not set");
+    f.page().write_slot(a, u64::from(a));
+    f.page().write_slot(b, u64::from(b));
+    f.table.interrupt(a, 32, &mut done);
+    assert!(f.table.get(a).unwrap().signaled);
+    assert!(!f.table.get(b).unwrap().signaled, "a named hit sets that event alone");
+    assert_eq!(f.page().read_slot(a), Some(UNSIGNALED_EVENT_SLOT), "its slot is reset");
+    assert_ne!(f.page().read_slot(b), Some(UNSIGNALED_EVENT_SLOT));
+
+    // A partial id that matches a written slot sets that event.
+    f.table.reset(a).unwrap();
+    f.page().write_slot(c, u64::from(c));
+    f.table.interrupt(0x1000 | c, 4, &mut done);
+    assert!(f.table.get(c).unwrap().signaled && !f.table.get(b).unwrap().signaled);
+
+    // An id that names no written slot falls back to every written slot.
+    f.table.reset(c).unwrap();
+    f.page().write_slot(c, u64::from(c));
+    f.table.interrupt(0xFFF, 32, &mut done);
+    assert!(!f.table.get(a).unwrap().signaled, "a has no written slot");
+    assert!(f.table.get(b).unwrap().signaled && f.table.get(c).unwrap().signaled);
+    assert_eq!(f.page().read_slot(b), Some(UNSIGNALED_EVENT_SLOT));
+    assert_eq!(f.page().read_slot(c), Some(UNSIGNALED_EVENT_SLOT));
+    assert!(done.is_empty(), "nobody was waiting");
+}
+
+#[test]
+fn a_cancelled_wait_answers_with_its_outcome() {
+    let mut f = Fixture::new();
+    let ev = f.signal_event(false);
+    let (parked, _) = f.wait(&[(ev, 0)]);
+    assert!(parked);
+    let mut done = Vec::new();
+    assert!(f.table.cancel_wait(1, WaitOutcome::Interrupted, &mut done));
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_FAIL]);
+    assert_eq!(done[0].result, Err(nix::errno::Errno::EINTR));
+    assert!(!f.table.cancel_wait(1, WaitOutcome::Timeout, &mut Vec::new()), "a wait ends once");
+    assert!(f.table.get(ev).unwrap().waiters.is_empty());
+}
