@@ -5,8 +5,8 @@ use super::check::{check_reply, covered, declared_ranges, fail, send, CheckedMem
 use super::{Check, Harness, Kind};
 use crate::errnos;
 use crate::ops::{Call, Expect, Ptr};
-use cuse_kfd::reply::Reply;
 use cuse_kfd::ioctl::UserRange;
+use cuse_kfd::reply::Reply;
 use nix::errno::Errno;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Mutex;
