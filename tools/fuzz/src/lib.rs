@@ -569,7 +569,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         DispatchOp::Close { file: 0 },
     ];
     let every_row: Vec<DispatchOp> = std::iter::once(DispatchOp::Open { pid: 2 })
-        .chain(ALL.iter().map(|(_, cmd)| ioctl(0, *cmd, vec![0; ioc_size(*cmd)])))
+        .chain(ALL.iter().map(|d| ioctl(0, d.cmd, vec![0; ioc_size(d.cmd)])))
         .collect();
     let mut out = vec![
         ("dispatcher", "lifecycle".to_string(), encode(&lifecycle)),
