@@ -4,10 +4,10 @@
 //! Off by default; when on, every record costs one short lock. Records are kept in a bounded
 //! ring (the oldest go first).
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// Records kept at most.
@@ -75,7 +75,7 @@ impl Trace {
             return;
         }
         let dur_ns = self.now_ns().saturating_sub(start_ns);
-        let mut r = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = self.records.lock();
         if r.len() >= self.capacity {
             r.pop_front();
         }
@@ -83,7 +83,7 @@ impl Trace {
     }
 
     pub fn records(&self) -> Vec<Record> {
-        self.records.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+        self.records.lock().iter().cloned().collect()
     }
 
     /// The Chrome trace event format: complete ("X") events in microseconds, a process per

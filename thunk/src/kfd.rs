@@ -4,8 +4,9 @@ use crate::memory::{open_backing, GpuMemory, Kind, Space};
 use crate::transport::{EmbeddedTransport, Transport};
 use crate::vm;
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::{FromBytes, Immutable, IntoBytes};
@@ -186,7 +187,7 @@ impl Kfd {
     /// Creates an event. The first signal event brings the event page: a GTT buffer of this
     /// client, mapped to `gpu_id`, handed to the device (the dGPU path of libhsakmt).
     pub fn create_event(&self, gpu_id: u32, event_type: u32, auto_reset: bool) -> Result<CreateEventArgs, Errno> {
-        let mut page = self.inner.event_page.lock().unwrap_or_else(|e| e.into_inner());
+        let mut page = self.inner.event_page.lock();
         let mut a = CreateEventArgs { event_type, auto_reset: u32::from(auto_reset), node_id: 0, ..Default::default() };
         let mut new_page = None;
         if page.is_none() {
@@ -203,7 +204,7 @@ impl Kfd {
 
     /// The GPU address of event slot `slot` (a signal's event mailbox).
     pub fn mailbox(&self, slot: u32) -> Option<u64> {
-        let page = self.inner.event_page.lock().unwrap_or_else(|e| e.into_inner());
+        let page = self.inner.event_page.lock();
         page.as_ref().map(|p| p.addr(u64::from(slot) * 8))
     }
 

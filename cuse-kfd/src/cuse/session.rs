@@ -12,9 +12,10 @@ use crate::ioctl::reply::{Reply, Responder, UserWrite};
 use crate::ioctl::{self, Direction, UserMemory, UserRange};
 use crate::memory::PAGE_SIZE;
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use uapi::fuse::*;
 use uapi::ioctl::{ioc_dir, ioc_size, IOC_READ, IOC_WRITE};
 
@@ -100,10 +101,6 @@ pub struct Session {
     pending_interrupts: Mutex<VecDeque<u64>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn iov(base: u64, len: u64) -> FuseIoctlIovec {
     FuseIoctlIovec { base, len }
 }
@@ -151,7 +148,7 @@ impl Session {
             Op::Init(init) => self.init(unique, init),
             Op::Open(_) => self.open(req),
             Op::Release(r) => {
-                if let Some(_owner) = lock(&self.files).remove(&r.fh) {
+                if let Some(_owner) = self.files.lock().remove(&r.fh) {
                     self.device.release(FileId(r.fh));
                 }
                 self.sink.send(frame::reply(unique, 0, &[]));
@@ -201,7 +198,7 @@ impl Session {
         let pid = self.procfs.tgid(h.pid).unwrap_or(h.pid);
         let caller = Caller { pid, tid: h.pid, uid: h.uid, gid: h.gid };
         let file = self.device.open(caller);
-        lock(&self.files).insert(file.0, pid);
+        self.files.lock().insert(file.0, pid);
         let out = FuseOpenOut { fh: file.0, open_flags: FOPEN_DIRECT_IO | FOPEN_NONSEEKABLE, padding: 0 };
         self.sink.send(frame::reply_struct(h.unique, &out));
     }
@@ -209,7 +206,7 @@ impl Session {
     fn interrupt(&self, unique: u64) {
         // The lock is held across the attempt: a request that parks meanwhile looks here after
         // parking (see `ioctl`), so it finds either its wait ended or the interrupt kept.
-        let mut p = lock(&self.pending_interrupts);
+        let mut p = self.pending_interrupts.lock();
         if !self.device.interrupt(unique) {
             // Not parked (yet): the request may still be on its way to us.
             if p.len() >= MAX_PENDING_INTERRUPTS {
@@ -220,7 +217,7 @@ impl Session {
     }
 
     fn take_interrupt(&self, unique: u64) -> bool {
-        let mut p = lock(&self.pending_interrupts);
+        let mut p = self.pending_interrupts.lock();
         match p.iter().position(|u| *u == unique) {
             Some(i) => {
                 p.remove(i);
@@ -238,7 +235,7 @@ impl Session {
             self.sink.send(frame::reply_ioctl(unique, -(Errno::ENOTTY as i32), &[]));
             return;
         }
-        let Some(owner) = lock(&self.files).get(&io.fh).copied() else {
+        let Some(owner) = self.files.lock().get(&io.fh).copied() else {
             self.sink.send(frame::reply_err(unique, Errno::EBADF));
             return;
         };
@@ -320,7 +317,7 @@ impl Session {
         self.device.ioctl(FileId(io.fh), &request, &staged, responder);
         // An interrupt that came while the request was between the check above and parking
         // found nothing to end and was kept: end the parked wait now (a no-op if it finished).
-        let mut p = lock(&self.pending_interrupts);
+        let mut p = self.pending_interrupts.lock();
         if let Some(i) = p.iter().position(|u| *u == unique) {
             p.remove(i);
             self.device.interrupt(unique);
@@ -329,7 +326,7 @@ impl Session {
 
     /// Answers every parked request with its failure and forgets all files (shutdown).
     pub fn shutdown(&self) {
-        lock(&self.files).clear();
+        self.files.lock().clear();
         self.device.shutdown();
     }
 }
