@@ -5,7 +5,7 @@
 //! script in about 45 s once udev's coldplug is kept from loading modules it does not need (see
 //! [`MODPROBE_BLACKLIST`]), about 85 s without that.
 
-use crate::packages::{self, VIRTME_NG};
+use crate::packages::VIRTME_NG;
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -205,7 +205,7 @@ pub fn ensure_vng(install: bool) -> Result<Vng, String> {
     if !install {
         return Err(format!("virtme-ng {want} is not installed in {VENV} (--no-install)"));
     }
-    if let Some(uid) = packages::effective_uid().filter(|&u| u != 0) {
+    if let uid @ 1.. = nix::unistd::geteuid().as_raw() {
         return Err(format!("virtme-ng {want} is not installed in {VENV}, and installing it needs root (uid {uid})"));
     }
     if !Path::new(PYTHON).is_file() {
