@@ -11,8 +11,6 @@ use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::{FromBytes, Immutable, IntoBytes};
 
-const PAGE: u64 = 4096;
-
 pub(crate) struct Inner {
     transport: Box<dyn Transport>,
     /// The client-allocated event page (created with the first event).
@@ -135,7 +133,7 @@ impl Kfd {
     /// Allocates `size` bytes of `kind` memory on `gpu_id`, maps it to that GPU and into this
     /// process at the same address.
     pub fn alloc(&self, gpu_id: u32, size: u64, kind: Kind) -> Result<GpuMemory, Errno> {
-        let size = size.max(1).next_multiple_of(PAGE);
+        let size = size.max(1).next_multiple_of(PAGE_SIZE);
         let va = vm::reserve(size as usize)?;
         let domain = match kind {
             Kind::Vram => KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,

@@ -440,6 +440,7 @@ fn constants() -> Vec<Constant> {
         // kfd.rs
         KFD_IOCTL_MAJOR_VERSION,
         KFD_IOCTL_MINOR_VERSION,
+        PAGE_SIZE,
         KFD_IOC_QUEUE_TYPE_COMPUTE,
         KFD_IOC_QUEUE_TYPE_SDMA,
         KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,

@@ -91,7 +91,7 @@ impl Status {
 pub type Result<T> = std::result::Result<T, Status>;
 
 /// The page size libhsakmt works in.
-pub const PAGE_SIZE: u64 = 4096;
+pub use uapi::kfd::PAGE_SIZE;
 
 /// The memory manager's choices that libhsakmt takes from the environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
