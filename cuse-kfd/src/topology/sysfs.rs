@@ -14,7 +14,7 @@ use std::{fs, io};
 pub const KFD_SYSFS_DIR: &str = "/sys/devices/virtual/kfd/kfd";
 
 /// libhsakmt reads at most one page of each file.
-pub const MAX_FILE_SIZE: usize = 4096;
+pub const MAX_FILE_SIZE: usize = uapi::kfd::PAGE_SIZE as usize;
 
 fn key_values(pairs: &[(&str, u64)]) -> String {
     let mut s = String::new();

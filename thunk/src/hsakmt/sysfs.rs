@@ -14,7 +14,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// libhsakmt reads one page of each file.
-const MAX_READ: usize = 4096;
+const MAX_READ: usize = cuse_kfd::topology::MAX_FILE_SIZE;
 
 /// Reads at most a page of `path`; a missing or unreadable file is `Error`.
 fn read_page(path: &Path) -> Result<String> {
