@@ -14,10 +14,11 @@ use crate::reply::{Reply, Responder};
 use crate::topology::{Profile, Topology, DEFAULT_PROFILE};
 use crate::trace::Trace;
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 
 /// How to build a device.
 #[derive(Debug, Clone)]
@@ -96,10 +97,6 @@ pub struct Device {
     gtt_limit: u64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Device {
     pub fn new(config: &DeviceConfig) -> Result<Arc<Device>, DeviceError> {
         let profile = Profile::by_name(&config.profile).ok_or_else(|| {
@@ -173,7 +170,7 @@ impl Device {
     /// Opens the device for `caller`: the first open of a process creates its context, later
     /// opens share it.
     pub fn open(&self, caller: Caller) -> FileId {
-        let mut c = lock(&self.clients);
+        let mut c = self.clients.lock();
         c.next_file += 1;
         let file = FileId(c.next_file);
         c.files.insert(file, caller.pid);
@@ -187,7 +184,7 @@ impl Device {
     /// Closes a file; the last file of a process tears its context down.
     pub fn release(&self, file: FileId) {
         let gone = {
-            let mut c = lock(&self.clients);
+            let mut c = self.clients.lock();
             let Some(pid) = c.files.remove(&file) else { return };
             if c.files.values().any(|p| *p == pid) {
                 None
@@ -213,17 +210,17 @@ impl Device {
 
     /// The context of process `pid`, if it has the device open.
     pub fn process(&self, pid: u32) -> Option<Arc<Process>> {
-        lock(&self.clients).processes.get(&pid).cloned()
+        self.clients.lock().processes.get(&pid).cloned()
     }
 
     pub fn processes(&self) -> Vec<Arc<Process>> {
-        lock(&self.clients).processes.values().cloned().collect()
+        self.clients.lock().processes.values().cloned().collect()
     }
 
     /// Handles one ioctl on `file`; the reply goes to `responder`, now or later.
     pub fn ioctl(&self, file: FileId, req: &Request, user: &dyn UserMemory, responder: Responder) {
         let process = {
-            let c = lock(&self.clients);
+            let c = self.clients.lock();
             match c.files.get(&file) {
                 // amdkfd: a KFD fd used from another process is EBADF.
                 Some(pid) if *pid == req.caller.pid => c.processes.get(pid).cloned(),
@@ -274,7 +271,7 @@ impl Device {
     /// Reserves `size` bytes of VRAM on `gpu_id`; ENOMEM past the profile's VRAM size.
     pub(crate) fn reserve_vram(&self, gpu_id: u32, size: u64) -> Result<(), Errno> {
         let total = self.topology.gpu(gpu_id).ok_or(Errno::EINVAL)?.profile.vram_size;
-        let mut used = lock(&self.vram_used);
+        let mut used = self.vram_used.lock();
         let u = used.entry(gpu_id).or_insert(0);
         match u.checked_add(size) {
             Some(n) if n <= total => {
@@ -288,7 +285,7 @@ impl Device {
     /// Reserves `size` bytes of GTT; ENOMEM past the limit (half of system memory, as the
     /// amdgpu GTT default).
     pub(crate) fn reserve_gtt(&self, size: u64) -> Result<(), Errno> {
-        let mut used = lock(&self.gtt_used);
+        let mut used = self.gtt_used.lock();
         match used.checked_add(size) {
             Some(n) if n <= self.gtt_limit => {
                 *used = n;
@@ -303,7 +300,7 @@ impl Device {
         match kind {
             crate::memory::BufferKind::Vram => self.release_vram(&[(gpu_id, size)]),
             crate::memory::BufferKind::Gtt => {
-                let mut used = lock(&self.gtt_used);
+                let mut used = self.gtt_used.lock();
                 *used = used.saturating_sub(size);
             }
             _ => {}
@@ -311,7 +308,7 @@ impl Device {
     }
 
     pub(crate) fn release_vram(&self, freed: &[(u32, u64)]) {
-        let mut used = lock(&self.vram_used);
+        let mut used = self.vram_used.lock();
         for (gpu, size) in freed {
             if let Some(u) = used.get_mut(gpu) {
                 *u = u.saturating_sub(*size);
@@ -322,12 +319,12 @@ impl Device {
     /// VRAM not yet allocated on `gpu_id`.
     pub fn vram_available(&self, gpu_id: u32) -> Option<u64> {
         let total = self.topology.gpu(gpu_id)?.profile.vram_size;
-        Some(total.saturating_sub(lock(&self.vram_used).get(&gpu_id).copied().unwrap_or(0)))
+        Some(total.saturating_sub(self.vram_used.lock().get(&gpu_id).copied().unwrap_or(0)))
     }
 
     pub fn stats(&self) -> DeviceStats {
         let (files, processes) = {
-            let c = lock(&self.clients);
+            let c = self.clients.lock();
             (c.files.len(), c.processes.values().cloned().collect::<Vec<_>>())
         };
         let mut s = DeviceStats { files, processes: processes.len(), ..DeviceStats::default() };
@@ -344,7 +341,7 @@ impl Device {
     /// Tears down every process (daemon shutdown).
     pub fn shutdown(&self) {
         let all: Vec<Arc<Process>> = {
-            let mut c = lock(&self.clients);
+            let mut c = self.clients.lock();
             c.files.clear();
             c.processes.drain().map(|(_, p)| p).collect()
         };

@@ -12,8 +12,8 @@
 //! * `crash-at=POINT`: the daemon aborts when it reaches POINT (`ioctl:NAME`, e.g.
 //!   `ioctl:CREATE_QUEUE`), so clients see what a dying driver gives them.
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 const NONE: u64 = u64::MAX;
@@ -137,7 +137,7 @@ impl Faults {
 
     pub fn set_crash_at(&self, point: Option<String>) {
         self.crash_armed.store(point.is_some(), Ordering::Release);
-        *self.crash_at.lock().unwrap_or_else(|e| e.into_inner()) = point;
+        *self.crash_at.lock() = point;
     }
 
     /// Whether a crash point is armed (a cheap check before naming the point).
@@ -147,9 +147,7 @@ impl Faults {
 
     /// Aborts the process if `point` is the armed crash point.
     pub fn crash_point(&self, point: &str) {
-        if self.crash_armed.load(Ordering::Relaxed)
-            && self.crash_at.lock().unwrap_or_else(|e| e.into_inner()).as_deref() == Some(point)
-        {
+        if self.crash_armed.load(Ordering::Relaxed) && self.crash_at.lock().as_deref() == Some(point) {
             log::error!("fault injection: crashing at {point}");
             std::process::abort();
         }

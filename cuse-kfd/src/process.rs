@@ -11,9 +11,10 @@ use crate::memory::{Buffer, BufferKind};
 use crate::queue::doorbell::Doorbells;
 use crate::queue::Queue;
 use crate::topology::Topology;
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 use uapi::kfd::*;
 
 /// Start of the GPUVM aperture (below it is reserved, as AMDGPU_VA_RESERVED_BOTTOM).
@@ -136,16 +137,16 @@ impl Process {
     }
 
     pub fn inner(&self) -> MutexGuard<'_, ProcessInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.lock()
     }
 
     pub fn vm(&self) -> RwLockReadGuard<'_, GpuVm> {
-        self.vm.read().unwrap_or_else(|e| e.into_inner())
+        self.vm.read()
     }
 
     /// The VM for changing; invalidates every cached translation (a TLB shootdown).
     pub fn vm_mut(&self) -> RwLockWriteGuard<'_, GpuVm> {
-        let guard = self.vm.write().unwrap_or_else(|e| e.into_inner());
+        let guard = self.vm.write();
         self.vm_generation.fetch_add(1, Ordering::AcqRel);
         guard
     }
@@ -155,7 +156,7 @@ impl Process {
     }
 
     pub fn events(&self) -> MutexGuard<'_, EventTable> {
-        self.events.lock().unwrap_or_else(|e| e.into_inner())
+        self.events.lock()
     }
 
     pub fn stats(&self) -> ProcessStats {

@@ -4,10 +4,10 @@
 //! Off by default; when on, every record costs one short lock. Records are kept in a bounded
 //! ring (the oldest go first).
 
+use parking_lot::Mutex;
+use serde::Serialize;
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// Records kept at most.
@@ -75,7 +75,7 @@ impl Trace {
             return;
         }
         let dur_ns = self.now_ns().saturating_sub(start_ns);
-        let mut r = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = self.records.lock();
         if r.len() >= self.capacity {
             r.pop_front();
         }
@@ -83,7 +83,7 @@ impl Trace {
     }
 
     pub fn records(&self) -> Vec<Record> {
-        self.records.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
+        self.records.lock().iter().cloned().collect()
     }
 
     /// The Chrome trace event format: complete ("X") events in microseconds, a process per
@@ -91,59 +91,82 @@ impl Trace {
     /// metadata events.
     pub fn to_chrome_json(&self) -> String {
         let records = self.records();
-        let mut out = String::from("{\"traceEvents\":[\n");
+        let mut events = Vec::with_capacity(records.len());
         let mut tracks = std::collections::BTreeSet::new();
-        let mut first = true;
-        let mut push = |s: String, out: &mut String| {
-            if !std::mem::take(&mut first) {
-                out.push_str(",\n");
-            }
-            out.push_str(&s);
-        };
         for r in &records {
             let (name, tid, cat, args) = match &r.kind {
-                Kind::Ioctl { name, errno } => (name.to_string(), 0, "ioctl", format!("{{\"errno\":{errno}}}")),
+                Kind::Ioctl { name, errno } => ((*name).to_owned(), 0, "ioctl", Args::Ioctl { errno: *errno }),
                 Kind::Packet { queue, index, packet_type } => (
-                    packet_name(*packet_type).to_string(),
+                    packet_name(*packet_type).to_owned(),
                     1000 + queue,
                     "packet",
-                    format!("{{\"queue\":{queue},\"index\":{index}}}"),
+                    Args::Packet { queue: *queue, index: *index },
                 ),
                 Kind::QueueError { queue, reason } => {
-                    ("queue error".to_string(), 1000 + queue, "error", format!("{{\"reason\":{}}}", json_str(reason)))
+                    ("queue error".to_owned(), 1000 + queue, "error", Args::Error { reason: reason.clone() })
                 }
             };
             tracks.insert((r.pid, tid));
-            push(
-                format!(
-                    "{{\"name\":{},\"cat\":\"{cat}\",\"ph\":\"X\",\"ts\":{:.3},\"dur\":{:.3},\"pid\":{},\"tid\":{tid},\"args\":{args}}}",
-                    json_str(&name),
-                    r.start_ns as f64 / 1000.0,
-                    r.dur_ns as f64 / 1000.0,
-                    r.pid
-                ),
-                &mut out,
-            );
+            events.push(Event::Complete {
+                name,
+                cat,
+                ts: r.start_ns as f64 / 1000.0,
+                dur: r.dur_ns as f64 / 1000.0,
+                pid: r.pid,
+                tid,
+                args,
+            });
         }
         for (pid, tid) in tracks {
-            let tname = if tid == 0 { "ioctls".to_string() } else { format!("queue {}", tid - 1000) };
-            push(
-                format!(
-                    "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
-                    json_str(&tname)
-                ),
-                &mut out,
-            );
+            let name = if tid == 0 { "ioctls".to_owned() } else { format!("queue {}", tid - 1000) };
+            events.push(Event::Metadata { name: "thread_name", pid, tid: Some(tid), args: Name { name } });
             if tid == 0 {
-                push(
-                    format!("{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"args\":{{\"name\":\"client {pid}\"}}}}"),
-                    &mut out,
-                );
+                let name = format!("client {pid}");
+                events.push(Event::Metadata { name: "process_name", pid, tid: None, args: Name { name } });
             }
         }
-        out.push_str("\n]}\n");
+        let mut out = serde_json::to_string(&ChromeTrace { trace_events: events }).expect("a trace serializes");
+        out.push('\n');
         out
     }
+}
+
+/// The top level of a Chrome trace file (JSON object format).
+#[derive(Serialize)]
+struct ChromeTrace {
+    #[serde(rename = "traceEvents")]
+    trace_events: Vec<Event>,
+}
+
+/// A trace event, tagged by its phase.
+#[derive(Serialize)]
+#[serde(tag = "ph")]
+enum Event {
+    #[serde(rename = "X")]
+    Complete { name: String, cat: &'static str, ts: f64, dur: f64, pid: u32, tid: u32, args: Args },
+    #[serde(rename = "M")]
+    Metadata {
+        name: &'static str,
+        pid: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tid: Option<u32>,
+        args: Name,
+    },
+}
+
+/// The arguments shown with a complete event.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Args {
+    Ioctl { errno: i32 },
+    Packet { queue: u32, index: u64 },
+    Error { reason: String },
+}
+
+/// The argument of a `thread_name` or `process_name` metadata event.
+#[derive(Serialize)]
+struct Name {
+    name: String,
 }
 
 fn packet_name(t: u8) -> &'static str {
@@ -154,25 +177,6 @@ fn packet_name(t: u8) -> &'static str {
         5 => "barrier-OR",
         _ => "packet",
     }
-}
-
-/// A JSON string literal.
-pub fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
 }
 
 #[cfg(test)]
@@ -204,5 +208,12 @@ mod tests {
         assert!(j.contains("\"tid\":1002"));
         assert!(j.contains("\"name\":\"queue 2\""));
         assert!(j.contains("bad \\\"packet\\\""));
+        let v: serde_json::Value = serde_json::from_str(&j).expect("valid JSON");
+        let events = v["traceEvents"].as_array().expect("traceEvents");
+        assert_eq!(events.len(), 5, "two spans, two thread names, one process name: {j}");
+        assert_eq!(events[0]["ph"], "X");
+        assert_eq!(events[0]["args"]["errno"], 0);
+        assert_eq!(events[1]["args"]["reason"], "bad \"packet\"");
+        assert!(events.iter().any(|e| e["name"] == "process_name" && e["args"]["name"] == "client 7"));
     }
 }

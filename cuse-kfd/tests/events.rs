@@ -368,7 +368,7 @@ fn client_gtt_buffer_becomes_the_event_page() {
 fn an_event_page_must_be_a_large_enough_gtt_buffer() {
     let rig = Rig::new();
     let c = rig.open();
-    let small = c.alloc_mapped(Mem::Gtt, PAGE);
+    let small = c.alloc_mapped(Mem::Gtt, PAGE_SIZE);
     assert_eq!(c.try_create_event(KFD_IOC_EVENT_SIGNAL, false, small.handle).unwrap_err(), Errno::EINVAL);
     assert_eq!(c.try_create_event(KFD_IOC_EVENT_SIGNAL, false, small.handle + 1000).unwrap_err(), Errno::EINVAL);
     assert_eq!(rig.stats().events, 0);

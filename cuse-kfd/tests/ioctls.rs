@@ -245,10 +245,10 @@ fn available_memory_drops_after_vram_alloc_and_returns_after_free() {
     assert_eq!(c.available(), total - (3 << 20));
     // Sizes round up to pages.
     let odd = c.alloc(Mem::Vram, 100);
-    assert_eq!(c.available(), total - (3 << 20) - PAGE);
+    assert_eq!(c.available(), total - (3 << 20) - PAGE_SIZE);
     // GTT is not VRAM.
     let g = c.alloc(Mem::Gtt, 1 << 20);
-    assert_eq!(c.available(), total - (3 << 20) - PAGE);
+    assert_eq!(c.available(), total - (3 << 20) - PAGE_SIZE);
     c.free(b.handle).unwrap();
     c.free(odd.handle).unwrap();
     c.free(g.handle).unwrap();
@@ -285,18 +285,18 @@ fn vram_and_gtt_alloc_map_unmap_free_on_two_gpus() {
 fn userptr_buffer_is_the_callers_own_memory() {
     let rig = Rig::new();
     let c = rig.open();
-    let mut pages = memmap2::MmapMut::map_anon(2 * PAGE as usize).unwrap();
+    let mut pages = memmap2::MmapMut::map_anon(2 * PAGE_SIZE as usize).unwrap();
     let cpu = pages.as_mut_ptr() as u64;
-    assert_eq!(cpu % PAGE, 0);
-    let va = c.next_va(2 * PAGE);
+    assert_eq!(cpu % PAGE_SIZE, 0);
+    let va = c.next_va(2 * PAGE_SIZE);
     let flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-    let b = c.try_alloc_at(rig.gpu(), va, 2 * PAGE, flags, cpu).unwrap();
+    let b = c.try_alloc_at(rig.gpu(), va, 2 * PAGE_SIZE, flags, cpu).unwrap();
     assert_eq!(b.mmap_offset, cpu, "USERPTR keeps the CPU address");
     c.map(b.handle, &[rig.gpu()]).unwrap();
-    pages[PAGE as usize..PAGE as usize + 4].copy_from_slice(b"kfd!");
+    pages[PAGE_SIZE as usize..PAGE_SIZE as usize + 4].copy_from_slice(b"kfd!");
     let p = rig.emb().device().process(c.pid()).unwrap();
     let mut seen = [0u8; 4];
-    p.vm().read(rig.gpu(), GpuVa(va + PAGE), &mut seen).unwrap();
+    p.vm().read(rig.gpu(), GpuVa(va + PAGE_SIZE), &mut seen).unwrap();
     assert_eq!(&seen, b"kfd!");
     // And the GPU's writes land in the caller's pages.
     p.vm().write(rig.gpu(), GpuVa(va + 16), b"gpu").unwrap();
@@ -324,8 +324,8 @@ fn doorbell_and_mmio_remap_buffers() {
     let mmio = c
         .try_alloc_at(
             gpu,
-            c.next_va(PAGE),
-            PAGE,
+            c.next_va(PAGE_SIZE),
+            PAGE_SIZE,
             KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
             0,
         )
@@ -335,7 +335,7 @@ fn doorbell_and_mmio_remap_buffers() {
     let db_path = rig.backing(c.pid(), MmapSpace::Kfd, db.mmap_offset);
     let mmio_path = rig.backing(c.pid(), MmapSpace::Kfd, mmio.mmap_offset);
     assert_eq!(std::fs::metadata(&db_path).unwrap().len(), 8192);
-    assert_eq!(std::fs::metadata(&mmio_path).unwrap().len(), PAGE);
+    assert_eq!(std::fs::metadata(&mmio_path).unwrap().len(), PAGE_SIZE);
     // The doorbell buffer is the process doorbell slice queues ring: the queue's doorbells are
     // in its file. (An unused doorbell is written, so no command processor wakes.)
     let q = c.create_queue();
@@ -355,21 +355,21 @@ fn backing_files_follow_the_documented_path_and_share_data() {
     let rig = Rig::new();
     let c = rig.open();
     for mem in [Mem::Vram, Mem::Gtt] {
-        let b = c.alloc_mapped(mem, 3 * PAGE);
+        let b = c.alloc_mapped(mem, 3 * PAGE_SIZE);
         let path = rig.backing(c.pid(), MmapSpace::Render, b.mmap_offset);
         assert_eq!(path, rig.root.join(c.pid().to_string()).join("render").join(format!("{:016x}", b.mmap_offset)));
         let meta = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{mem:?} backing file {}: {e}", path.display()));
-        assert_eq!(meta.len(), 3 * PAGE);
+        assert_eq!(meta.len(), 3 * PAGE_SIZE);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         // Written through one mapping, seen through another, and by the GPU.
         let mut a = map_file(&path);
         let b_map = map_file(&path);
-        a[PAGE as usize + 3..PAGE as usize + 8].copy_from_slice(b"hello");
-        assert_eq!(&b_map[PAGE as usize + 3..PAGE as usize + 8], b"hello");
+        a[PAGE_SIZE as usize + 3..PAGE_SIZE as usize + 8].copy_from_slice(b"hello");
+        assert_eq!(&b_map[PAGE_SIZE as usize + 3..PAGE_SIZE as usize + 8], b"hello");
         let p = rig.emb().device().process(c.pid()).unwrap();
         let mut seen = [0u8; 5];
-        p.vm().read(rig.gpu(), GpuVa(b.va + PAGE + 3), &mut seen).unwrap();
+        p.vm().read(rig.gpu(), GpuVa(b.va + PAGE_SIZE + 3), &mut seen).unwrap();
         assert_eq!(&seen, b"hello");
         // Freed, the file goes away.
         drop((a, b_map));
@@ -465,7 +465,7 @@ fn doorbell_offset_encodes_type_gpu_and_index() {
     // A queue on the second GPU gets that GPU's id and its own slice.
     let gpu1 = rig.gpu_ids()[1];
     let ring1 = c.alloc(Mem::Gtt, u64::from(RING_SIZE));
-    let ptrs1 = c.alloc(Mem::Gtt, PAGE);
+    let ptrs1 = c.alloc(Mem::Gtt, PAGE_SIZE);
     c.map(ring1.handle, &[gpu1]).unwrap();
     c.map(ptrs1.handle, &[gpu1]).unwrap();
     let mut a = c.aql_args(&ring1, &ptrs1);

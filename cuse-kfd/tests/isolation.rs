@@ -17,8 +17,8 @@ fn buffers_cannot_be_reached_by_guessing_handles() {
     let rig = Rig::new();
     let victim = rig.open_as(VICTIM);
     let thief = rig.open_as(THIEF);
-    let mapped = victim.alloc_mapped(Mem::Gtt, 2 * PAGE);
-    let loose = victim.alloc(Mem::Vram, PAGE);
+    let mapped = victim.alloc_mapped(Mem::Gtt, 2 * PAGE_SIZE);
+    let loose = victim.alloc(Mem::Vram, PAGE_SIZE);
     let gpu = rig.gpu();
     for b in [mapped, loose] {
         // amdkfd: FREE of an unknown handle is EINVAL; MAP/UNMAP of an unknown handle on a known
@@ -33,11 +33,11 @@ fn buffers_cannot_be_reached_by_guessing_handles() {
     }
     // The thief's VM does not reach the victim's memory: a queue on it is refused.
     let mut q = thief.aql_args(&mapped, &mapped);
-    q.write_pointer_address = mapped.va + PAGE;
-    q.read_pointer_address = mapped.va + PAGE + 8;
+    q.write_pointer_address = mapped.va + PAGE_SIZE;
+    q.read_pointer_address = mapped.va + PAGE_SIZE + 8;
     assert_eq!(thief.call(AMDKFD_IOC_CREATE_QUEUE, &mut q), Err(Errno::EINVAL));
     // The thief may use the same VAs for its own buffers: address spaces are per process.
-    let own = thief.try_alloc_at(gpu, mapped.va, 2 * PAGE, Mem::Gtt.flags(), 0).unwrap();
+    let own = thief.try_alloc_at(gpu, mapped.va, 2 * PAGE_SIZE, Mem::Gtt.flags(), 0).unwrap();
     assert_eq!(own.handle, mapped.handle, "the same handle value names a different buffer");
     thief.map(own.handle, &[gpu]).unwrap();
     let (dv, dt) = (rig.emb().device().process(VICTIM).unwrap(), rig.emb().device().process(THIEF).unwrap());
@@ -152,7 +152,7 @@ fn dropping_every_file_tears_the_process_down() {
     // Give the victim one of everything.
     let q = c.create_queue();
     let _vram = c.alloc_mapped(Mem::Vram, 1 << 20);
-    let _gtt = c.alloc(Mem::Gtt, PAGE);
+    let _gtt = c.alloc(Mem::Gtt, PAGE_SIZE);
     let _db = c.try_alloc_at(rig.gpu(), c.next_va(8192), 8192, KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL, 0).unwrap();
     let e = c.signal_event(true);
     let parked = c.start_wait(&[e], false, KFD_EVENT_TIMEOUT_INFINITE);
@@ -186,7 +186,7 @@ fn a_second_open_shares_the_process_context() {
     assert_eq!((rig.stats().files, rig.stats().processes), (2, 1));
     // Objects made through one file are reachable through the other.
     let e = first.signal_event(false);
-    let b = first.alloc(Mem::Gtt, PAGE);
+    let b = first.alloc(Mem::Gtt, PAGE_SIZE);
     second.set_event(e).unwrap();
     let w = second.wait(&[e], false, 0);
     assert_eq!(w.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE);
@@ -209,9 +209,9 @@ fn a_second_open_shares_the_process_context() {
 fn teardown_of_the_real_process_context_frees_userptr_and_vm() {
     let rig = Rig::new();
     let c = rig.open();
-    let mut pages = memmap2::MmapMut::map_anon(PAGE as usize).unwrap();
+    let mut pages = memmap2::MmapMut::map_anon(PAGE_SIZE as usize).unwrap();
     let flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-    let b = c.try_alloc_at(rig.gpu(), c.next_va(PAGE), PAGE, flags, pages.as_mut_ptr() as u64).unwrap();
+    let b = c.try_alloc_at(rig.gpu(), c.next_va(PAGE_SIZE), PAGE_SIZE, flags, pages.as_mut_ptr() as u64).unwrap();
     c.map(b.handle, &[rig.gpu()]).unwrap();
     let null = std::fs::File::open("/dev/null").unwrap();
     let mut vm = AcquireVmArgs { drm_fd: std::os::fd::AsRawFd::as_raw_fd(&null) as u32, gpu_id: rig.gpu() };

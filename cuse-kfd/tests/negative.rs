@@ -112,11 +112,11 @@ fn row(name: &'static str, setup: fn(&mut Fx), request: fn(&mut Fx) -> Req, errn
 fn nothing(_: &mut Fx) {}
 
 fn with_buf(fx: &mut Fx) {
-    fx.buf = Some(fx.c.alloc_mapped(Mem::Gtt, 2 * PAGE));
+    fx.buf = Some(fx.c.alloc_mapped(Mem::Gtt, 2 * PAGE_SIZE));
 }
 
 fn with_unmapped_buf(fx: &mut Fx) {
-    fx.buf = Some(fx.c.alloc(Mem::Gtt, 2 * PAGE));
+    fx.buf = Some(fx.c.alloc(Mem::Gtt, 2 * PAGE_SIZE));
 }
 
 fn with_queue(fx: &mut Fx) {
@@ -157,7 +157,7 @@ fn with_client_event_page(fx: &mut Fx) {
 }
 
 fn with_small_gtt(fx: &mut Fx) {
-    fx.buf = Some(fx.c.alloc_mapped(Mem::Gtt, PAGE));
+    fx.buf = Some(fx.c.alloc_mapped(Mem::Gtt, PAGE_SIZE));
 }
 
 fn with_acquired_vm(fx: &mut Fx) {
@@ -239,7 +239,7 @@ fn rows() -> Vec<Row> {
         row(
             "SVM without CONFIG_HSA_AMD_SVM",
             nothing,
-            |_| req(AMDKFD_IOC_SVM, SvmArgs { start_addr: 0x1000_0000, size: PAGE, op: 0, nattr: 0 }),
+            |_| req(AMDKFD_IOC_SVM, SvmArgs { start_addr: 0x1000_0000, size: PAGE_SIZE, op: 0, nattr: 0 }),
             EPERM,
         ),
         // --- Caller buffers shorter than the size they claim: copy_from_user fails.
@@ -263,7 +263,7 @@ fn rows() -> Vec<Row> {
             |fx| {
                 let a = AllocMemoryOfGpuArgs {
                     va_addr: FIRST_VA,
-                    size: PAGE,
+                    size: PAGE_SIZE,
                     gpu_id: fx.gpu,
                     flags: Mem::Gtt.flags(),
                     ..Default::default()
@@ -349,7 +349,7 @@ fn rows() -> Vec<Row> {
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
                         va_addr: FIRST_VA,
-                        size: PAGE,
+                        size: PAGE_SIZE,
                         gpu_id: 0x1234,
                         flags: Mem::Gtt.flags(),
                         ..Default::default()
@@ -788,7 +788,13 @@ fn rows() -> Vec<Row> {
                 let flags = KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs { va_addr: FIRST_VA, size: PAGE, gpu_id: fx.gpu, flags, ..Default::default() },
+                    AllocMemoryOfGpuArgs {
+                        va_addr: FIRST_VA,
+                        size: PAGE_SIZE,
+                        gpu_id: fx.gpu,
+                        flags,
+                        ..Default::default()
+                    },
                 )
             },
             EINVAL,
@@ -801,7 +807,7 @@ fn rows() -> Vec<Row> {
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
                         va_addr: FIRST_VA + 8,
-                        size: PAGE,
+                        size: PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: Mem::Gtt.flags(),
                         ..Default::default()
@@ -817,8 +823,8 @@ fn rows() -> Vec<Row> {
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
-                        va_addr: PAGE,
-                        size: PAGE,
+                        va_addr: PAGE_SIZE,
+                        size: PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: Mem::Gtt.flags(),
                         ..Default::default()
@@ -835,7 +841,7 @@ fn rows() -> Vec<Row> {
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
                         va_addr: 1 << 47,
-                        size: PAGE,
+                        size: PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: Mem::Gtt.flags(),
                         ..Default::default()
@@ -851,8 +857,8 @@ fn rows() -> Vec<Row> {
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
-                        va_addr: (1 << 47) - PAGE,
-                        size: 2 * PAGE,
+                        va_addr: (1 << 47) - PAGE_SIZE,
+                        size: 2 * PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: Mem::Gtt.flags(),
                         ..Default::default()
@@ -868,8 +874,8 @@ fn rows() -> Vec<Row> {
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
-                        va_addr: !(PAGE - 1),
-                        size: 2 * PAGE,
+                        va_addr: !(PAGE_SIZE - 1),
+                        size: 2 * PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: Mem::Gtt.flags(),
                         ..Default::default()
@@ -885,8 +891,8 @@ fn rows() -> Vec<Row> {
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
-                        va_addr: fx.buf().va + PAGE,
-                        size: 2 * PAGE,
+                        va_addr: fx.buf().va + PAGE_SIZE,
+                        size: 2 * PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: Mem::Vram.flags(),
                         ..Default::default()
@@ -902,8 +908,8 @@ fn rows() -> Vec<Row> {
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
-                        va_addr: fx.buf().va - PAGE,
-                        size: 2 * PAGE,
+                        va_addr: fx.buf().va - PAGE_SIZE,
+                        size: 2 * PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: Mem::Gtt.flags(),
                         ..Default::default()
@@ -920,7 +926,7 @@ fn rows() -> Vec<Row> {
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
                         va_addr: FIRST_VA,
-                        size: PAGE,
+                        size: PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL,
                         ..Default::default()
@@ -937,7 +943,7 @@ fn rows() -> Vec<Row> {
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
                         va_addr: FIRST_VA,
-                        size: 2 * PAGE,
+                        size: 2 * PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP,
                         ..Default::default()
@@ -950,13 +956,13 @@ fn rows() -> Vec<Row> {
             "ALLOC_MEMORY USERPTR misaligned",
             nothing,
             |fx| {
-                let p = fx.mem(&[0; 3 * PAGE as usize]);
-                let cpu = (p | (PAGE - 1)) + 1 + 8;
+                let p = fx.mem(&[0; 3 * PAGE_SIZE as usize]);
+                let cpu = (p | (PAGE_SIZE - 1)) + 1 + 8;
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
                         va_addr: FIRST_VA,
-                        size: PAGE,
+                        size: PAGE_SIZE,
                         mmap_offset: cpu,
                         gpu_id: fx.gpu,
                         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
@@ -974,8 +980,8 @@ fn rows() -> Vec<Row> {
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
                         va_addr: FIRST_VA,
-                        size: PAGE,
-                        mmap_offset: PAGE,
+                        size: PAGE_SIZE,
+                        mmap_offset: PAGE_SIZE,
                         gpu_id: fx.gpu,
                         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
                         ..Default::default()
@@ -1267,7 +1273,7 @@ fn rows() -> Vec<Row> {
             |fx| {
                 req(
                     AMDKFD_IOC_CREATE_QUEUE,
-                    CreateQueueArgs { eop_buffer_address: KERNEL, eop_buffer_size: PAGE, ..fx.queue_args() },
+                    CreateQueueArgs { eop_buffer_address: KERNEL, eop_buffer_size: PAGE_SIZE, ..fx.queue_args() },
                 )
             },
             EFAULT,
@@ -1280,7 +1286,7 @@ fn rows() -> Vec<Row> {
                     AMDKFD_IOC_CREATE_QUEUE,
                     CreateQueueArgs {
                         ctx_save_restore_address: KERNEL,
-                        ctx_save_restore_size: PAGE as u32,
+                        ctx_save_restore_size: PAGE_SIZE as u32,
                         ..fx.queue_args()
                     },
                 )
@@ -1344,7 +1350,7 @@ fn rows() -> Vec<Row> {
             with_127_queues,
             |fx| {
                 let ring = fx.buf();
-                let ptrs = fx.c.alloc_mapped(Mem::Gtt, PAGE);
+                let ptrs = fx.c.alloc_mapped(Mem::Gtt, PAGE_SIZE);
                 req(AMDKFD_IOC_CREATE_QUEUE, fx.c.aql_args(&ring, &ptrs))
             },
             ENOSPC,
@@ -1378,7 +1384,7 @@ fn rows() -> Vec<Row> {
             "ALLOC_MEMORY more VRAM than the GPU has",
             nothing,
             |fx| {
-                let size = fx.rig.vram_size() + PAGE;
+                let size = fx.rig.vram_size() + PAGE_SIZE;
                 req(
                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
                     AllocMemoryOfGpuArgs {
@@ -1681,7 +1687,7 @@ fn a_partly_failed_map_reports_how_far_it_got() {
     let rig = Rig::with_gpus(2);
     let c = rig.open();
     let gpus = rig.gpu_ids();
-    let b = c.alloc(Mem::Gtt, PAGE);
+    let b = c.alloc(Mem::Gtt, PAGE_SIZE);
     let ids = [gpus[0], 0x1234, gpus[1]];
     let mut a =
         MapMemoryToGpuArgs { handle: b.handle, device_ids_array_ptr: ids.as_ptr() as u64, n_devices: 3, n_success: 0 };

@@ -19,8 +19,7 @@ fn topology() -> Topology {
 
 /// Why FUSE mounts cannot be tested here, if they cannot.
 fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         return Some("not root: the mount syscall needs CAP_SYS_ADMIN".into());
     }
     if let Err(e) = fs::OpenOptions::new().read(true).write(true).open("/dev/fuse") {

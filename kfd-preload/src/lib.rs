@@ -21,11 +21,11 @@
 
 mod sys;
 
+use parking_lot::Mutex;
 use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use uapi::kfd::{KFD_MMAP_TYPE_DOORBELL, KFD_MMAP_TYPE_MASK};
 
 /// Where libhsakmt opens the device and its render nodes (fixed paths in libhsakmt 5.2).
@@ -63,7 +63,7 @@ static RUNTIME: Mutex<Option<(u32, PathBuf, u32)>> = Mutex::new(None);
 /// forked child asks again) on `kfd` or, failing that, on any open /dev/kfd fd.
 fn runtime(kfd: Option<RawFd>) -> Result<(PathBuf, u32), i32> {
     let me = std::process::id();
-    let mut cached = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cached = RUNTIME.lock();
     if let Some((_, dir, dev_pid)) = cached.as_ref().filter(|c| c.0 == me) {
         return Ok((dir.clone(), *dev_pid));
     }

@@ -2,9 +2,9 @@
 //! the raw mmap syscall behind them, cuse-kfd's runtime-info ioctl, and the three
 //! libdrm_amdgpu calls answered for render stand-ins (others forwarded to libdrm_amdgpu).
 
+use parking_lot::Mutex;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Mutex;
 use uapi::vendor::{RuntimeInfo, CUSE_KFD_IOC_GET_RUNTIME_INFO};
 
 /// The kernel's mmap, bypassing libc's (which this library replaces). glibc's syscall() gives
@@ -106,7 +106,7 @@ fn next(name: &CStr) -> Option<*mut c_void> {
 static STAND_IN_HANDLES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 fn is_ours(handle: *mut c_void) -> bool {
-    STAND_IN_HANDLES.lock().unwrap_or_else(|e| e.into_inner()).contains(&(handle as usize))
+    STAND_IN_HANDLES.lock().contains(&(handle as usize))
 }
 
 /// libdrm_amdgpu's `amdgpu_device_initialize`: for a render stand-in, a handle that only
@@ -124,7 +124,7 @@ pub unsafe extern "C" fn amdgpu_device_initialize(
 ) -> c_int {
     if let Some(name) = super::stand_in_marketing_name(fd).filter(|_| !handle.is_null()) {
         let h = Box::into_raw(Box::new(name)) as *mut c_void;
-        STAND_IN_HANDLES.lock().unwrap_or_else(|e| e.into_inner()).push(h as usize);
+        STAND_IN_HANDLES.lock().push(h as usize);
         // SAFETY: the caller passes writable out-pointers (libdrm's contract; `handle` checked
         // non-null above, the version pointers checked here). 3.0: amdgpu's DRM interface.
         unsafe {
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn amdgpu_get_marketing_name(handle: *mut c_void) -> *cons
 /// As for [`amdgpu_get_marketing_name`]; the handle is not used after this call.
 #[no_mangle]
 pub unsafe extern "C" fn amdgpu_device_deinitialize(handle: *mut c_void) -> c_int {
-    let mut ours = STAND_IN_HANDLES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut ours = STAND_IN_HANDLES.lock();
     if let Some(i) = ours.iter().position(|h| *h == handle as usize) {
         ours.swap_remove(i);
         // SAFETY: made by Box::into_raw in amdgpu_device_initialize and removed from the list

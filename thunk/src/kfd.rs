@@ -4,13 +4,12 @@ use crate::memory::{open_backing, GpuMemory, Kind, Space};
 use crate::transport::{EmbeddedTransport, Transport};
 use crate::vm;
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::{FromBytes, Immutable, IntoBytes};
-
-const PAGE: u64 = 4096;
 
 pub(crate) struct Inner {
     transport: Box<dyn Transport>,
@@ -134,7 +133,7 @@ impl Kfd {
     /// Allocates `size` bytes of `kind` memory on `gpu_id`, maps it to that GPU and into this
     /// process at the same address.
     pub fn alloc(&self, gpu_id: u32, size: u64, kind: Kind) -> Result<GpuMemory, Errno> {
-        let size = size.max(1).next_multiple_of(PAGE);
+        let size = size.max(1).next_multiple_of(PAGE_SIZE);
         let va = vm::reserve(size as usize)?;
         let domain = match kind {
             Kind::Vram => KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
@@ -190,7 +189,7 @@ impl Kfd {
     /// Creates an event. The first signal event brings the event page: a GTT buffer of this
     /// client, mapped to `gpu_id`, handed to the device (the dGPU path of libhsakmt).
     pub fn create_event(&self, gpu_id: u32, event_type: u32, auto_reset: bool) -> Result<CreateEventArgs, Errno> {
-        let mut page = self.inner.event_page.lock().unwrap_or_else(|e| e.into_inner());
+        let mut page = self.inner.event_page.lock();
         let mut a = CreateEventArgs { event_type, auto_reset: u32::from(auto_reset), node_id: 0, ..Default::default() };
         let mut new_page = None;
         if page.is_none() {
@@ -207,7 +206,7 @@ impl Kfd {
 
     /// The GPU address of event slot `slot` (a signal's event mailbox).
     pub fn mailbox(&self, slot: u32) -> Option<u64> {
-        let page = self.inner.event_page.lock().unwrap_or_else(|e| e.into_inner());
+        let page = self.inner.event_page.lock();
         page.as_ref().map(|p| p.addr(u64::from(slot) * 8))
     }
 

@@ -12,6 +12,7 @@ pub mod memory;
 pub mod node;
 pub mod queue;
 pub mod signal;
+pub mod stats;
 pub mod transport;
 mod vm;
 

@@ -46,7 +46,7 @@ pub unsafe fn map_file_at(addr: u64, len: usize, file: &File) -> Result<(), Errn
 /// Reserves `len` bytes whose start is a multiple of `align` (a power of two, at least a
 /// page): reserves `len + align - page` bytes and gives back the unaligned head and the tail.
 pub fn reserve_aligned(len: usize, align: usize) -> Result<u64, Errno> {
-    const PAGE: usize = 4096;
+    const PAGE: usize = uapi::kfd::PAGE_SIZE as usize;
     if len == 0 || !align.is_power_of_two() || align < PAGE {
         return Err(Errno::EINVAL);
     }

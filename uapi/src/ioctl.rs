@@ -49,87 +49,138 @@ const fn iowr<T>(nr: u32) -> u32 {
     ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, nr, size_of::<T>())
 }
 
-pub const AMDKFD_IOC_GET_VERSION: u32 = ior::<GetVersionArgs>(0x01);
-pub const AMDKFD_IOC_CREATE_QUEUE: u32 = iowr::<CreateQueueArgs>(0x02);
-pub const AMDKFD_IOC_DESTROY_QUEUE: u32 = iowr::<DestroyQueueArgs>(0x03);
-pub const AMDKFD_IOC_SET_MEMORY_POLICY: u32 = iow::<SetMemoryPolicyArgs>(0x04);
-pub const AMDKFD_IOC_GET_CLOCK_COUNTERS: u32 = iowr::<GetClockCountersArgs>(0x05);
-pub const AMDKFD_IOC_GET_PROCESS_APERTURES: u32 = ior::<GetProcessAperturesArgs>(0x06);
-pub const AMDKFD_IOC_UPDATE_QUEUE: u32 = iow::<UpdateQueueArgs>(0x07);
-pub const AMDKFD_IOC_CREATE_EVENT: u32 = iowr::<CreateEventArgs>(0x08);
-pub const AMDKFD_IOC_DESTROY_EVENT: u32 = iow::<DestroyEventArgs>(0x09);
-pub const AMDKFD_IOC_SET_EVENT: u32 = iow::<SetEventArgs>(0x0A);
-pub const AMDKFD_IOC_RESET_EVENT: u32 = iow::<ResetEventArgs>(0x0B);
-pub const AMDKFD_IOC_WAIT_EVENTS: u32 = iowr::<WaitEventsArgs>(0x0C);
-pub const AMDKFD_IOC_DBG_REGISTER_DEPRECATED: u32 = iow::<DbgRegisterArgs>(0x0D);
-pub const AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED: u32 = iow::<DbgUnregisterArgs>(0x0E);
-pub const AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED: u32 = iow::<DbgAddressWatchArgs>(0x0F);
-pub const AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED: u32 = iow::<DbgWaveControlArgs>(0x10);
-pub const AMDKFD_IOC_SET_SCRATCH_BACKING_VA: u32 = iowr::<SetScratchBackingVaArgs>(0x11);
-pub const AMDKFD_IOC_GET_TILE_CONFIG: u32 = iowr::<GetTileConfigArgs>(0x12);
-pub const AMDKFD_IOC_SET_TRAP_HANDLER: u32 = iow::<SetTrapHandlerArgs>(0x13);
-pub const AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: u32 = iowr::<GetProcessAperturesNewArgs>(0x14);
-pub const AMDKFD_IOC_ACQUIRE_VM: u32 = iow::<AcquireVmArgs>(0x15);
-pub const AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: u32 = iowr::<AllocMemoryOfGpuArgs>(0x16);
-pub const AMDKFD_IOC_FREE_MEMORY_OF_GPU: u32 = iow::<FreeMemoryOfGpuArgs>(0x17);
-pub const AMDKFD_IOC_MAP_MEMORY_TO_GPU: u32 = iowr::<MapMemoryToGpuArgs>(0x18);
-pub const AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU: u32 = iowr::<UnmapMemoryFromGpuArgs>(0x19);
-pub const AMDKFD_IOC_SET_CU_MASK: u32 = iow::<SetCuMaskArgs>(0x1A);
-pub const AMDKFD_IOC_GET_QUEUE_WAVE_STATE: u32 = iowr::<GetQueueWaveStateArgs>(0x1B);
-pub const AMDKFD_IOC_GET_DMABUF_INFO: u32 = iowr::<GetDmabufInfoArgs>(0x1C);
-pub const AMDKFD_IOC_IMPORT_DMABUF: u32 = iowr::<ImportDmabufArgs>(0x1D);
-pub const AMDKFD_IOC_ALLOC_QUEUE_GWS: u32 = iowr::<AllocQueueGwsArgs>(0x1E);
-pub const AMDKFD_IOC_SMI_EVENTS: u32 = iowr::<SmiEventsArgs>(0x1F);
-pub const AMDKFD_IOC_SVM: u32 = iowr::<SvmArgs>(0x20);
-pub const AMDKFD_IOC_SET_XNACK_MODE: u32 = iowr::<SetXnackModeArgs>(0x21);
-pub const AMDKFD_IOC_CRIU_OP: u32 = iowr::<CriuArgs>(0x22);
-pub const AMDKFD_IOC_AVAILABLE_MEMORY: u32 = iowr::<GetAvailableMemoryArgs>(0x23);
-pub const AMDKFD_IOC_EXPORT_DMABUF: u32 = iowr::<ExportDmabufArgs>(0x24);
-pub const AMDKFD_IOC_RUNTIME_ENABLE: u32 = iowr::<RuntimeEnableArgs>(0x25);
-pub const AMDKFD_IOC_DBG_TRAP: u32 = iowr::<DbgTrapArgs>(0x26);
+/// One amdkfd request: its name without the `AMDKFD_IOC_` prefix and its full request number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ioctl {
+    pub name: &'static str,
+    pub cmd: u32,
+}
+
+/// The one declaration of the amdkfd requests, as `kfd_ioctl.h` writes them
+/// (`AMDKFD_IOC_X = iowr(nr, ArgsStruct);`). It produces a `pub const AMDKFD_IOC_X` per request
+/// and [`ALL`], in number order, whose names are taken from the constants' names (as amdkfd's
+/// `AMDKFD_IOCTL_DEF` stringifies each constant); the dispatcher's table is indexed like `ALL`.
+macro_rules! kfd_ioctls {
+    ($($cmd:ident = $dir:ident($nr:literal, $args:ty);)*) => {
+        $(
+            #[doc = concat!("`", stringify!($dir), "(", stringify!($nr), ", ", stringify!($args), ")`")]
+            pub const $cmd: u32 = $dir::<$args>($nr);
+        )*
+
+        /// Every request of KFD 1.18, in number order (nr = index + [`AMDKFD_COMMAND_START`]).
+        pub const ALL: [Ioctl; [$($nr),*].len()] = [$(Ioctl { name: short_name(stringify!($cmd)), cmd: $cmd }),*];
+    };
+}
+
+kfd_ioctls! {
+    AMDKFD_IOC_GET_VERSION = ior(0x01, GetVersionArgs);
+    AMDKFD_IOC_CREATE_QUEUE = iowr(0x02, CreateQueueArgs);
+    AMDKFD_IOC_DESTROY_QUEUE = iowr(0x03, DestroyQueueArgs);
+    AMDKFD_IOC_SET_MEMORY_POLICY = iow(0x04, SetMemoryPolicyArgs);
+    AMDKFD_IOC_GET_CLOCK_COUNTERS = iowr(0x05, GetClockCountersArgs);
+    AMDKFD_IOC_GET_PROCESS_APERTURES = ior(0x06, GetProcessAperturesArgs);
+    AMDKFD_IOC_UPDATE_QUEUE = iow(0x07, UpdateQueueArgs);
+    AMDKFD_IOC_CREATE_EVENT = iowr(0x08, CreateEventArgs);
+    AMDKFD_IOC_DESTROY_EVENT = iow(0x09, DestroyEventArgs);
+    AMDKFD_IOC_SET_EVENT = iow(0x0A, SetEventArgs);
+    AMDKFD_IOC_RESET_EVENT = iow(0x0B, ResetEventArgs);
+    AMDKFD_IOC_WAIT_EVENTS = iowr(0x0C, WaitEventsArgs);
+    AMDKFD_IOC_DBG_REGISTER_DEPRECATED = iow(0x0D, DbgRegisterArgs);
+    AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED = iow(0x0E, DbgUnregisterArgs);
+    AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED = iow(0x0F, DbgAddressWatchArgs);
+    AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED = iow(0x10, DbgWaveControlArgs);
+    AMDKFD_IOC_SET_SCRATCH_BACKING_VA = iowr(0x11, SetScratchBackingVaArgs);
+    AMDKFD_IOC_GET_TILE_CONFIG = iowr(0x12, GetTileConfigArgs);
+    AMDKFD_IOC_SET_TRAP_HANDLER = iow(0x13, SetTrapHandlerArgs);
+    AMDKFD_IOC_GET_PROCESS_APERTURES_NEW = iowr(0x14, GetProcessAperturesNewArgs);
+    AMDKFD_IOC_ACQUIRE_VM = iow(0x15, AcquireVmArgs);
+    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU = iowr(0x16, AllocMemoryOfGpuArgs);
+    AMDKFD_IOC_FREE_MEMORY_OF_GPU = iow(0x17, FreeMemoryOfGpuArgs);
+    AMDKFD_IOC_MAP_MEMORY_TO_GPU = iowr(0x18, MapMemoryToGpuArgs);
+    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU = iowr(0x19, UnmapMemoryFromGpuArgs);
+    AMDKFD_IOC_SET_CU_MASK = iow(0x1A, SetCuMaskArgs);
+    AMDKFD_IOC_GET_QUEUE_WAVE_STATE = iowr(0x1B, GetQueueWaveStateArgs);
+    AMDKFD_IOC_GET_DMABUF_INFO = iowr(0x1C, GetDmabufInfoArgs);
+    AMDKFD_IOC_IMPORT_DMABUF = iowr(0x1D, ImportDmabufArgs);
+    AMDKFD_IOC_ALLOC_QUEUE_GWS = iowr(0x1E, AllocQueueGwsArgs);
+    AMDKFD_IOC_SMI_EVENTS = iowr(0x1F, SmiEventsArgs);
+    AMDKFD_IOC_SVM = iowr(0x20, SvmArgs);
+    AMDKFD_IOC_SET_XNACK_MODE = iowr(0x21, SetXnackModeArgs);
+    AMDKFD_IOC_CRIU_OP = iowr(0x22, CriuArgs);
+    AMDKFD_IOC_AVAILABLE_MEMORY = iowr(0x23, GetAvailableMemoryArgs);
+    AMDKFD_IOC_EXPORT_DMABUF = iowr(0x24, ExportDmabufArgs);
+    AMDKFD_IOC_RUNTIME_ENABLE = iowr(0x25, RuntimeEnableArgs);
+    AMDKFD_IOC_DBG_TRAP = iowr(0x26, DbgTrapArgs);
+}
 
 /// `AMDKFD_COMMAND_START` and `AMDKFD_COMMAND_END` (exclusive) of KFD 1.18.
 pub const AMDKFD_COMMAND_START: u32 = 0x01;
-pub const AMDKFD_COMMAND_END: u32 = 0x27;
+pub const AMDKFD_COMMAND_END: u32 = AMDKFD_COMMAND_START + ALL.len() as u32;
 
-/// Every request of KFD 1.18 with its name, in number order (nr = index + 1).
-pub const ALL: [(&str, u32); 38] = [
-    ("GET_VERSION", AMDKFD_IOC_GET_VERSION),
-    ("CREATE_QUEUE", AMDKFD_IOC_CREATE_QUEUE),
-    ("DESTROY_QUEUE", AMDKFD_IOC_DESTROY_QUEUE),
-    ("SET_MEMORY_POLICY", AMDKFD_IOC_SET_MEMORY_POLICY),
-    ("GET_CLOCK_COUNTERS", AMDKFD_IOC_GET_CLOCK_COUNTERS),
-    ("GET_PROCESS_APERTURES", AMDKFD_IOC_GET_PROCESS_APERTURES),
-    ("UPDATE_QUEUE", AMDKFD_IOC_UPDATE_QUEUE),
-    ("CREATE_EVENT", AMDKFD_IOC_CREATE_EVENT),
-    ("DESTROY_EVENT", AMDKFD_IOC_DESTROY_EVENT),
-    ("SET_EVENT", AMDKFD_IOC_SET_EVENT),
-    ("RESET_EVENT", AMDKFD_IOC_RESET_EVENT),
-    ("WAIT_EVENTS", AMDKFD_IOC_WAIT_EVENTS),
-    ("DBG_REGISTER_DEPRECATED", AMDKFD_IOC_DBG_REGISTER_DEPRECATED),
-    ("DBG_UNREGISTER_DEPRECATED", AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED),
-    ("DBG_ADDRESS_WATCH_DEPRECATED", AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED),
-    ("DBG_WAVE_CONTROL_DEPRECATED", AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED),
-    ("SET_SCRATCH_BACKING_VA", AMDKFD_IOC_SET_SCRATCH_BACKING_VA),
-    ("GET_TILE_CONFIG", AMDKFD_IOC_GET_TILE_CONFIG),
-    ("SET_TRAP_HANDLER", AMDKFD_IOC_SET_TRAP_HANDLER),
-    ("GET_PROCESS_APERTURES_NEW", AMDKFD_IOC_GET_PROCESS_APERTURES_NEW),
-    ("ACQUIRE_VM", AMDKFD_IOC_ACQUIRE_VM),
-    ("ALLOC_MEMORY_OF_GPU", AMDKFD_IOC_ALLOC_MEMORY_OF_GPU),
-    ("FREE_MEMORY_OF_GPU", AMDKFD_IOC_FREE_MEMORY_OF_GPU),
-    ("MAP_MEMORY_TO_GPU", AMDKFD_IOC_MAP_MEMORY_TO_GPU),
-    ("UNMAP_MEMORY_FROM_GPU", AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU),
-    ("SET_CU_MASK", AMDKFD_IOC_SET_CU_MASK),
-    ("GET_QUEUE_WAVE_STATE", AMDKFD_IOC_GET_QUEUE_WAVE_STATE),
-    ("GET_DMABUF_INFO", AMDKFD_IOC_GET_DMABUF_INFO),
-    ("IMPORT_DMABUF", AMDKFD_IOC_IMPORT_DMABUF),
-    ("ALLOC_QUEUE_GWS", AMDKFD_IOC_ALLOC_QUEUE_GWS),
-    ("SMI_EVENTS", AMDKFD_IOC_SMI_EVENTS),
-    ("SVM", AMDKFD_IOC_SVM),
-    ("SET_XNACK_MODE", AMDKFD_IOC_SET_XNACK_MODE),
-    ("CRIU_OP", AMDKFD_IOC_CRIU_OP),
-    ("AVAILABLE_MEMORY", AMDKFD_IOC_AVAILABLE_MEMORY),
-    ("EXPORT_DMABUF", AMDKFD_IOC_EXPORT_DMABUF),
-    ("RUNTIME_ENABLE", AMDKFD_IOC_RUNTIME_ENABLE),
-    ("DBG_TRAP", AMDKFD_IOC_DBG_TRAP),
-];
+/// The index into [`ALL`] of the request `cmd` names, looked up as amdkfd does by its number
+/// alone (size and direction are not compared: old and new struct sizes name the same request),
+/// except that the type byte must be `'K'`: a stray ioctl meant for another driver (isatty's
+/// TCGETS has nr 1) names no request here.
+pub const fn index(cmd: u32) -> Option<usize> {
+    let nr = ioc_nr(cmd);
+    if ioc_type(cmd) != AMDKFD_IOCTL_BASE || nr < AMDKFD_COMMAND_START || nr >= AMDKFD_COMMAND_END {
+        return None;
+    }
+    Some((nr - AMDKFD_COMMAND_START) as usize)
+}
+
+/// The request `cmd` names (see [`index`]).
+pub const fn lookup(cmd: u32) -> Option<&'static Ioctl> {
+    match index(cmd) {
+        Some(i) => Some(&ALL[i]),
+        None => None,
+    }
+}
+
+/// `name` without its `AMDKFD_IOC_` prefix, at compile time.
+const fn short_name(name: &'static str) -> &'static str {
+    const PREFIX: &[u8] = b"AMDKFD_IOC_";
+    let (prefix, rest) = name.as_bytes().split_at(PREFIX.len());
+    let mut i = 0;
+    while i < PREFIX.len() {
+        assert!(prefix[i] == PREFIX[i], "an ioctl constant is named AMDKFD_IOC_*");
+        i += 1;
+    }
+    match core::str::from_utf8(rest) {
+        Ok(s) => s,
+        Err(_) => panic!("ioctl names are ASCII"),
+    }
+}
+
+/// Every request number `ALL` holds is its index plus [`AMDKFD_COMMAND_START`], and each is a
+/// `'K'` request: [`index`] relies on both.
+const _: () = {
+    let mut i = 0;
+    while i < ALL.len() {
+        assert!(ioc_nr(ALL[i].cmd) == AMDKFD_COMMAND_START + i as u32, "ALL is in number order without gaps");
+        assert!(ioc_type(ALL[i].cmd) == AMDKFD_IOCTL_BASE);
+        i += 1;
+    }
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_ignores_size_and_direction_but_not_type() {
+        let old_create = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 2, CREATE_QUEUE_ARGS_SIZE_V1_16);
+        assert_eq!(lookup(old_create).map(|d| d.name), Some("CREATE_QUEUE"));
+        assert_eq!(lookup(AMDKFD_IOC_DBG_TRAP).map(|d| d.cmd), Some(AMDKFD_IOC_DBG_TRAP));
+        assert!(lookup(ioc(IOC_READ, b'X' as u32, 1, 8)).is_none());
+        assert!(lookup(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0, 8)).is_none());
+        assert!(lookup(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x27, 8)).is_none());
+    }
+
+    #[test]
+    fn names_drop_the_prefix() {
+        assert_eq!(ALL[0].name, "GET_VERSION");
+        assert_eq!(ALL[0].cmd, AMDKFD_IOC_GET_VERSION);
+        assert_eq!(ALL[ALL.len() - 1].name, "DBG_TRAP");
+    }
+}

@@ -20,6 +20,10 @@ pub(crate) use abi_struct;
 pub const KFD_IOCTL_MAJOR_VERSION: u32 = 1;
 pub const KFD_IOCTL_MINOR_VERSION: u32 = 18;
 
+/// The page size of the ABI (x86-64: 4 KiB): the unit of mmap offsets, doorbell and event pages,
+/// and the alignment of buffer objects. (The kernel's `PAGE_SIZE`; no uapi header exports it.)
+pub const PAGE_SIZE: u64 = 4096;
+
 abi_struct!(GetVersionArgs = 8 { major_version: u32, minor_version: u32 });
 
 // Queue types, limits.

@@ -441,6 +441,7 @@ fn constants() -> Vec<Constant> {
         // kfd.rs
         KFD_IOCTL_MAJOR_VERSION,
         KFD_IOCTL_MINOR_VERSION,
+        PAGE_SIZE,
         KFD_IOC_QUEUE_TYPE_COMPUTE,
         KFD_IOC_QUEUE_TYPE_SDMA,
         KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
@@ -753,8 +754,8 @@ fn c_program(layouts: &[Layout], consts: &[Constant], decl: &Declared) -> String
             c.push_str("#endif\n");
         }
     }
-    for (i, (name, _)) in ALL.iter().enumerate() {
-        for (k, n) in ioctl_c_names(name).iter().enumerate() {
+    for (i, d) in ALL.iter().enumerate() {
+        for (k, n) in ioctl_c_names(d.name).iter().enumerate() {
             let kw = if k == 0 { "#if" } else { "#elif" };
             writeln!(c, "{kw} defined({n})").unwrap();
             writeln!(
@@ -884,7 +885,8 @@ fn compare_ioctls(r: &mut Report, out: &COutput, decl: &Declared) {
     r.check(ALL.len() == KFD_1_18_IOCTLS.len(), || {
         format!("ioctl::ALL has {} requests, the KFD 1.18 table {}", ALL.len(), KFD_1_18_IOCTLS.len())
     });
-    for (i, (&(name, cmd), &(md_nr, md_name, md_dir, md_size))) in ALL.iter().zip(&KFD_1_18_IOCTLS).enumerate() {
+    for (i, (&Ioctl { name, cmd }, &(md_nr, md_name, md_dir, md_size))) in ALL.iter().zip(&KFD_1_18_IOCTLS).enumerate()
+    {
         r.ioctls_table += 1;
         let ours = (ioc_nr(cmd), dir_name(ioc_dir(cmd)), ioc_type(cmd), ioc_size(cmd));
         r.check(name == md_name && ours == (md_nr, md_dir, AMDKFD_IOCTL_BASE, md_size), || {
@@ -923,7 +925,7 @@ fn compare_ioctls(r: &mut Report, out: &COutput, decl: &Declared) {
         r.check(cmd == want, || format!("request {cmd:#010x}, expected {want:#010x}"));
     }
     // Every request the header defines must be in ALL under one of its names.
-    let ours: BTreeSet<String> = ALL.iter().flat_map(|(n, _)| ioctl_c_names(n)).collect();
+    let ours: BTreeSet<String> = ALL.iter().flat_map(|d| ioctl_c_names(d.name)).collect();
     for m in decl.macros.iter().filter(|m| m.starts_with("AMDKFD_IOC_")) {
         r.check(ours.contains(m), || format!("the header defines {m}, uapi::ioctl::ALL does not"));
     }

@@ -29,10 +29,11 @@ use crate::process::Process;
 use crate::queue::{Queue, QueueType};
 use crate::trace::Trace;
 use aql::QueueRunner;
+use parking_lot::{Condvar, Mutex};
 use ring::RingRunner;
 use runner::{LazyNow, PollCtx, Polled};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -225,10 +226,6 @@ struct Shared {
     packets_polls: AtomicU64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The engine thread and its queue registry.
 pub struct Engine {
     shared: Arc<Shared>,
@@ -266,7 +263,7 @@ impl Engine {
     /// Starts processing `queue` of `process`.
     pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
         let waits = self.shared.waits.clone();
-        let mut reg = lock(&self.shared.registry);
+        let mut reg = self.shared.registry.lock();
         reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, waits }));
         reg.generation += 1;
         self.shared.generation.store(reg.generation, Ordering::Release);
@@ -278,7 +275,7 @@ impl Engine {
     /// them (waiters on their pending packets have been woken).
     pub fn remove(&self, which: impl Fn(&HwQueue) -> bool) {
         let generation = {
-            let mut reg = lock(&self.shared.registry);
+            let mut reg = self.shared.registry.lock();
             let before = reg.queues.len();
             reg.queues.retain(|q| !which(q));
             if reg.queues.len() == before {
@@ -292,21 +289,16 @@ impl Engine {
         if std::thread::current().id() == self.thread_id {
             return;
         }
-        let mut acked = lock(&self.shared.acked);
+        let mut acked = self.shared.acked.lock();
         while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
-            acked = self
-                .shared
-                .acked_cv
-                .wait_timeout(acked, Duration::from_millis(10))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            _ = self.shared.acked_cv.wait_for(&mut acked, Duration::from_millis(10));
         }
     }
 
     /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
     pub fn kick(&self) {
         if self.shared.parked.load(Ordering::Acquire) {
-            *lock(&self.shared.wake) = true;
+            *self.shared.wake.lock() = true;
             self.shared.wake_cv.notify_one();
         }
     }
@@ -320,7 +312,7 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
-        *lock(&self.shared.wake) = true;
+        *self.shared.wake.lock() = true;
         self.shared.wake_cv.notify_one();
         if let Some(t) = self.thread.take() {
             if t.thread().id() != std::thread::current().id() {
@@ -341,7 +333,7 @@ fn run(s: &Shared) {
         if generation != seen {
             adopt(s, &mut runners);
             seen = generation;
-            *lock(&s.acked) = generation;
+            *s.acked.lock() = generation;
             s.acked_cv.notify_all();
             last_activity = Instant::now();
         }
@@ -382,10 +374,10 @@ fn run(s: &Shared) {
             timeout = timeout.min(d.saturating_duration_since(now));
         }
         sleep = (sleep * 2).min(if pending { s.config.max_sleep / 4 } else { s.config.max_sleep });
-        let mut woken = lock(&s.wake);
+        let mut woken = s.wake.lock();
         s.parked.store(true, Ordering::Release);
         if !*woken && s.generation.load(Ordering::Acquire) == seen {
-            woken = s.wake_cv.wait_timeout(woken, timeout).unwrap_or_else(|e| e.into_inner()).0;
+            _ = s.wake_cv.wait_for(&mut woken, timeout);
         }
         s.parked.store(false, Ordering::Release);
         if std::mem::take(&mut *woken) {
@@ -417,7 +409,7 @@ fn poll_guarded(r: &mut Runner, now: &LazyNow, ctx: &PollCtx) -> Polled {
 /// Brings the runner list in line with the registry; removed queues are abandoned here, on the
 /// engine thread, before the remover is released.
 fn adopt(s: &Shared, runners: &mut Vec<Runner>) {
-    let current: Vec<Arc<HwQueue>> = lock(&s.registry).queues.clone();
+    let current: Vec<Arc<HwQueue>> = s.registry.lock().queues.clone();
     let mut kept = Vec::with_capacity(current.len());
     for mut r in runners.drain(..) {
         if current.iter().any(|q| Arc::ptr_eq(q, r.hw())) {

@@ -3,9 +3,9 @@
 //! hands its completion here, and the tag is forgotten before the reply goes out.
 
 use super::wait::{Completion, WaitId};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// Parked waits by the tag of the request that parked them (the FUSE unique).
 #[derive(Debug)]
@@ -29,17 +29,17 @@ impl WaitRegistry {
 
     /// Records that the request `tag` of process `pid` parked as `wait`.
     pub fn park(&self, tag: u64, pid: u32, wait: WaitId) {
-        self.parked.lock().unwrap_or_else(|e| e.into_inner()).insert(tag, (pid, wait));
+        self.parked.lock().insert(tag, (pid, wait));
     }
 
     /// The process and wait the request `tag` parked as, if it is still parked.
     pub fn find(&self, tag: u64) -> Option<(u32, WaitId)> {
-        self.parked.lock().unwrap_or_else(|e| e.into_inner()).get(&tag).copied()
+        self.parked.lock().get(&tag).copied()
     }
 
     /// How many waits are parked.
     pub fn len(&self) -> usize {
-        self.parked.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.parked.lock().len()
     }
 
     /// Whether no wait is parked.
@@ -54,7 +54,7 @@ impl WaitRegistry {
             return;
         }
         {
-            let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            let mut parked = self.parked.lock();
             for c in &completions {
                 parked.remove(&c.tag());
             }
@@ -84,7 +84,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(None));
         let (r, s) = (registry.clone(), seen.clone());
         let responder = Responder::new(7, move |reply| {
-            *s.lock().unwrap() = Some((reply.result, r.find(7)));
+            *s.lock() = Some((reply.result, r.find(7)));
         });
         let completion = Completion {
             reply: Pending::new(responder, 0, false),
@@ -93,7 +93,7 @@ mod tests {
             writes: Vec::new(),
         };
         registry.deliver(vec![completion]);
-        assert_eq!(*seen.lock().unwrap(), Some((0, None)), "answered once, the tag already gone");
+        assert_eq!(*seen.lock(), Some((0, None)), "answered once, the tag already gone");
         assert_eq!(registry.find(8), Some((42, wait + 2)), "other parked waits stay");
         assert_eq!(registry.len(), 1);
     }

@@ -1,9 +1,10 @@
 //! Wait timeouts: one thread sleeping until the earliest deadline, not a thread per wait.
 
 use super::wait::WaitId;
+use parking_lot::{Condvar, Mutex};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -35,7 +36,7 @@ impl Timer {
 
     pub fn arm(&self, deadline: Instant, pid: u32, wait: WaitId) {
         let (lock, cv) = &*self.shared;
-        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = lock.lock();
         let earliest = st.heap.peek().is_none_or(|Reverse((d, _, _))| deadline < *d);
         st.heap.push(Reverse((deadline, pid, wait)));
         if earliest {
@@ -44,13 +45,13 @@ impl Timer {
     }
 
     pub fn armed(&self) -> usize {
-        self.shared.0.lock().unwrap_or_else(|e| e.into_inner()).heap.len()
+        self.shared.0.lock().heap.len()
     }
 }
 
 fn run(shared: &(Mutex<State>, Condvar), fire: &(dyn Fn(u32, WaitId) + Send + Sync)) {
     let (lock, cv) = shared;
-    let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let mut st = lock.lock();
     loop {
         if st.stop {
             return;
@@ -61,12 +62,12 @@ fn run(shared: &(Mutex<State>, Condvar), fire: &(dyn Fn(u32, WaitId) + Send + Sy
                 st.heap.pop();
                 drop(st);
                 fire(pid, wait);
-                st = lock.lock().unwrap_or_else(|e| e.into_inner());
+                st = lock.lock();
             }
             Some(Reverse((deadline, _, _))) => {
-                st = cv.wait_timeout(st, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+                _ = cv.wait_for(&mut st, deadline - now);
             }
-            None => st = cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+            None => cv.wait(&mut st),
         }
     }
 }
@@ -75,7 +76,7 @@ impl Drop for Timer {
     fn drop(&mut self) {
         {
             let (lock, cv) = &*self.shared;
-            lock.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
+            lock.lock().stop = true;
             cv.notify_all();
         }
         if let Some(t) = self.thread.take() {

@@ -49,8 +49,8 @@ pub const DIR_MODE: u16 = 0o555;
 /// How long the kernel may cache entries and attributes: the tree never changes.
 const TTL: Duration = Duration::from_secs(3600);
 
-/// The block size reported by stat and statfs.
-const BLOCK_SIZE: u32 = 4096;
+/// The block size reported by stat and statfs: a page.
+const BLOCK_SIZE: u32 = uapi::kfd::PAGE_SIZE as u32;
 
 /// How long `unmount` waits for the kernel to end the connection once the mount is gone.
 const END_GRACE: Duration = Duration::from_secs(1);

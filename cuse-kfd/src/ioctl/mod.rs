@@ -92,11 +92,13 @@ impl Ctx<'_> {
     }
 }
 
-/// Runs a typed handler over the kernel-size argument buffer.
-fn typed<T>(ctx: &Ctx, buf: &mut [u8], f: fn(&Ctx, &mut T) -> Handled) -> Handled
+/// Runs a typed handler over the kernel-size argument buffer of request `CMD`, whose size must
+/// be the handler's argument type's (checked at compile time).
+fn typed<T, const CMD: u32>(ctx: &Ctx, buf: &mut [u8], f: fn(&Ctx, &mut T) -> Handled) -> Handled
 where
     T: FromBytes + IntoBytes + KnownLayout + Immutable,
 {
+    const { assert!(std::mem::size_of::<T>() == uapi::ioctl::ioc_size(CMD), "handler argument type has the request's size") };
     let Ok((mut args, _)) = T::read_from_prefix(buf) else {
         return Handled::Done(Err(Errno::EINVAL));
     };

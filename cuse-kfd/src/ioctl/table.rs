@@ -15,98 +15,91 @@ pub struct IoctlDesc {
     pub user_ranges: fn(&[u8]) -> Vec<UserRange>,
 }
 
+/// A row of [`TABLE`]: the request's name and number come from uapi's declaration, the argument
+/// type from the handler's signature, checked against the request's size at compile time.
 macro_rules! row {
-    ($cmd:ident, $name:literal, $ty:ty, $handler:path) => {
-        row!($cmd, $name, $ty, $handler, no_ranges)
+    ($cmd:ident, $handler:path) => {
+        row!($cmd, $handler, no_ranges)
     };
-    ($cmd:ident, $name:literal, $ty:ty, $handler:path, $ranges:path) => {
+    ($cmd:ident, $handler:path, $ranges:path) => {
+        row!(@ $cmd, short_name($cmd), $handler, $ranges)
+    };
+    (@ $cmd:expr, $name:expr, $handler:path, $ranges:path) => {
         IoctlDesc {
             cmd: $cmd,
             name: $name,
-            handler: |ctx, buf| typed::<$ty>(ctx, buf, |c, a| $handler(c, a).into()),
+            handler: |ctx, buf| typed::<_, { $cmd }>(ctx, buf, |c, a| $handler(c, a).into()),
             user_ranges: $ranges,
         }
     };
 }
 
-/// Indexed by `nr - AMDKFD_COMMAND_START`.
-pub static TABLE: [IoctlDesc; 38] = [
-    row!(AMDKFD_IOC_GET_VERSION, "GET_VERSION", GetVersionArgs, misc::get_version),
-    row!(AMDKFD_IOC_CREATE_QUEUE, "CREATE_QUEUE", CreateQueueArgs, queue::create),
-    row!(AMDKFD_IOC_DESTROY_QUEUE, "DESTROY_QUEUE", DestroyQueueArgs, queue::destroy),
-    row!(AMDKFD_IOC_SET_MEMORY_POLICY, "SET_MEMORY_POLICY", SetMemoryPolicyArgs, misc::set_memory_policy),
-    row!(AMDKFD_IOC_GET_CLOCK_COUNTERS, "GET_CLOCK_COUNTERS", GetClockCountersArgs, misc::get_clock_counters),
-    row!(
-        AMDKFD_IOC_GET_PROCESS_APERTURES,
-        "GET_PROCESS_APERTURES",
-        GetProcessAperturesArgs,
-        misc::get_process_apertures
-    ),
-    row!(AMDKFD_IOC_UPDATE_QUEUE, "UPDATE_QUEUE", UpdateQueueArgs, queue::update),
-    row!(AMDKFD_IOC_CREATE_EVENT, "CREATE_EVENT", CreateEventArgs, event::create),
-    row!(AMDKFD_IOC_DESTROY_EVENT, "DESTROY_EVENT", DestroyEventArgs, event::destroy),
-    row!(AMDKFD_IOC_SET_EVENT, "SET_EVENT", SetEventArgs, event::set),
-    row!(AMDKFD_IOC_RESET_EVENT, "RESET_EVENT", ResetEventArgs, event::reset),
-    row!(AMDKFD_IOC_WAIT_EVENTS, "WAIT_EVENTS", WaitEventsArgs, event::wait, wait_ranges),
-    row!(AMDKFD_IOC_DBG_REGISTER_DEPRECATED, "DBG_REGISTER_DEPRECATED", DbgRegisterArgs, unsupported::deprecated),
-    row!(AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, "DBG_UNREGISTER_DEPRECATED", DbgUnregisterArgs, unsupported::deprecated),
-    row!(
-        AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED,
-        "DBG_ADDRESS_WATCH_DEPRECATED",
-        DbgAddressWatchArgs,
-        unsupported::deprecated
-    ),
-    row!(
-        AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED,
-        "DBG_WAVE_CONTROL_DEPRECATED",
-        DbgWaveControlArgs,
-        unsupported::deprecated
-    ),
-    row!(
-        AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
-        "SET_SCRATCH_BACKING_VA",
-        SetScratchBackingVaArgs,
-        misc::set_scratch_backing_va
-    ),
-    row!(AMDKFD_IOC_GET_TILE_CONFIG, "GET_TILE_CONFIG", GetTileConfigArgs, misc::get_tile_config, tile_config_ranges),
-    row!(AMDKFD_IOC_SET_TRAP_HANDLER, "SET_TRAP_HANDLER", SetTrapHandlerArgs, misc::set_trap_handler),
-    row!(
-        AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
-        "GET_PROCESS_APERTURES_NEW",
-        GetProcessAperturesNewArgs,
-        misc::get_process_apertures_new,
-        apertures_new_ranges
-    ),
-    row!(AMDKFD_IOC_ACQUIRE_VM, "ACQUIRE_VM", AcquireVmArgs, memory::acquire_vm),
-    row!(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, "ALLOC_MEMORY_OF_GPU", AllocMemoryOfGpuArgs, memory::alloc),
-    row!(AMDKFD_IOC_FREE_MEMORY_OF_GPU, "FREE_MEMORY_OF_GPU", FreeMemoryOfGpuArgs, memory::free),
-    row!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, "MAP_MEMORY_TO_GPU", MapMemoryToGpuArgs, memory::map, map_ranges),
-    row!(
-        AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-        "UNMAP_MEMORY_FROM_GPU",
-        UnmapMemoryFromGpuArgs,
-        memory::unmap,
-        unmap_ranges
-    ),
-    row!(AMDKFD_IOC_SET_CU_MASK, "SET_CU_MASK", SetCuMaskArgs, queue::set_cu_mask, cu_mask_ranges),
-    row!(AMDKFD_IOC_GET_QUEUE_WAVE_STATE, "GET_QUEUE_WAVE_STATE", GetQueueWaveStateArgs, queue::get_wave_state),
-    row!(AMDKFD_IOC_GET_DMABUF_INFO, "GET_DMABUF_INFO", GetDmabufInfoArgs, unsupported::get_dmabuf_info),
-    row!(AMDKFD_IOC_IMPORT_DMABUF, "IMPORT_DMABUF", ImportDmabufArgs, unsupported::import_dmabuf),
-    row!(AMDKFD_IOC_ALLOC_QUEUE_GWS, "ALLOC_QUEUE_GWS", AllocQueueGwsArgs, queue::alloc_gws),
-    row!(AMDKFD_IOC_SMI_EVENTS, "SMI_EVENTS", SmiEventsArgs, unsupported::smi_events),
-    row!(AMDKFD_IOC_SVM, "SVM", SvmArgs, unsupported::svm),
-    row!(AMDKFD_IOC_SET_XNACK_MODE, "SET_XNACK_MODE", SetXnackModeArgs, misc::set_xnack_mode),
-    row!(AMDKFD_IOC_CRIU_OP, "CRIU_OP", CriuArgs, unsupported::criu),
-    row!(AMDKFD_IOC_AVAILABLE_MEMORY, "AVAILABLE_MEMORY", GetAvailableMemoryArgs, memory::available),
-    row!(AMDKFD_IOC_EXPORT_DMABUF, "EXPORT_DMABUF", ExportDmabufArgs, unsupported::export_dmabuf),
-    row!(AMDKFD_IOC_RUNTIME_ENABLE, "RUNTIME_ENABLE", RuntimeEnableArgs, misc::runtime_enable),
-    row!(AMDKFD_IOC_DBG_TRAP, "DBG_TRAP", DbgTrapArgs, unsupported::dbg_trap),
+/// The name uapi declares for amdkfd request `cmd`.
+const fn short_name(cmd: u32) -> &'static str {
+    match uapi::ioctl::lookup(cmd) {
+        Some(d) => d.name,
+        None => panic!("not an amdkfd request"),
+    }
+}
+
+/// One row per request of `uapi::ioctl::ALL`, in the same order: a missing, extra or misplaced
+/// row fails to compile (the length below, and the check after the table).
+const ROWS: [IoctlDesc; ALL.len()] = [
+    row!(AMDKFD_IOC_GET_VERSION, misc::get_version),
+    row!(AMDKFD_IOC_CREATE_QUEUE, queue::create),
+    row!(AMDKFD_IOC_DESTROY_QUEUE, queue::destroy),
+    row!(AMDKFD_IOC_SET_MEMORY_POLICY, misc::set_memory_policy),
+    row!(AMDKFD_IOC_GET_CLOCK_COUNTERS, misc::get_clock_counters),
+    row!(AMDKFD_IOC_GET_PROCESS_APERTURES, misc::get_process_apertures),
+    row!(AMDKFD_IOC_UPDATE_QUEUE, queue::update),
+    row!(AMDKFD_IOC_CREATE_EVENT, event::create),
+    row!(AMDKFD_IOC_DESTROY_EVENT, event::destroy),
+    row!(AMDKFD_IOC_SET_EVENT, event::set),
+    row!(AMDKFD_IOC_RESET_EVENT, event::reset),
+    row!(AMDKFD_IOC_WAIT_EVENTS, event::wait, wait_ranges),
+    row!(AMDKFD_IOC_DBG_REGISTER_DEPRECATED, unsupported::deprecated::<DbgRegisterArgs>),
+    row!(AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, unsupported::deprecated::<DbgUnregisterArgs>),
+    row!(AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, unsupported::deprecated::<DbgAddressWatchArgs>),
+    row!(AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, unsupported::deprecated::<DbgWaveControlArgs>),
+    row!(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, misc::set_scratch_backing_va),
+    row!(AMDKFD_IOC_GET_TILE_CONFIG, misc::get_tile_config, tile_config_ranges),
+    row!(AMDKFD_IOC_SET_TRAP_HANDLER, misc::set_trap_handler),
+    row!(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, misc::get_process_apertures_new, apertures_new_ranges),
+    row!(AMDKFD_IOC_ACQUIRE_VM, memory::acquire_vm),
+    row!(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, memory::alloc),
+    row!(AMDKFD_IOC_FREE_MEMORY_OF_GPU, memory::free),
+    row!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, memory::map, map_ranges),
+    row!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, memory::unmap, unmap_ranges),
+    row!(AMDKFD_IOC_SET_CU_MASK, queue::set_cu_mask, cu_mask_ranges),
+    row!(AMDKFD_IOC_GET_QUEUE_WAVE_STATE, queue::get_wave_state),
+    row!(AMDKFD_IOC_GET_DMABUF_INFO, unsupported::get_dmabuf_info),
+    row!(AMDKFD_IOC_IMPORT_DMABUF, unsupported::import_dmabuf),
+    row!(AMDKFD_IOC_ALLOC_QUEUE_GWS, queue::alloc_gws),
+    row!(AMDKFD_IOC_SMI_EVENTS, unsupported::smi_events),
+    row!(AMDKFD_IOC_SVM, unsupported::svm),
+    row!(AMDKFD_IOC_SET_XNACK_MODE, misc::set_xnack_mode),
+    row!(AMDKFD_IOC_CRIU_OP, unsupported::criu),
+    row!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available),
+    row!(AMDKFD_IOC_EXPORT_DMABUF, unsupported::export_dmabuf),
+    row!(AMDKFD_IOC_RUNTIME_ENABLE, misc::runtime_enable),
+    row!(AMDKFD_IOC_DBG_TRAP, unsupported::dbg_trap),
 ];
+
+const _: () = {
+    let mut i = 0;
+    while i < ROWS.len() {
+        assert!(ROWS[i].cmd == ALL[i].cmd, "TABLE rows follow uapi::ioctl::ALL");
+        i += 1;
+    }
+};
+
+/// Indexed like `uapi::ioctl::ALL` (see `uapi::ioctl::index`).
+pub static TABLE: [IoctlDesc; ALL.len()] = ROWS;
 
 /// cuse-kfd's own requests, matched by their exact number.
 pub static VENDOR: [IoctlDesc; 2] = [
-    row!(CUSE_KFD_IOC_GET_RUNTIME_INFO, "CUSE_KFD_GET_RUNTIME_INFO", uapi::vendor::RuntimeInfo, vendor::runtime_info),
-    row!(CUSE_KFD_IOC_KICK, "CUSE_KFD_KICK", (), vendor::kick),
+    row!(@ CUSE_KFD_IOC_GET_RUNTIME_INFO, "CUSE_KFD_GET_RUNTIME_INFO", vendor::runtime_info, no_ranges),
+    row!(@ CUSE_KFD_IOC_KICK, "CUSE_KFD_KICK", vendor::kick, no_ranges),
 ];
 
 /// The row for `cmd` by its number, as amdkfd looks up (size and direction of `cmd` are not
@@ -114,14 +107,10 @@ pub static VENDOR: [IoctlDesc; 2] = [
 /// amdkfd, the type byte must be 'K': a stray ioctl meant for another driver (isatty's TCGETS
 /// has nr 1) is ENOTTY here, not GET_VERSION.
 pub fn lookup(cmd: u32) -> Option<&'static IoctlDesc> {
-    if ioc_type(cmd) != AMDKFD_IOCTL_BASE {
-        return None;
+    match index(cmd) {
+        Some(i) => TABLE.get(i),
+        None => VENDOR.iter().find(|d| d.cmd == cmd),
     }
-    let nr = ioc_nr(cmd);
-    if !(AMDKFD_COMMAND_START..AMDKFD_COMMAND_END).contains(&nr) {
-        return VENDOR.iter().find(|d| d.cmd == cmd);
-    }
-    TABLE.get((nr - AMDKFD_COMMAND_START) as usize)
 }
 
 fn no_ranges(_: &[u8]) -> Vec<UserRange> {
@@ -197,7 +186,7 @@ mod tests {
     fn rows_are_in_number_order_and_match_uapi() {
         for (i, row) in TABLE.iter().enumerate() {
             assert_eq!(ioc_nr(row.cmd), i as u32 + AMDKFD_COMMAND_START, "{}", row.name);
-            assert_eq!(ALL[i], (row.name, row.cmd));
+            assert_eq!(ALL[i], Ioctl { name: row.name, cmd: row.cmd });
         }
     }
 
@@ -208,5 +197,6 @@ mod tests {
         assert!(lookup(ioc(IOC_READ, b'X' as u32, 1, 8)).is_none());
         assert!(lookup(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0, 8)).is_none());
         assert!(lookup(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x27, 8)).is_none());
+        assert_eq!(lookup(CUSE_KFD_IOC_KICK).unwrap().name, "CUSE_KFD_KICK");
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use uapi::kfd::*;
 use vm::{GpuVa, Region, RegionBacking};
 
-pub const PAGE_SIZE: u64 = 4096;
+pub use uapi::kfd::PAGE_SIZE;
 
 /// What kind of memory a buffer object is (one of the KFD_IOC_ALLOC_MEM_FLAGS_* domain bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

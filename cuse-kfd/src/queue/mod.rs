@@ -4,8 +4,8 @@
 pub mod doorbell;
 
 use crate::memory::vm::GpuVa;
+use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 use uapi::kfd::*;
 
 /// What kind of engine a queue feeds.
@@ -138,7 +138,7 @@ impl Queue {
 
     /// The properties, for reading (change them with [`Queue::set_props`]).
     pub fn props(&self) -> MutexGuard<'_, QueueProps> {
-        self.props.lock().unwrap_or_else(|e| e.into_inner())
+        self.props.lock()
     }
 
     pub fn set_props(&self, f: impl FnOnce(&mut QueueProps)) {
@@ -157,7 +157,7 @@ impl Queue {
             packets: read_index,
             read_index,
             write_index: self.write_index.load(Ordering::Acquire),
-            error: self.error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            error: self.error.lock().clone(),
         }
     }
 
@@ -168,6 +168,6 @@ impl Queue {
     }
 
     pub fn set_error(&self, e: QueueError) {
-        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        *self.error.lock() = Some(e);
     }
 }

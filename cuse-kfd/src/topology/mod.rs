@@ -16,7 +16,9 @@ mod tests;
 
 pub use node::{Cache, IoLink, MemBank, Node, NodeProps, GPU_PROCESSOR_ID_BASE};
 pub use profile::{GpuCacheInfo, Profile, DEFAULT_PROFILE};
-pub use sysfs_text::{parse_properties, Properties, KFD_SYSFS_DIR, MAX_FILE_SIZE};
+pub use sysfs_text::{
+    leading_u64, parse_properties, parse_properties_leniently, Properties, KFD_SYSFS_DIR, MAX_FILE_SIZE,
+};
 
 use std::path::Path;
 

@@ -14,7 +14,7 @@ use std::{fs, io};
 pub const KFD_SYSFS_DIR: &str = "/sys/devices/virtual/kfd/kfd";
 
 /// libhsakmt reads at most one page of each file.
-pub const MAX_FILE_SIZE: usize = 4096;
+pub const MAX_FILE_SIZE: usize = uapi::kfd::PAGE_SIZE as usize;
 
 fn key_values(pairs: &[(&str, u64)]) -> String {
     let mut s = String::new();
@@ -152,40 +152,80 @@ pub(super) fn write_tree(topo: &Topology, dir: &Path) -> io::Result<()> {
 pub struct Properties {
     /// The "key value" lines, in order.
     pub values: Vec<(String, u64)>,
-    /// A cache's sibling_map bits, empty for other files.
-    pub sibling_map: Vec<bool>,
+    /// A cache's sibling_map entries (0 or 1 as the device writes them), empty for other files.
+    pub sibling_map: Vec<u32>,
 }
 
 impl Properties {
-    /// The first value under `key`.
+    /// The first value under `key` (the one sscanf would see).
     pub fn get(&self, key: &str) -> Option<u64> {
         self.values.iter().find(|(k, _)| k == key).map(|&(_, v)| v)
+    }
+
+    /// The value of `key`, 0 if absent (as libhsakmt leaves the fields it finds no key for).
+    pub fn u64(&self, key: &str) -> u64 {
+        self.get(key).unwrap_or(0)
+    }
+
+    /// The value of `key` truncated to 32 bits as libhsakmt's `(uint32_t)` casts do, 0 if absent.
+    pub fn u32(&self, key: &str) -> u32 {
+        self.u64(key) as u32
     }
 }
 
 /// Parses a `properties` (or `system_properties`) file, strictly: every line must be
-/// "key value" with a decimal u64, or a final "sibling_map b,b,...".
+/// "key value" with a decimal u64, or a final "sibling_map b,b,..." of 0s and 1s.
 pub fn parse_properties(text: &str) -> Result<Properties, TopologyError> {
+    parse(text, true)
+}
+
+/// Parses a `properties` file as libhsakmt does (`sscanf("%s %llu")` in a loop): "key value"
+/// pairs up to the first line that is not one, each value its leading decimal digits (strtoull);
+/// a `sibling_map` line ends the file.
+pub fn parse_properties_leniently(text: &str) -> Properties {
+    parse(text, false).unwrap_or_else(|_| unreachable!("a lenient parse stops instead of failing"))
+}
+
+/// strtoull on a token: the value of its leading decimal digits (wrapping, as the thunk's casts
+/// expect), None when it does not start with one.
+pub fn leading_u64(s: &str) -> Option<u64> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    Some(s[..digits].bytes().fold(0u64, |v, d| v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))))
+}
+
+/// The one parser of `properties` text: `strict` rejects what the device never writes (an
+/// error naming the line), otherwise the parse stops there as libhsakmt's does.
+fn parse(text: &str, strict: bool) -> Result<Properties, TopologyError> {
     let mut out = Properties::default();
     for (index, line) in text.lines().enumerate() {
         let bad = || TopologyError::Malformed { line: index + 1, text: line.to_string() };
-        let (key, value) = line.split_once(' ').ok_or_else(bad)?;
-        if key.is_empty() || !out.sibling_map.is_empty() {
-            return Err(bad());
-        }
-        if key == "sibling_map" {
-            out.sibling_map = value
-                .split(',')
-                .map(|bit| match bit {
-                    "0" => Ok(false),
-                    "1" => Ok(true),
-                    _ => Err(bad()),
-                })
-                .collect::<Result<_, _>>()?;
+        let pair = if strict {
+            line.split_once(' ').filter(|(key, _)| !key.is_empty())
         } else {
-            let value: u64 = value.parse().map_err(|_| bad())?;
-            out.values.push((key.to_string(), value));
+            let mut words = line.split_whitespace();
+            words.next().zip(words.next())
+        };
+        let Some((key, value)) = pair.filter(|_| out.sibling_map.is_empty()) else {
+            return if strict { Err(bad()) } else { Ok(out) };
+        };
+        if key == "sibling_map" {
+            if strict {
+                let bit = |b: &str| matches!(b, "0" | "1").then(|| u32::from(b == "1")).ok_or_else(bad);
+                out.sibling_map = value.split(',').map(bit).collect::<Result<_, _>>()?;
+            } else {
+                out.sibling_map = value.split(',').map_while(|b| leading_u64(b).map(|v| v as u32)).collect();
+                return Ok(out);
+            }
+            continue;
         }
+        let value = if strict { value.parse().ok() } else { leading_u64(value) };
+        let Some(value) = value else {
+            return if strict { Err(bad()) } else { Ok(out) };
+        };
+        out.values.push((key.to_string(), value));
     }
     Ok(out)
 }

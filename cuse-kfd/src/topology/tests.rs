@@ -283,10 +283,22 @@ fn links_connect_every_gpu() {
 fn parser_rejects_malformed_text() {
     let ok = parse_properties("a 1\nb 18446744073709551615\nsibling_map 1,0\n").unwrap();
     assert_eq!(ok.get("b"), Some(u64::MAX));
-    assert_eq!(ok.sibling_map, [true, false]);
+    assert_eq!(ok.sibling_map, [1, 0]);
     for bad in ["a\n", "a x\n", "a -1\n", " 1\n", "sibling_map 1,2\n", "sibling_map 1\na 1\n"] {
         assert!(parse_properties(bad).is_err(), "{bad:?}");
     }
+}
+
+#[test]
+fn the_lenient_reading_is_libhsakmts() {
+    let text = "a 1\nb  22x\nc 3\nd\ne 5\n";
+    assert!(parse_properties(text).is_err());
+    let p = parse_properties_leniently(text);
+    assert_eq!(p.values, [("a".to_owned(), 1), ("b".to_owned(), 22), ("c".to_owned(), 3)]);
+    assert_eq!(parse_properties_leniently("sibling_map 1,0,2x,y,1\nz 1\n").sibling_map, [1, 0, 2]);
+    assert_eq!(p.u32("a"), 1);
+    assert_eq!(parse_properties_leniently("big 4294967297\n").u32("big"), 1);
+    assert_eq!(p.u64("missing"), 0);
 }
 
 #[test]

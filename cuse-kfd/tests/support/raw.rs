@@ -21,7 +21,6 @@ use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::{FromBytes, Immutable, IntoBytes};
 
-pub const PAGE: u64 = 4096;
 /// First GPU VA the helpers hand out (well inside the GPUVM aperture).
 pub const FIRST_VA: u64 = 0x1_0000_0000;
 /// Pids above the kernel's pid_max limit (2^22): no real process can have them.
@@ -442,7 +441,7 @@ impl Client {
     /// Ring and pointer buffers for a queue, each mapped and exactly as large as amdkfd's
     /// kfd_queue_buffer_get wants (the ring; one page for the pointers).
     pub fn queue_buffers(&self) -> (Buf, Buf) {
-        (self.alloc_mapped(Mem::Gtt, u64::from(RING_SIZE)), self.alloc_mapped(Mem::Gtt, PAGE))
+        (self.alloc_mapped(Mem::Gtt, u64::from(RING_SIZE)), self.alloc_mapped(Mem::Gtt, PAGE_SIZE))
     }
 
     /// CREATE_QUEUE arguments for an AQL queue on `ring` with the write pointer at the start of

@@ -7,9 +7,9 @@
 //! event id wakes the waiters.
 
 use super::types::*;
-use super::{lock, Result, Status, Thunk, PAGE_SIZE};
+use super::{Result, Status, Thunk, PAGE_SIZE};
 use crate::memory::{open_backing, HostMapping, Space};
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::{FromBytes, IntoBytes};
@@ -69,7 +69,7 @@ impl Thunk {
             auto_reset: u32::from(!manual_reset),
             ..Default::default()
         };
-        let mut page = lock(&self.events.page);
+        let mut page = self.events.page.lock();
         let mut fresh = None;
         if page.is_none() && self.nodes.gpus().next().is_some() {
             let va = self.alloc_event_page()?;

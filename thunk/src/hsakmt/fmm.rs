@@ -12,12 +12,13 @@
 //! `query` finds the object containing an address.
 
 use super::types::*;
-use super::{lock, Result, Status, PAGE_SIZE};
+use super::{Result, Status, PAGE_SIZE};
 use crate::memory::{open_backing, Space};
 use crate::{vm, Kfd};
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 
@@ -242,7 +243,7 @@ impl Fmm {
 
     /// The address of `gpu_id`'s MMIO remap page, if mapped.
     pub fn mmio_page(&self, gpu_id: u32) -> Option<u64> {
-        lock(&self.state).mmio.get(&gpu_id).copied()
+        self.state.lock().mmio.get(&gpu_id).copied()
     }
 
     /// Reserves `size` bytes in the SVM aperture aligned to `align` (at least [`va_align`]).
@@ -323,7 +324,7 @@ impl Fmm {
                 return None;
             }
         }
-        lock(&self.state).objects.insert(va, Object::new(va, size, handle, node_id, flags, kind));
+        self.state.lock().objects.insert(va, Object::new(va, size, handle, node_id, flags, kind));
         Some(va)
     }
 
@@ -368,7 +369,7 @@ impl Fmm {
                 unsafe { vm::release(va, size as usize) };
                 return None;
             };
-            lock(&self.state).objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Allocated));
+            self.state.lock().objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Allocated));
             return Some(va);
         }
         let host = (flags.host_access() != 0).then_some(Space::Render);
@@ -394,7 +395,7 @@ impl Fmm {
             unsafe { vm::release(va, size as usize) };
             return None;
         }
-        lock(&self.state).objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Internal));
+        self.state.lock().objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Internal));
         if self.map(kfd, va, size).is_err() {
             let _ = self.release(kfd, va);
             return None;
@@ -413,13 +414,13 @@ impl Fmm {
             let _ = self.release(kfd, va);
             return None;
         }
-        lock(&self.state).mmio.insert(gpu_id, va);
+        self.state.lock().mmio.insert(gpu_id, va);
         Some(va)
     }
 
     /// The handle of the object starting at `va` (fmm_get_handle).
     pub fn handle(&self, va: u64) -> Option<u64> {
-        lock(&self.state).objects.get(&va).map(|o| o.handle)
+        self.state.lock().objects.get(&va).map(|o| o.handle)
     }
 
     /// Registers `[addr, addr + size)` of this process's memory as a USERPTR object at a GPU
@@ -428,7 +429,7 @@ impl Fmm {
     pub fn register_user(&self, kfd: &Kfd, addr: u64, size: u64, coarse: bool) -> Result<()> {
         let gpu = *self.first_gpu()?;
         {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             if let Some(start) = find_userptr(&st, addr, size) {
                 if let Some(Kind::Userptr { registrations, .. }) = st.objects.get_mut(&start).map(|o| &mut o.kind) {
                     *registrations += 1;
@@ -452,7 +453,7 @@ impl Fmm {
         };
         let kind = Kind::Userptr { cpu: addr, cpu_size: size, registrations: 1 };
         let obj = Object::new(va, aligned_size, handle, gpu.node_id, ioc_to_hsa_flags(ioc), kind);
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         st.objects.insert(va, obj);
         st.userptrs.insert(addr, va);
         Ok(())
@@ -461,7 +462,7 @@ impl Fmm {
     /// Records the gpu ids `gpus` as the ones `addr`'s object is registered to
     /// (fmm_register_memory with nodes). Returns whether `addr` names an object.
     pub fn set_registered(&self, addr: u64, size: u64, gpus: &[u32], node_of: impl Fn(u32) -> u32) -> Result<bool> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let Some(start) = find_exact(&st, addr, size) else { return Ok(false) };
         let o = st.objects.get_mut(&start).expect("found above");
         if !o.registered.is_empty() {
@@ -478,7 +479,7 @@ impl Fmm {
     /// Whether `addr` names an object (a registration of memory the thunk allocated counts it
     /// again for a user pointer and is otherwise a no-op).
     pub fn register_existing(&self, addr: u64, size: u64) -> bool {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let Some(start) = find_exact(&st, addr, size) else { return false };
         if let Some(Kind::Userptr { registrations, .. }) = st.objects.get_mut(&start).map(|o| &mut o.kind) {
             *registrations += 1;
@@ -490,7 +491,7 @@ impl Fmm {
     /// Returns the GPU address to use for user pointers (their own GPU VA plus the page
     /// offset), 0 otherwise (fmm_map_to_gpu).
     pub fn map(&self, kfd: &Kfd, addr: u64, size: u64) -> Result<u64> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let start = find_exact(&st, addr, size).ok_or(Status::Error)?;
         let o = st.objects.get_mut(&start).expect("found above");
         let alt = match o.kind {
@@ -552,7 +553,7 @@ impl Fmm {
     /// Maps the object at `addr` on exactly `gpus` (fmm_map_to_gpu_nodes): GPUs it is mapped on
     /// and `gpus` lacks are unmapped first; every one of `gpus` must be registered.
     pub fn map_nodes(&self, kfd: &Kfd, addr: u64, size: u64, gpus: &[u32]) -> Result<u64> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let start = find_exact(&st, addr, size).ok_or(Status::Error)?;
         let o = st.objects.get_mut(&start).expect("found above");
         if matches!(o.kind, Kind::Userptr { .. }) {
@@ -578,7 +579,7 @@ impl Fmm {
 
     /// Unmaps the object at `addr` from every GPU it is on (fmm_unmap_from_gpu).
     pub fn unmap(&self, kfd: &Kfd, addr: u64) -> Result<()> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let start = find_exact(&st, addr, 0).ok_or(Status::Error)?;
         let o = st.objects.get_mut(&start).expect("found above");
         if matches!(o.kind, Kind::Userptr { .. }) && o.mapping_count > 1 {
@@ -596,13 +597,13 @@ impl Fmm {
     /// Frees the object at `addr` (fmm_release): a user pointer only when its last
     /// registration goes. The address range goes back to the system.
     pub fn release(&self, kfd: &Kfd, addr: u64) -> Result<()> {
-        let st = lock(&self.state);
+        let st = self.state.lock();
         let start = find_exact(&st, addr, 0).ok_or(Status::MemoryNotRegistered)?;
         Fmm::release_object(kfd, st, start)
     }
 
     /// Frees the object starting at `start` (found under `st`).
-    fn release_object(kfd: &Kfd, mut st: std::sync::MutexGuard<'_, State>, start: u64) -> Result<()> {
+    fn release_object(kfd: &Kfd, mut st: parking_lot::MutexGuard<'_, State>, start: u64) -> Result<()> {
         let o = st.objects.get_mut(&start).expect("found by the caller");
         if let Kind::Userptr { registrations, .. } = &mut o.kind {
             *registrations = registrations.saturating_sub(1);
@@ -628,7 +629,7 @@ impl Fmm {
     /// Drops the registration of memory the caller allocated (fmm_deregister_memory): a user
     /// pointer or import is released, an allocation forgets its registered nodes.
     pub fn deregister(&self, kfd: &Kfd, addr: u64) -> Result<()> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let start = find_exact(&st, addr, 0).ok_or(Status::MemoryNotRegistered)?;
         let o = st.objects.get_mut(&start).expect("found above");
         if matches!(o.kind, Kind::Userptr { .. } | Kind::Imported) {
@@ -644,7 +645,7 @@ impl Fmm {
 
     /// What `hsaKmtQueryPointerInfo` reports of the object containing `addr`.
     pub fn query(&self, addr: u64) -> Option<PointerInfo> {
-        let st = lock(&self.state);
+        let st = self.state.lock();
         let o = st.objects.get(&find_containing(&st, addr)?)?;
         let mut info = PointerInfo {
             pointer_type: match o.kind {
@@ -675,7 +676,7 @@ impl Fmm {
 
     /// Attaches `data` to the object at `addr` (fmm_set_mem_user_data).
     pub fn set_user_data(&self, addr: u64, data: u64) -> Result<()> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let start = find_exact(&st, addr, 0).ok_or(Status::Error)?;
         st.objects.get_mut(&start).expect("found above").user_data = data;
         Ok(())
@@ -683,7 +684,7 @@ impl Fmm {
 
     /// The object starting at `addr`: (handle, node, flags) for sharing.
     pub fn object_at(&self, addr: u64) -> Option<(u64, u32, MemFlags)> {
-        let st = lock(&self.state);
+        let st = self.state.lock();
         st.objects.get(&addr).map(|o| (o.handle, o.node_id, o.flags))
     }
 
@@ -692,7 +693,7 @@ impl Fmm {
         let mut o = Object::new(va, size, handle, node_id, flags, Kind::Imported);
         o.registered = gpus.to_vec();
         o.registered_nodes = gpus.iter().map(|g| self.node_of(*g)).collect();
-        lock(&self.state).objects.insert(va, o);
+        self.state.lock().objects.insert(va, o);
     }
 
     /// Reserves an address range in the SVM aperture (for imports).
@@ -704,7 +705,7 @@ impl Fmm {
     /// (fmm_allocate_scratch). One per GPU.
     pub fn allocate_scratch(&self, kfd: &Kfd, gpu_id: u32, size: u64) -> Option<u64> {
         let size = size.next_multiple_of(SCRATCH_ALIGN);
-        if lock(&self.state).scratch.contains_key(&gpu_id) {
+        if self.state.lock().scratch.contains_key(&gpu_id) {
             return None;
         }
         let va = self.reserve(size, SCRATCH_ALIGN)?;
@@ -715,20 +716,20 @@ impl Fmm {
             unsafe { vm::release(va, size as usize) };
             return None;
         }
-        lock(&self.state).scratch.insert(gpu_id, Scratch { base: va, size, pieces: BTreeMap::new() });
+        self.state.lock().scratch.insert(gpu_id, Scratch { base: va, size, pieces: BTreeMap::new() });
         Some(va)
     }
 
     /// The GPU whose scratch backing contains `addr`.
     pub fn scratch_gpu(&self, addr: u64) -> Option<u32> {
-        let st = lock(&self.state);
+        let st = self.state.lock();
         st.scratch.iter().find(|(_, s)| addr >= s.base && addr < s.base + s.size).map(|(g, _)| *g)
     }
 
     /// Backs `[addr, addr + size)` of a scratch reservation with VRAM mapped on its GPU
     /// (_fmm_map_to_gpu_scratch).
     pub fn map_scratch(&self, kfd: &Kfd, gpu_id: u32, addr: u64, size: u64) -> Result<()> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let s = st.scratch.get_mut(&gpu_id).ok_or(Status::Error)?;
         let end = addr.checked_add(size).ok_or(Status::Error)?;
         if size == 0 || addr < s.base || end > s.base + s.size || s.pieces.range(..end).any(|(a, (_, l))| a + l > addr)
@@ -751,7 +752,7 @@ impl Fmm {
 
     /// Unmaps and frees the scratch piece starting at `addr` (_fmm_unmap_from_gpu_scratch).
     pub fn unmap_scratch(&self, kfd: &Kfd, gpu_id: u32, addr: u64) -> Result<()> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let s = st.scratch.get_mut(&gpu_id).ok_or(Status::Error)?;
         let Some((handle, _)) = s.pieces.remove(&addr) else {
             // libhsakmt: an unmapped scratch address unmaps fine.
@@ -774,7 +775,7 @@ impl Fmm {
 
     /// Releases the whole scratch backing of `gpu_id` (fmm_release_scratch).
     pub fn release_scratch(&self, kfd: &Kfd, gpu_id: u32) {
-        let Some(s) = lock(&self.state).scratch.remove(&gpu_id) else { return };
+        let Some(s) = self.state.lock().scratch.remove(&gpu_id) else { return };
         for (handle, _) in s.pieces.values() {
             let _ = Fmm::free_scratch_piece(kfd, gpu_id, *handle);
         }
@@ -784,11 +785,11 @@ impl Fmm {
 
     /// Unmaps and frees every object and gives every range back (CloseKFD).
     pub fn destroy_all(&self, kfd: &Kfd) {
-        let gpus: Vec<u32> = lock(&self.state).scratch.keys().copied().collect();
+        let gpus: Vec<u32> = self.state.lock().scratch.keys().copied().collect();
         for g in gpus {
             self.release_scratch(kfd, g);
         }
-        let objects = std::mem::take(&mut lock(&self.state).objects);
+        let objects = std::mem::take(&mut self.state.lock().objects);
         for (_, mut o) in objects {
             if !o.mapped.is_empty() {
                 let gpus = o.mapped.clone();
@@ -800,7 +801,7 @@ impl Fmm {
             // SAFETY: a range this manager reserved, taken out of its table above.
             unsafe { vm::release(o.start, o.size as usize) };
         }
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         st.userptrs.clear();
         st.mmio.clear();
     }

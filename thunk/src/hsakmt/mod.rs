@@ -28,7 +28,8 @@ pub use types::*;
 
 use crate::Kfd;
 use nix::errno::Errno;
-use std::sync::{Arc, Mutex, MutexGuard};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use uapi::ioctl::AMDKFD_IOC_GET_VERSION;
 use uapi::kfd::GetVersionArgs;
 use uapi::{FromBytes, Immutable, IntoBytes};
@@ -90,7 +91,7 @@ impl Status {
 pub type Result<T> = std::result::Result<T, Status>;
 
 /// The page size libhsakmt works in.
-pub const PAGE_SIZE: u64 = 4096;
+pub use uapi::kfd::PAGE_SIZE;
 
 /// The memory manager's choices that libhsakmt takes from the environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -138,10 +139,6 @@ impl std::fmt::Debug for Thunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Thunk").field("kfd", &self.kfd).field("version", &self.version).finish()
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Thunk {
@@ -261,7 +258,7 @@ static GLOBAL: Mutex<Global> = Mutex::new(Global { thunk: None, count: 0 });
 /// `hsaKmtOpenKFD`: opens the device the environment names (`CUSE_KFD_EMBEDDED=1` for an
 /// embedded one, else `CUSE_KFD_DEVICE` or /dev/kfd) on first call; later calls count.
 pub fn open_kfd() -> Result<Opened> {
-    let mut g = lock(&GLOBAL);
+    let mut g = GLOBAL.lock();
     if g.count > 0 {
         g.count += 1;
         return Ok(Opened::Again);
@@ -274,7 +271,7 @@ pub fn open_kfd() -> Result<Opened> {
 /// `hsaKmtCloseKFD`: drops one reference; the last closes the device.
 pub fn close_kfd() -> Result<()> {
     let gone = {
-        let mut g = lock(&GLOBAL);
+        let mut g = GLOBAL.lock();
         if g.count == 0 {
             return Err(Status::KernelIoChannelNotOpened);
         }
@@ -292,5 +289,5 @@ pub fn close_kfd() -> Result<()> {
 
 /// The instance [`open_kfd`] opened (`CHECK_KFD_OPEN`).
 pub fn current() -> Result<Arc<Thunk>> {
-    lock(&GLOBAL).thunk.clone().ok_or(Status::KernelIoChannelNotOpened)
+    GLOBAL.lock().thunk.clone().ok_or(Status::KernelIoChannelNotOpened)
 }

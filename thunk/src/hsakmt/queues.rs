@@ -9,12 +9,12 @@
 //! allocated (the CREATE_QUEUE fields stay 0, which the device accepts).
 
 use super::types::*;
-use super::{lock, Result, Status, Thunk, PAGE_SIZE};
+use super::{Result, Status, Thunk, PAGE_SIZE};
 use crate::memory::{open_backing, HostMapping, Space};
 use crate::Kfd;
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 
@@ -70,7 +70,7 @@ pub(super) struct Queues {
 impl Queues {
     /// Destroys every queue (CloseKFD); buffers go with the memory manager.
     pub fn destroy_all(&self, kfd: &Kfd) {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         for (_, q) in st.queues.drain() {
             let _ = super::ioctl(kfd, AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: q.kfd_id, pad: 0 });
         }
@@ -155,7 +155,7 @@ impl Thunk {
         } else {
             (a.doorbell_offset, u64::from(a.queue_id) * doorbell_size)
         };
-        let mut st = lock(&self.queues.state);
+        let mut st = self.queues.state.lock();
         let slice = match st.doorbells.get(&node) {
             Some(d) => Ok(d.addr()),
             None => self.map_doorbells(gpu_id, node, slice_size, slice_offset).map(|d| {
@@ -207,7 +207,7 @@ impl Thunk {
     }
 
     fn kfd_queue_id(&self, id: QueueId) -> Result<u32> {
-        lock(&self.queues.state).queues.get(&id.0).map(|q| q.kfd_id).ok_or(Status::InvalidParameter)
+        self.queues.state.lock().queues.get(&id.0).map(|q| q.kfd_id).ok_or(Status::InvalidParameter)
     }
 
     /// `hsaKmtUpdateQueue`: new percentage, priority and ring.
@@ -242,7 +242,7 @@ impl Thunk {
             log::error!("failed to destroy queue {queue_id}: {e}");
             return Err(Status::Error);
         }
-        let q = lock(&self.queues.state).queues.remove(&id.0);
+        let q = self.queues.state.lock().queues.remove(&id.0);
         if let Some(page) = q.and_then(|q| q.pointers) {
             let _ = self.unmap_memory_to_gpu(page);
             let _ = self.free_memory(page, PAGE_SIZE);
@@ -259,7 +259,7 @@ impl Thunk {
         let mut a =
             SetCuMaskArgs { queue_id, num_cu_mask: (mask.len() * 32) as u32, cu_mask_ptr: mask.as_ptr() as u64 };
         self.ioctl(AMDKFD_IOC_SET_CU_MASK, &mut a).map_err(|_| Status::Error)?;
-        if let Some(q) = lock(&self.queues.state).queues.get_mut(&id.0) {
+        if let Some(q) = self.queues.state.lock().queues.get_mut(&id.0) {
             q.cu_mask = mask.to_vec();
         }
         Ok(())
@@ -267,7 +267,7 @@ impl Thunk {
 
     /// The CU mask of a queue (what `hsaKmtGetQueueInfo` reports).
     pub fn queue_cu_mask(&self, id: QueueId) -> Result<Vec<u32>> {
-        lock(&self.queues.state).queues.get(&id.0).map(|q| q.cu_mask.clone()).ok_or(Status::InvalidParameter)
+        self.queues.state.lock().queues.get(&id.0).map(|q| q.cu_mask.clone()).ok_or(Status::InvalidParameter)
     }
 
     /// `hsaKmtAllocQueueGWS`: `n` global wave sync entries for a queue; returns the first.

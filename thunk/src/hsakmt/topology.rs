@@ -3,7 +3,7 @@
 
 use super::topology_files::{self, Properties};
 use super::types::*;
-use super::{lock, Result, Status, Thunk, PAGE_SIZE};
+use super::{Result, Status, Thunk, PAGE_SIZE};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -386,7 +386,7 @@ fn marketing_name(device_id: u16) -> Option<String> {
 
 impl Thunk {
     fn snapshot(&self) -> Result<Arc<Topology>> {
-        lock(&self.snapshot).clone().ok_or(Status::InvalidNodeUnit)
+        self.snapshot.lock().clone().ok_or(Status::InvalidNodeUnit)
     }
 
     fn snapshot_node(&self, node: u32) -> Result<(Arc<Topology>, usize)> {
@@ -400,13 +400,13 @@ impl Thunk {
     pub fn acquire_system_properties(&self) -> Result<SystemProperties> {
         let topo = Topology::read(&self.kfd.runtime_dir().join("topology"))?;
         let system = topo.system;
-        *lock(&self.snapshot) = Some(Arc::new(topo));
+        *self.snapshot.lock() = Some(Arc::new(topo));
         Ok(system)
     }
 
     /// `hsaKmtReleaseSystemProperties`: drops the snapshot.
     pub fn release_system_properties(&self) -> Result<()> {
-        *lock(&self.snapshot) = None;
+        *self.snapshot.lock() = None;
         Ok(())
     }
 

@@ -4,38 +4,17 @@
 //! ("sibling_map 1,0,...") ends its file.
 //!
 //! The device writes this tree to `<runtime dir>/topology` whatever the transport, so the
-//! embedded and the device-node clients read the same files through this one parser.
+//! embedded and the device-node clients read the same files, through the device's own parser of
+//! the format in its libhsakmt reading (`cuse_kfd::topology::parse_properties_leniently`).
 
 use super::{Result, Status};
+pub(super) use cuse_kfd::topology::Properties;
+use cuse_kfd::topology::{leading_u64, parse_properties_leniently};
 use std::io::Read;
 use std::path::Path;
 
 /// libhsakmt reads one page of each file.
-const MAX_READ: usize = 4096;
-
-/// One parsed `properties` file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Properties {
-    values: Vec<(String, u64)>,
-    /// A cache's `sibling_map`, one entry per processor.
-    pub sibling_map: Vec<u32>,
-}
-
-impl Properties {
-    /// The value of `key`, if the file has it (the first one, as sscanf would see it).
-    pub fn get(&self, key: &str) -> Option<u64> {
-        self.values.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
-    }
-
-    /// The value of `key` truncated to 32 bits as libhsakmt's `(uint32_t)` casts do, 0 if absent.
-    pub fn u32(&self, key: &str) -> u32 {
-        self.get(key).unwrap_or(0) as u32
-    }
-
-    pub fn u64(&self, key: &str) -> u64 {
-        self.get(key).unwrap_or(0)
-    }
-}
+const MAX_READ: usize = cuse_kfd::topology::MAX_FILE_SIZE;
 
 /// Reads at most a page of `path`; a missing or unreadable file is `Error`.
 fn read_page(path: &Path) -> Result<String> {
@@ -47,34 +26,9 @@ fn read_page(path: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// strtoull on a token: the leading decimal digits (none: not a number).
-fn leading_u64(s: &str) -> Option<u64> {
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    Some(s[..digits].bytes().fold(0u64, |v, d| v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))))
-}
-
-/// Parses the text of a `properties` or `system_properties` file.
-pub(super) fn parse(text: &str) -> Properties {
-    let mut out = Properties::default();
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        let (Some(key), Some(value)) = (words.next(), words.next()) else { break };
-        if key == "sibling_map" {
-            out.sibling_map = value.split(',').map_while(|b| leading_u64(b).map(|v| v as u32)).collect();
-            break;
-        }
-        let Some(value) = leading_u64(value) else { break };
-        out.values.push((key.to_string(), value));
-    }
-    out
-}
-
 /// Reads and parses a `properties` file.
 pub(super) fn read_properties(path: &Path) -> Result<Properties> {
-    Ok(parse(&read_page(path)?))
+    Ok(parse_properties_leniently(&read_page(path)?))
 }
 
 /// Reads a file holding one decimal number (`gpu_id`, `generation_id`).
@@ -104,7 +58,7 @@ mod tests {
 
     #[test]
     fn key_values_then_sibling_map() {
-        let p = parse("processor_id_low 7\nlevel 1\ntype 9\nsibling_map 1,0,1,0\n");
+        let p = parse_properties_leniently("processor_id_low 7\nlevel 1\ntype 9\nsibling_map 1,0,1,0\n");
         assert_eq!(p.get("processor_id_low"), Some(7));
         assert_eq!(p.u32("type"), 9);
         assert_eq!(p.sibling_map, vec![1, 0, 1, 0]);
@@ -113,9 +67,9 @@ mod tests {
 
     #[test]
     fn stops_at_the_first_line_that_is_not_a_pair() {
-        let p = parse("a 1\nb x\nc 3\n");
+        let p = parse_properties_leniently("a 1\nb x\nc 3\n");
         assert_eq!(p.get("a"), Some(1));
         assert_eq!(p.get("c"), None);
-        assert_eq!(parse("big 18446744073709551615\n").u64("big"), u64::MAX);
+        assert_eq!(parse_properties_leniently("big 18446744073709551615\n").u64("big"), u64::MAX);
     }
 }

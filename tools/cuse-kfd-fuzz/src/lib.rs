@@ -14,7 +14,8 @@ use cuse_kfd::ioctl::{Request, UserMemory};
 use cuse_kfd::reply::Responder;
 use cuse_kfd::{Caller, Device, DeviceConfig, DeviceStats, FileId};
 use nix::errno::Errno;
-use std::sync::{Arc, Mutex, OnceLock};
+use parking_lot::Mutex;
+use std::sync::{Arc, OnceLock};
 use uapi::fuse::*;
 use uapi::IntoBytes;
 
@@ -345,7 +346,7 @@ fn caller(pid: u8) -> Caller {
 
 /// Runs `ops` through `Device::ioctl`, then releases everything and checks nothing is left.
 pub fn run_dispatch(ops: &[DispatchOp]) {
-    let _one = RUN.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = RUN.lock();
     let device = device();
     let mut files: Vec<(FileId, Caller)> = Vec::new();
     let mut tags: Vec<u64> = Vec::new();
@@ -393,7 +394,7 @@ impl FrameSink for Capture {
         assert!(frame.len() >= 16, "a reply frame shorter than its header");
         let len = u32::from_le_bytes(frame[..4].try_into().expect("4 bytes"));
         assert_eq!(len as usize, frame.len(), "a reply frame whose header says {len} bytes");
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(frame);
+        self.0.lock().push(frame);
     }
 }
 
@@ -423,7 +424,7 @@ fn frame(opcode: u32, unique: u64, pid: u32, parts: &[&[u8]]) -> Vec<u8> {
 /// Feeds `ops` as frames to a session (after a valid INIT), with every frame also decoded on
 /// its own; then releases every file and checks nothing is left.
 pub fn run_frames(ops: &[FrameOp]) {
-    let _one = RUN.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = RUN.lock();
     let device = device();
     let sink = Arc::new(Capture::default());
     let session = Session::new(device.clone(), sink.clone(), Box::new(FakeProcfs), "kfd-fuzz");
@@ -483,7 +484,7 @@ pub fn run_frames(ops: &[FrameOp]) {
         let _ = cuse_kfd::frontend::cuse::frame::decode(&f);
         session.handle(&f);
         if let FrameOp::Open { .. } = op {
-            let replies = sink.0.lock().unwrap_or_else(|e| e.into_inner());
+            let replies = sink.0.lock();
             if let Some(r) = replies.last().filter(|r| r.len() >= 24) {
                 files.push(u64::from_le_bytes(r[16..24].try_into().expect("8 bytes")));
             }
@@ -569,7 +570,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         DispatchOp::Close { file: 0 },
     ];
     let every_row: Vec<DispatchOp> = std::iter::once(DispatchOp::Open { pid: 2 })
-        .chain(ALL.iter().map(|(_, cmd)| ioctl(0, *cmd, vec![0; ioc_size(*cmd)])))
+        .chain(ALL.iter().map(|d| ioctl(0, d.cmd, vec![0; ioc_size(d.cmd)])))
         .collect();
     let mut out = vec![
         ("dispatcher", "lifecycle".to_string(), encode(&lifecycle)),

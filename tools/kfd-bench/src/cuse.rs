@@ -126,10 +126,10 @@ pub fn run() -> Result<(), String> {
             // SAFETY: as above.
             b.extend(unsafe { time_ioctl(&ref_fd, cmd, args) }?);
         }
-        let (pa, pb) = (percentile(&mut a, 50.0), percentile(&mut b, 50.0));
+        let (pa, pb) = (percentile(&mut a, 50), percentile(&mut b, 50));
         bench(&format!("cuse_{name}_p50_ours"), ns(pa) / 1000.0, "us");
         bench(&format!("cuse_{name}_p50_libfuse"), ns(pb) / 1000.0, "us");
-        bench(&format!("cuse_{name}_p99_ours"), ns(percentile(&mut a, 99.0)) / 1000.0, "us");
+        bench(&format!("cuse_{name}_p99_ours"), ns(percentile(&mut a, 99)) / 1000.0, "us");
         let label = if cmd == AMDKFD_IOC_GET_VERSION {
             "cuse_ioctl_vs_libfuse".to_string()
         } else {

@@ -20,9 +20,9 @@ fn kfd() -> Kfd {
 
 pub fn run() {
     let mut base = ping_pong(LATENCY_ITERS);
-    let base_p50 = percentile(&mut base, 50.0);
+    let base_p50 = percentile(&mut base, 50);
     bench("baseline_pingpong_p50", ns(base_p50), "ns");
-    bench("baseline_pingpong_p99", ns(percentile(&mut base, 99.0)), "ns");
+    bench("baseline_pingpong_p99", ns(percentile(&mut base, 99)), "ns");
 
     let kfd = kfd();
     let gpu = kfd.gpu_ids().expect("gpus")[0];
@@ -42,9 +42,9 @@ pub fn run() {
         }
         lat.push(t0.elapsed());
     }
-    let p50 = percentile(&mut lat, 50.0);
+    let p50 = percentile(&mut lat, 50);
     bench("doorbell_to_packet_p50", ns(p50), "ns");
-    bench("doorbell_to_packet_p99", ns(percentile(&mut lat, 99.0)), "ns");
+    bench("doorbell_to_packet_p99", ns(percentile(&mut lat, 99)), "ns");
     ratio("doorbell_to_packet_p50_vs_pingpong", ns(p50), ns(base_p50));
 
     // Empty soft-kernel dispatch: submit to the completion signal reaching 0.
@@ -68,9 +68,9 @@ pub fn run() {
         }
         lat.push(t0.elapsed());
     }
-    let p50 = percentile(&mut lat, 50.0);
+    let p50 = percentile(&mut lat, 50);
     bench("empty_dispatch_p50", ns(p50), "ns");
-    bench("empty_dispatch_p99", ns(percentile(&mut lat, 99.0)), "ns");
+    bench("empty_dispatch_p99", ns(percentile(&mut lat, 99)), "ns");
     ratio("empty_dispatch_p50_vs_pingpong", ns(p50), ns(base_p50));
     drop(q);
 

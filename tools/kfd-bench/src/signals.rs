@@ -24,7 +24,7 @@ const ASLEEP: usize = 300;
 const FOREVER: u64 = u64::MAX;
 
 fn median(mut v: Vec<Duration>) -> Duration {
-    percentile(&mut v, 50.0)
+    percentile(&mut v, 50)
 }
 
 pub fn run() {
@@ -249,14 +249,14 @@ fn asleep(wait: impl Fn(u64) + Send + 'static, store: impl Fn(u64)) -> Vec<Durat
 
 fn wake_latency(rt: &Runtime) {
     let mut futex = futex_ping_pong(PINGS);
-    let base = percentile(&mut futex, 50.0);
+    let base = percentile(&mut futex, 50);
     bench("baseline_futex_pingpong_oneway_p50", ns(base), "ns");
-    bench("baseline_futex_pingpong_oneway_p99", ns(percentile(&mut futex, 99.0)), "ns");
+    bench("baseline_futex_pingpong_oneway_p99", ns(percentile(&mut futex, 99)), "ns");
     for (name, hint) in [("active", WaitHint::Active), ("blocked", WaitHint::Blocked)] {
         let mut v = signal_ping_pong(rt, PINGS, hint);
-        let p50 = percentile(&mut v, 50.0);
+        let p50 = percentile(&mut v, 50);
         bench(&format!("signal_wake_{name}_p50"), ns(p50), "ns");
-        bench(&format!("signal_wake_{name}_p99"), ns(percentile(&mut v, 99.0)), "ns");
+        bench(&format!("signal_wake_{name}_p99"), ns(percentile(&mut v, 99)), "ns");
         ratio(&format!("signal_wake_{name}_p50_vs_futex"), ns(p50), ns(base));
     }
 
@@ -275,7 +275,7 @@ fn wake_latency(rt: &Runtime) {
             futex_wake(&word);
         },
     );
-    let fbase = percentile(&mut f, 50.0);
+    let fbase = percentile(&mut f, 50);
     bench("baseline_futex_wake_asleep_p50", ns(fbase), "ns");
     let s = Arc::new(rt.create_signal(0, &[]).expect("signal"));
     let s2 = s.clone();
@@ -285,8 +285,8 @@ fn wake_latency(rt: &Runtime) {
         },
         |i| s.store(i as i64, Order::Release),
     );
-    let p50 = percentile(&mut w, 50.0);
+    let p50 = percentile(&mut w, 50);
     bench("signal_wake_blocked_asleep_p50", ns(p50), "ns");
-    bench("signal_wake_blocked_asleep_p99", ns(percentile(&mut w, 99.0)), "ns");
+    bench("signal_wake_blocked_asleep_p99", ns(percentile(&mut w, 99)), "ns");
     ratio("signal_wake_blocked_asleep_p50_vs_futex", ns(p50), ns(fbase));
 }

@@ -1,14 +1,8 @@
-//! Percentiles and the output format.
+//! The output format (percentiles are thunk::stats's).
 
 use std::time::Duration;
 
-/// The `p`-th percentile (0..=100) of `samples` (sorted in place).
-pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    assert!(!samples.is_empty(), "no samples");
-    samples.sort_unstable();
-    let idx = ((samples.len() - 1) as f64 * p / 100.0).round() as usize;
-    samples[idx]
-}
+pub use thunk::stats::percentile;
 
 pub fn bench(name: &str, value: f64, unit: &str) {
     println!("BENCH {name} {value:.3} {unit}");

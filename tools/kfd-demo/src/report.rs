@@ -58,11 +58,8 @@ impl Samples {
     }
 
     /// The value at `pct` percent of the sorted samples (nearest rank).
-    pub fn percentile(&self, pct: usize) -> Duration {
-        let mut v = self.values.clone();
-        v.sort_unstable();
-        let rank = (v.len() * pct).div_ceil(100).max(1);
-        v.get(rank - 1).copied().unwrap_or_default()
+    pub fn percentile(&self, pct: u32) -> Duration {
+        thunk::stats::percentile(&mut self.values.clone(), pct)
     }
 
     pub fn median(&self) -> Duration {

@@ -14,8 +14,6 @@ use uapi::kfd::*;
 use uapi::vendor::{CUSE_KFD_IOC_GET_RUNTIME_INFO, CUSE_KFD_IOC_KICK};
 use uapi::IntoBytes;
 
-const PAGE: u64 = 4096;
-
 /// Request numbers weighted towards those that create, use and destroy objects.
 const HOT: [u32; 16] = [0x02, 0x03, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x16, 0x16, 0x17, 0x18, 0x18, 0x19, 0x1A, 0x08];
 
@@ -556,7 +554,7 @@ impl Gen {
             }
             0x1F => (AMDKFD_IOC_SMI_EVENTS, SmiEventsArgs { gpuid: gpu, anon_fd: 0 }.as_bytes().to_vec()),
             0x20 => {
-                let a = SvmArgs { start_addr: 0x30_0000_0000, size: PAGE, op: self.rng.below(2) as u32, nattr: 0 };
+                let a = SvmArgs { start_addr: 0x30_0000_0000, size: PAGE_SIZE, op: self.rng.below(2) as u32, nattr: 0 };
                 (AMDKFD_IOC_SVM, a.as_bytes().to_vec())
             }
             0x21 => (
@@ -650,14 +648,14 @@ impl Gen {
 
     fn alloc(&mut self, m: &Model, gpu: u32) -> Call {
         let (flags, size) = match self.rng.weighted(&[10, 10, 1, 1, 1]) {
-            0 => (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, PAGE << self.rng.below(9)),
+            0 => (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, PAGE_SIZE << self.rng.below(9)),
             1 => (
                 KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
-                PAGE << self.rng.below(6),
+                PAGE_SIZE << self.rng.below(6),
             ),
-            2 => (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, 2 * PAGE),
-            3 => (KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, PAGE),
-            _ => (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, PAGE),
+            2 => (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, 2 * PAGE_SIZE),
+            3 => (KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, PAGE_SIZE),
+            _ => (KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE, PAGE_SIZE),
         };
         // VAs are handed out by the model, which does not know about this call yet: derive one
         // from the model's next VA and the PRNG so that most do not overlap.

@@ -20,11 +20,12 @@ pub mod stats;
 
 use exec::{Config, Failure, Harness, Kind};
 use ops::Op;
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use stats::Stats;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// A saved case: everything needed to run it again.
@@ -98,7 +99,7 @@ fn run_in_place(config: &Config, source: &Source, heartbeat: Arc<AtomicU64>, jou
             (None, Some(op)) => op.clone(),
             (None, None) => break,
         };
-        journal.lock().unwrap_or_else(|e| e.into_inner()).push(op.clone());
+        journal.lock().push(op.clone());
         ops.push(op.clone());
         if let Err((kind, what)) = h.step(&op) {
             let failure = Some(Failure { kind, at: i, what: format!("{what}\n  operation: {op:?}") });
@@ -144,7 +145,7 @@ fn run_guarded(config: &Config, source: Source) -> CaseResult {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(r) => return r,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let ops = journal.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let ops = journal.lock().clone();
                 let at = ops.len().saturating_sub(1);
                 let what = exec::last_panic().unwrap_or_else(|| "the case thread died".into());
                 return CaseResult {
@@ -159,7 +160,7 @@ fn run_guarded(config: &Config, source: Source) -> CaseResult {
                 if exec::panic_count() != panics {
                     let since = *panicked.get_or_insert_with(Instant::now);
                     if since.elapsed() > Duration::from_millis(500) {
-                        let ops = journal.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                        let ops = journal.lock().clone();
                         let at = ops.len().saturating_sub(1);
                         let what = exec::last_panic().unwrap_or_else(|| "a panic".into());
                         let failure = Some(Failure { kind: Kind::Crash, at, what });
@@ -170,7 +171,7 @@ fn run_guarded(config: &Config, source: Source) -> CaseResult {
                 if beat != last.0 {
                     last = (beat, Instant::now());
                 } else if last.1.elapsed() > limit {
-                    let ops = journal.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    let ops = journal.lock().clone();
                     let at = ops.len().saturating_sub(1);
                     let what = match ops.last() {
                         Some(op) => format!("no progress for {limit:?} in operation {op:?} (or the final checks)"),

@@ -280,7 +280,7 @@ pub fn extra_host_ptrs(nr: u32) -> &'static [u16] {
 
 /// Every request the fuzzer sends as well-formed: 0x01-0x26 and the vendor requests.
 pub fn all_requests() -> Vec<(&'static str, u32)> {
-    let mut v: Vec<(&'static str, u32)> = ALL.to_vec();
+    let mut v: Vec<(&'static str, u32)> = ALL.iter().map(|d| (d.name, d.cmd)).collect();
     v.push(("CUSE_KFD_GET_RUNTIME_INFO", CUSE_KFD_IOC_GET_RUNTIME_INFO));
     v.push(("CUSE_KFD_KICK", CUSE_KFD_IOC_KICK));
     v
@@ -297,7 +297,7 @@ mod tests {
 
     #[test]
     fn field_tables_cover_each_struct_exactly() {
-        for (name, cmd) in ALL {
+        for Ioctl { name, cmd } in ALL {
             let nr = ioc_nr(cmd);
             let sum: usize = fields(nr).iter().map(|w| usize::from(*w)).sum();
             if nr == 0x06 {

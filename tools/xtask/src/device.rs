@@ -10,11 +10,14 @@
 //! ran: a test that runs for real prints [`RAN_MARKER`] straight to stdout (not captured by
 //! libtest).
 
-use crate::json;
 use crate::packages;
 use crate::steps::{Ctx, Outcome};
 use crate::vm::{self, GuestTest};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::Deserialize;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -265,12 +268,11 @@ fn choose_runner() -> Result<Runner, Outcome> {
             return Err(Outcome::Failed(format!("CUSE_KFD_DEVICE_RUNNER={other}: expected native, vm or auto")));
         }
     }
-    match packages::effective_uid() {
-        Some(0) => {}
+    match nix::unistd::geteuid().as_raw() {
+        0 => {}
         uid => {
-            let who = uid.map_or("unknown uid".to_owned(), |u| format!("uid {u}"));
             let why = format!(
-                "not root ({who}): natively the tests open /dev/cuse, and the VM path installs packages and \
+                "not root (uid {uid}): natively the tests open /dev/cuse, and the VM path installs packages and \
                  boots /boot/vmlinuz-* (readable by root only); run `sudo cargo xtask test device`"
             );
             println!("device tier skipped: {why}");
@@ -376,7 +378,7 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
 
 /// Runs `cargo <args> --message-format=json-render-diagnostics`: compiler output goes to the
 /// terminal as usual, the JSON messages (stdout) are returned.
-pub(crate) fn cargo_json(ctx: &Ctx, args: &[&str]) -> Result<Vec<json::Value>, String> {
+pub(crate) fn cargo_json(ctx: &Ctx, args: &[&str]) -> Result<Vec<Message>, String> {
     let mut args = args.to_vec();
     args.push("--message-format=json-render-diagnostics");
     println!("$ cargo {}", args.join(" "));
@@ -392,8 +394,29 @@ pub(crate) fn cargo_json(ctx: &Ctx, args: &[&str]) -> Result<Vec<json::Value>, S
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .filter(|l| l.starts_with('{'))
-        .map(|l| json::parse(l).map_err(|e| format!("cargo's message {l:.80}: {e}")))
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("cargo's message {l:.80}: {e}")))
         .collect()
+}
+
+/// The fields xtask reads of one of cargo's JSON messages (the others are ignored).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Message {
+    reason: String,
+    target: Option<MessageTarget>,
+    profile: Option<MessageProfile>,
+    executable: Option<PathBuf>,
+    manifest_path: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageTarget {
+    name: String,
+    kind: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageProfile {
+    test: bool,
 }
 
 /// A compiler-artifact message with an executable.
@@ -407,21 +430,18 @@ pub(crate) struct Artifact {
     package_dir: Option<PathBuf>,
 }
 
-pub(crate) fn artifacts(messages: &[json::Value]) -> impl Iterator<Item = Artifact> + '_ {
+pub(crate) fn artifacts(messages: &[Message]) -> impl Iterator<Item = Artifact> + '_ {
     messages.iter().filter_map(|m| {
-        if m.get("reason")?.as_str()? != "compiler-artifact" {
+        if m.reason != "compiler-artifact" {
             return None;
         }
-        let target = m.get("target")?;
+        let target = m.target.as_ref()?;
         Some(Artifact {
-            name: target.get("name")?.as_str()?.to_owned(),
-            kinds: target.get("kind")?.as_array()?.iter().filter_map(|k| k.as_str().map(str::to_owned)).collect(),
-            test: m.get("profile")?.get("test")?.as_bool()?,
-            executable: PathBuf::from(m.get("executable")?.as_str()?),
-            package_dir: m
-                .get("manifest_path")
-                .and_then(json::Value::as_str)
-                .and_then(|p| Some(Path::new(p).parent()?.to_owned())),
+            name: target.name.clone(),
+            kinds: target.kind.clone(),
+            test: m.profile.as_ref()?.test,
+            executable: m.executable.clone()?,
+            package_dir: m.manifest_path.as_deref().and_then(|p| Some(p.parent()?.to_owned())),
         })
     })
 }
@@ -631,9 +651,9 @@ fn run_vm(ctx: &Ctx, vng: &vm::Vng, kernel: &vm::Kernel, tests: &[GuestTest], en
     report
 }
 
-/// Runs `cmd` with stdin from /dev/null, stdout read line by line (each printed, then given to
-/// `on_line`) and stderr copied to ours. At `deadline` the child and all its descendants are
-/// killed (vng -> virtme-run -> qemu). Err for a spawn failure or a timeout.
+/// Runs `cmd` in a process group of its own, with stdin from /dev/null, stdout read line by line
+/// (each printed, then given to `on_line`) and stderr copied to ours. At `deadline` the whole
+/// group is killed (vng -> virtme-run -> qemu). Err for a spawn failure or a timeout.
 ///
 /// Both outputs are pipes, never our own descriptors: QEMU reopens /proc/self/fd/1 and 2 for the
 /// guest's output with O_TRUNC, which would clobber a log file that xtask's output goes to.
@@ -641,6 +661,7 @@ fn run_streamed(mut cmd: Command, deadline: Instant, mut on_line: impl FnMut(&st
     let program = cmd.get_program().to_string_lossy().into_owned();
     let limit = deadline.saturating_duration_since(Instant::now());
     let mut child = cmd
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -689,12 +710,14 @@ fn run_streamed(mut cmd: Command, deadline: Instant, mut on_line: impl FnMut(&st
             None => match child.try_wait() {
                 Ok(Some(status)) => exited = Some((status, Instant::now())),
                 Ok(None) if Instant::now() >= deadline => {
-                    let killed = kill_tree(&mut child);
+                    let killed = kill_group(&mut child);
                     while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
                         show(line);
                     }
                     let secs = limit.as_secs();
-                    return Err(format!("{program} timed out after {secs} s; killed it and {killed} descendants"));
+                    return Err(format!(
+                        "{program} timed out after {secs} s; killed it and {killed} others of its group"
+                    ));
                 }
                 Ok(None) => {}
                 Err(e) => return Err(format!("waiting for {program}: {e}")),
@@ -707,50 +730,43 @@ fn run_streamed(mut cmd: Command, deadline: Instant, mut on_line: impl FnMut(&st
     }
 }
 
-/// SIGKILLs `child` and every descendant of it (found through /proc before the tree is cut);
-/// reaps the child. First prints each one's state and kernel wait channel,
-/// to show where it hung. Returns how many descendants there were.
-fn kill_tree(child: &mut Child) -> usize {
-    let pids = descendants(child.id());
-    println!("timed out: killing pid {} and its descendants:", child.id());
-    for pid in std::iter::once(child.id()).chain(pids.iter().copied()) {
+/// SIGKILLs the process group `child` leads (see [`run_streamed`]) and reaps the child. First
+/// prints each member's state and kernel wait channel, to show where it hung. Returns how many
+/// other members the group had.
+fn kill_group(child: &mut Child) -> usize {
+    let leader = child.id();
+    let others = group_members(leader);
+    println!("timed out: killing process group {leader}:");
+    for pid in std::iter::once(leader).chain(others.iter().copied()) {
         let read = |what: &str| std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default();
         let state = read("stat").rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("?").to_owned();
         let cmdline = read("cmdline").replace('\0', " ");
         println!("  {pid} {state} wchan={} {cmdline:.160}", read("wchan"));
     }
-    // Parents before children: a killed parent cannot react to its children's deaths.
-    let list: Vec<String> = std::iter::once(child.id()).chain(pids.iter().copied()).map(|p| p.to_string()).collect();
-    // The shell's kill builtin: std has no kill(2) for other processes, xtask has no libc.
-    let _ = Command::new("sh").arg("-c").arg(format!("kill -KILL {} 2>/dev/null", list.join(" "))).status();
-    let _ = child.kill();
-    let _ = child.wait();
-    pids.len()
-}
-
-/// Every live descendant of `root`, by the parent pid in /proc/PID/stat.
-fn descendants(root: u32) -> Vec<u32> {
-    let mut parent_of = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            // "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ')'.
-            let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
-            if let Some(ppid) = ppid {
-                parent_of.push((pid, ppid));
-            }
+    if let Ok(pgid) = i32::try_from(leader) {
+        if let Err(e) = killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
+            println!("  killpg({pgid}): {e}");
         }
     }
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(pid, _)| *pid));
-        i += 1;
-    }
-    found.remove(0);
-    found
+    let _ = child.kill();
+    let _ = child.wait();
+    others.len()
+}
+
+/// The live processes of process group `pgid` other than its leader, by /proc/PID/stat (for the
+/// report only: killpg reaches them all).
+fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != pgid)
+        .filter(|pid| {
+            // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(2)?.parse::<u32>().ok()) == Some(pgid)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -823,7 +839,7 @@ mod tests {
             r#"{"reason":"compiler-artifact","manifest_path":"/w/tests/Cargo.toml","target":{"kind":["lib"],"name":"kfd_tests"},"profile":{"test":false},"executable":null}"#,
             r#"{"reason":"build-finished","success":true}"#,
         ];
-        let messages: Vec<json::Value> = lines.iter().map(|l| json::parse(l).unwrap()).collect();
+        let messages: Vec<Message> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
         let found: Vec<Artifact> = artifacts(&messages).collect();
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].executable, Path::new("/w/target/debug/deps/device-1f"));
@@ -832,15 +848,26 @@ mod tests {
     }
 
     #[test]
-    fn a_timed_out_child_and_its_descendants_are_killed() {
+    fn a_timed_out_child_and_its_process_group_are_killed() {
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg("echo started; sleep 300 & sleep 300; echo never");
+        cmd.arg("-c").arg("echo started $$; sleep 300 & sleep 300; echo never");
         let mut lines = Vec::new();
         let t0 = Instant::now();
         let err = run_streamed(cmd, Instant::now() + Duration::from_secs(1), |l| lines.push(l.to_owned())).unwrap_err();
-        assert!(err.contains("timed out") && err.contains("2 descendants"), "{err}");
+        assert!(err.contains("timed out") && err.contains("2 others of its group"), "{err}");
         assert!(t0.elapsed() < Duration::from_secs(10));
-        assert_eq!(lines, ["started"]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let shell: u32 = lines[0].strip_prefix("started ").and_then(|p| p.parse().ok()).expect("the shell's pid");
+        // SIGKILLed members may take a moment to be reaped by init; none may stay alive.
+        let alive = |pid: &u32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            !matches!(stat.rsplit(')').next().and_then(|r| r.split_whitespace().next()), None | Some("Z" | "X"))
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_members(shell).iter().any(alive) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!group_members(shell).iter().any(alive), "the background sleep outlived the kill");
     }
 
     #[test]

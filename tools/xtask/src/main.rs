@@ -1,11 +1,11 @@
 //! `cargo xtask`: the project's runner for the demo, the test tiers and the benches.
 //!
-//! Plain std, no dependencies: arguments are a subcommand and a few names.
+//! Arguments are a subcommand and a few names, parsed by hand; cargo's JSON messages are read
+//! with serde_json, signals and uids come from nix.
 
 mod bench;
 mod device;
 mod fuzz;
-mod json;
 mod packages;
 mod steps;
 mod tiers;

@@ -4,7 +4,7 @@
 //! Without KVM (TCG) the guest's boot is dominated by modules udev's coldplug loads and the tests
 //! never use; [`MODPROBE_BLACKLIST`] keeps them out, roughly halving the time to the script.
 
-use crate::packages::{self, VIRTME_NG};
+use crate::packages::VIRTME_NG;
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -203,7 +203,7 @@ pub fn ensure_vng(install: bool) -> Result<Vng, String> {
     if !install {
         return Err(format!("virtme-ng {want} is not installed in {VENV} (--no-install)"));
     }
-    if let Some(uid) = packages::effective_uid().filter(|&u| u != 0) {
+    if let uid @ 1.. = nix::unistd::geteuid().as_raw() {
         return Err(format!("virtme-ng {want} is not installed in {VENV}, and installing it needs root (uid {uid})"));
     }
     if !Path::new(PYTHON).is_file() {

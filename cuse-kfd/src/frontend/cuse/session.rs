@@ -13,9 +13,10 @@ use crate::ioctl::{self, Direction, UserMemory, UserRange};
 use crate::memory::PAGE_SIZE;
 use crate::reply::{Reply, Responder, UserWrite};
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use uapi::fuse::*;
 use uapi::ioctl::{ioc_dir, ioc_size, IOC_READ, IOC_WRITE};
 
@@ -101,10 +102,6 @@ pub struct Session {
     pending_interrupts: Mutex<VecDeque<u64>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn iov(base: u64, len: u64) -> FuseIoctlIovec {
     FuseIoctlIovec { base, len }
 }
@@ -152,7 +149,7 @@ impl Session {
             Op::Init(init) => self.init(unique, init),
             Op::Open(_) => self.open(req),
             Op::Release(r) => {
-                if let Some(_owner) = lock(&self.files).remove(&r.fh) {
+                if let Some(_owner) = self.files.lock().remove(&r.fh) {
                     self.device.release(FileId(r.fh));
                 }
                 self.sink.send(frame::reply(unique, 0, &[]));
@@ -202,7 +199,7 @@ impl Session {
         let pid = self.procfs.tgid(h.pid).unwrap_or(h.pid);
         let caller = Caller { pid, tid: h.pid, uid: h.uid, gid: h.gid };
         let file = self.device.open(caller);
-        lock(&self.files).insert(file.0, pid);
+        self.files.lock().insert(file.0, pid);
         let out = FuseOpenOut { fh: file.0, open_flags: FOPEN_DIRECT_IO | FOPEN_NONSEEKABLE, padding: 0 };
         self.sink.send(frame::reply_struct(h.unique, &out));
     }
@@ -210,7 +207,7 @@ impl Session {
     fn interrupt(&self, unique: u64) {
         // The lock is held across the attempt: a request that parks meanwhile looks here after
         // parking (see `ioctl`), so it finds either its wait ended or the interrupt kept.
-        let mut p = lock(&self.pending_interrupts);
+        let mut p = self.pending_interrupts.lock();
         if !self.device.interrupt(unique) {
             // Not parked (yet): the request may still be on its way to us.
             if p.len() >= MAX_PENDING_INTERRUPTS {
@@ -221,7 +218,7 @@ impl Session {
     }
 
     fn take_interrupt(&self, unique: u64) -> bool {
-        let mut p = lock(&self.pending_interrupts);
+        let mut p = self.pending_interrupts.lock();
         match p.iter().position(|u| *u == unique) {
             Some(i) => {
                 p.remove(i);
@@ -239,7 +236,7 @@ impl Session {
             self.sink.send(frame::reply_ioctl(unique, -(Errno::ENOTTY as i32), &[]));
             return;
         }
-        let Some(owner) = lock(&self.files).get(&io.fh).copied() else {
+        let Some(owner) = self.files.lock().get(&io.fh).copied() else {
             self.sink.send(frame::reply_err(unique, Errno::EBADF));
             return;
         };
@@ -321,7 +318,7 @@ impl Session {
         self.device.ioctl(FileId(io.fh), &request, &staged, responder);
         // An interrupt that came while the request was between the check above and parking
         // found nothing to end and was kept: end the parked wait now (a no-op if it finished).
-        let mut p = lock(&self.pending_interrupts);
+        let mut p = self.pending_interrupts.lock();
         if let Some(i) = p.iter().position(|u| *u == unique) {
             p.remove(i);
             self.device.interrupt(unique);
@@ -330,7 +327,7 @@ impl Session {
 
     /// Answers every parked request with its failure and forgets all files (shutdown).
     pub fn shutdown(&self) {
-        lock(&self.files).clear();
+        self.files.lock().clear();
         self.device.shutdown();
     }
 }
@@ -388,7 +385,7 @@ mod tests {
 
     impl FrameSink for Capture {
         fn send(&self, frame: Vec<u8>) {
-            self.0.lock().unwrap().push(frame);
+            self.0.lock().push(frame);
         }
     }
 
@@ -429,7 +426,7 @@ mod tests {
             let sink = Arc::new(Capture::default());
             let session = Session::new(device, sink.clone(), Box::new(Fake { unreadable }), "kfd");
             session.handle(&frame(FUSE_OPEN, 2, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]));
-            let opened = sink.0.lock().unwrap().pop().unwrap();
+            let opened = sink.0.lock().pop().unwrap();
             let fh = FuseOpenOut::read_from_bytes(&opened[16..]).unwrap().fh;
             Rig { session, sink, fh }
         }
@@ -438,7 +435,7 @@ mod tests {
         fn round(&self, cmd: u32, flags: u32, data: &[u8], out_size: u32) -> Vec<u8> {
             let io = FuseIoctlIn { fh: self.fh, flags, cmd, arg: ARG, in_size: data.len() as u32, out_size };
             self.session.handle(&frame(FUSE_IOCTL, 4, &[io.as_bytes(), data]));
-            let mut sent = std::mem::take(&mut *self.sink.0.lock().unwrap());
+            let mut sent = std::mem::take(&mut *self.sink.0.lock());
             assert_eq!(sent.len(), 1, "one reply per round");
             sent.remove(0)
         }

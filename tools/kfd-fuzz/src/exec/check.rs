@@ -9,9 +9,9 @@ use cuse_kfd::ioctl::{Direction, Request, UserMemory, UserRange};
 use cuse_kfd::reply::{Reply, Responder};
 use cuse_kfd::{Caller, Device, FileId};
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::Mutex;
 use uapi::ioctl::*;
 use uapi::{FromBytes, IntoBytes};
 
@@ -33,7 +33,7 @@ pub fn install_panic_hook() {
             let thread = std::thread::current().name().unwrap_or("?").to_string();
             let msg = format!("panic in thread {thread}: {info}");
             eprintln!("kfd-fuzz: {msg}");
-            PANICS.lock().unwrap_or_else(|e| e.into_inner()).push(msg);
+            PANICS.lock().push(msg);
             PANIC_COUNT.fetch_add(1, Ordering::SeqCst);
         }));
     });
@@ -46,14 +46,14 @@ pub fn panic_count() -> u64 {
 
 /// The last panic message recorded.
 pub fn last_panic() -> Option<String> {
-    PANICS.lock().unwrap_or_else(|e| e.into_inner()).last().cloned()
+    PANICS.lock().last().cloned()
 }
 
 pub(super) fn panics_since(count: u64) -> Option<String> {
     if PANIC_COUNT.load(Ordering::SeqCst) == count {
         return None;
     }
-    let p = PANICS.lock().unwrap_or_else(|e| e.into_inner());
+    let p = PANICS.lock();
     Some(p.last().cloned().unwrap_or_else(|| "a panic".into()))
 }
 
@@ -70,7 +70,7 @@ pub(super) struct CheckedMemory {
 impl UserMemory for CheckedMemory {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
         if !buf.is_empty() && !covered(&self.declared, addr, buf.len() as u64, false) {
-            self.undeclared.lock().unwrap_or_else(|e| e.into_inner()).push((addr, buf.len()));
+            self.undeclared.lock().push((addr, buf.len()));
         }
         cuse_kfd::memory::remote::read(std::process::id(), addr, buf)
     }

@@ -6,9 +6,10 @@ use super::{Check, Harness, Kind, DOORBELL_SLICE, MAX_AQL_QUEUES};
 use crate::ops::{self, Packet};
 use cuse_kfd::{Device, EmbeddedFile, FileId};
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use thunk::queue::AqlQueue;
 use thunk::signal::Signals;
 use thunk::transport::Transport;
@@ -30,7 +31,7 @@ pub(super) struct SimTransport {
 
 impl Transport for SimTransport {
     fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        let f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let f = self.file.lock();
         match f.as_ref() {
             Some(file) => file.ioctl(cmd, arg),
             // The process is dead: its fd is closed.
@@ -73,7 +74,7 @@ pub struct ThunkSide {
 
 impl ThunkSide {
     pub(super) fn file_id(&self) -> Option<FileId> {
-        self.file.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|f| f.file_id())
+        self.file.lock().as_ref().map(|f| f.file_id())
     }
 }
 

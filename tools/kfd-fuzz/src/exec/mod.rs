@@ -21,10 +21,11 @@ use cuse_kfd::engine::EngineConfig;
 use cuse_kfd::reply::Reply;
 use cuse_kfd::{Caller, Device, DeviceConfig, Embedded, EmbeddedFile, FileId};
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use thunk::signal::Signals;
@@ -424,7 +425,7 @@ impl Harness {
         let proc = &mut self.procs[p];
         proc.files.clear();
         if let Some(t) = proc.thunk.take() {
-            drop(t.file.lock().unwrap_or_else(|e| e.into_inner()).take());
+            drop(t.file.lock().take());
             drop(t);
         }
         proc.model = Model::new();
@@ -501,7 +502,7 @@ impl Harness {
         };
         let result = reply.errno().map_or(Ok(()), Err);
         self.stats.record(name, result);
-        if let Some((addr, len)) = mem.undeclared.lock().unwrap_or_else(|e| e.into_inner()).first() {
+        if let Some((addr, len)) = mem.undeclared.lock().first() {
             return fail(Kind::Errno, format!("{name} read {len} bytes of caller memory at {addr:#x}, outside its declared ranges (CUSE would not have fetched them)"));
         }
         check_reply(call.cmd, data.len(), &reply, &declared)?;
