@@ -10,7 +10,7 @@ use thunk::memory::{GpuMemory, Kind};
 use thunk::{Errno, Kfd};
 
 /// Allocation granule and alignment of every pool.
-pub const GRANULE: u64 = 4096;
+pub const GRANULE: u64 = uapi::kfd::PAGE_SIZE;
 
 /// One KFD allocation: a buffer on `gpu_id`, also mapped to `extra` GPUs.
 pub struct Allocation {

@@ -14,7 +14,8 @@ use thunk::Kfd;
 use uapi::ioctl::AMDKFD_IOC_ALLOC_MEMORY_OF_GPU;
 use uapi::kfd::*;
 
-const PAGE: usize = 4096;
+/// The MMIO remap page (one page, as the device maps it).
+const PAGE: usize = PAGE_SIZE as usize;
 
 /// HDP flushes this process has issued (a debug counter of the shim's header).
 static FLUSHES: AtomicU64 = AtomicU64::new(0);
