@@ -218,7 +218,19 @@ impl Device {
     }
 
     /// Handles one ioctl on `file`; the reply goes to `responder`, now or later.
-    pub fn ioctl(&self, file: FileId, req: &Request, user: &dyn UserMemory, responder: Responder) {
+    ///
+    /// The device reads the caller's memory behind argument pointers through `user`, hands back
+    /// the bytes to write there with the reply (`Reply::user_writes`), and reads and writes the
+    /// ranges a request registers (USERPTR) in process `req.caller.pid` until they are freed.
+    ///
+    /// # Safety
+    ///
+    /// If `req.caller.pid` is this process: every range a request registers (the CPU address of
+    /// a USERPTR allocation) is valid for the device's reads and writes for as long as the
+    /// registration lasts (until the buffer is freed or the process's last file closes), and no
+    /// Rust reference aliases memory the device writes. For any other process there is no
+    /// requirement: the kernel checks its addresses against that process's page tables.
+    pub unsafe fn ioctl(&self, file: FileId, req: &Request, user: &dyn UserMemory, responder: Responder) {
         let process = {
             let c = self.clients.lock();
             match c.files.get(&file) {
@@ -228,7 +240,8 @@ impl Device {
             }
         };
         match process {
-            Some(p) => ioctl::dispatch(self, &p, req, user, responder),
+            // SAFETY: this function's contract, passed on.
+            Some(p) => unsafe { ioctl::dispatch(self, &p, req, user, responder) },
             None => {
                 log::debug!("pid {}: ioctl {:#x} on a file it does not own: EBADF", req.caller.pid, req.cmd);
                 responder.send(Reply::error(Errno::EBADF));

@@ -83,7 +83,7 @@ fn b01_queue_on_caller_supplied_ring_and_pointers_runs_and_is_destroyed() {
     }
     let before = rig.stats().queues;
     let mut a = aql_args(rig.gpu, ring.va(), 4096, ptrs.va());
-    rig.kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut a).expect("CREATE_QUEUE on caller-supplied memory");
+    rig.call(AMDKFD_IOC_CREATE_QUEUE, &mut a).expect("CREATE_QUEUE on caller-supplied memory");
     assert_eq!(rig.stats().queues, before + 1);
     assert_eq!(a.ring_size, 4096);
     assert_eq!(a.doorbell_offset >> 62, KFD_MMAP_TYPE_DOORBELL >> 62, "doorbell offset type");
@@ -117,12 +117,10 @@ fn b01_queue_on_caller_supplied_ring_and_pointers_runs_and_is_destroyed() {
     // The status the engine reports is published after its poll: eventually 1.
     wait_for(TIMEOUT, "the queue status at read index 1", || (rig.status(a.queue_id).read_index == 1).then_some(()));
 
-    rig.kfd
-        .call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 })
-        .expect("DESTROY_QUEUE");
+    rig.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 }).expect("DESTROY_QUEUE");
     assert_eq!(rig.stats().queues, before);
     assert_eq!(
-        rig.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 }),
+        rig.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 }),
         Err(Errno::EINVAL),
         "destroyed twice"
     );
@@ -160,14 +158,14 @@ fn b02_bad_queue_requests_are_rejected_with_amdkfd_errno_and_create_nothing() {
     for (what, mutate, errno) in cases {
         let mut a = good;
         mutate(&mut a, unmapped);
-        assert_eq!(rig.kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut a), Err(errno), "CREATE_QUEUE with {what}");
+        assert_eq!(rig.call(AMDKFD_IOC_CREATE_QUEUE, &mut a), Err(errno), "CREATE_QUEUE with {what}");
         assert_eq!(rig.stats(), before, "CREATE_QUEUE with {what} left something behind");
         assert_eq!(rig.queue_count(), 0, "CREATE_QUEUE with {what} created a queue");
     }
     // The same request with nothing wrong succeeds and gets the first queue id: no rejected
     // request took one.
     let mut a = good;
-    rig.kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut a).expect("the valid request");
+    rig.call(AMDKFD_IOC_CREATE_QUEUE, &mut a).expect("the valid request");
     assert_eq!(a.queue_id, 0);
     assert_eq!(rig.stats().queues, before.queues + 1);
 
@@ -192,7 +190,7 @@ fn b02_bad_queue_requests_are_rejected_with_amdkfd_errno_and_create_nothing() {
     for (what, mutate, errno) in updates {
         let mut u = upd;
         mutate(&mut u, unmapped);
-        assert_eq!(rig.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut u), Err(errno), "UPDATE_QUEUE with {what}");
+        assert_eq!(rig.call(AMDKFD_IOC_UPDATE_QUEUE, &mut u), Err(errno), "UPDATE_QUEUE with {what}");
         let process = rig.emb.device().process(rig.kfd.pid()).unwrap();
         let inner = process.inner();
         let p = inner.queues[&a.queue_id].props();
@@ -202,9 +200,7 @@ fn b02_bad_queue_requests_are_rejected_with_amdkfd_errno_and_create_nothing() {
             "UPDATE_QUEUE with {what} changed the queue"
         );
     }
-    rig.kfd
-        .call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 })
-        .expect("DESTROY_QUEUE");
+    rig.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 }).expect("DESTROY_QUEUE");
     assert_eq!(rig.stats(), before);
 }
 

@@ -4,6 +4,7 @@
 mod support;
 
 use cuse_kfd::memory::backing::MmapSpace;
+use cuse_kfd::Caller;
 use nix::errno::Errno;
 use support::raw::*;
 use uapi::ioctl::*;
@@ -124,20 +125,25 @@ fn a_file_used_by_another_process_is_ebadf() {
     let owner = rig.open_as(VICTIM);
     let _other = rig.open_as(THIEF);
     let e = owner.signal_event(false);
+    let ioctl_as = |caller: Caller, cmd: u32, arg: &mut [u8]| {
+        // SAFETY: used below only with GET_VERSION and SET_EVENT, whose arguments hold no
+        // pointer.
+        unsafe { owner.emb().ioctl_as(caller, cmd, arg) }
+    };
     let mut v = [0u8; 8];
-    assert_eq!(owner.emb().ioctl_as(fake_caller(THIEF), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
+    assert_eq!(ioctl_as(fake_caller(THIEF), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
     let mut set = SetEventArgs { event_id: e, pad: 0 };
     assert_eq!(
-        owner.emb().ioctl_as(fake_caller(THIEF), AMDKFD_IOC_SET_EVENT, uapi::IntoBytes::as_mut_bytes(&mut set)),
+        ioctl_as(fake_caller(THIEF), AMDKFD_IOC_SET_EVENT, uapi::IntoBytes::as_mut_bytes(&mut set)),
         Err(Errno::EBADF)
     );
     // Even a process that never opened the device.
-    assert_eq!(owner.emb().ioctl_as(fake_caller(THIEF + 1), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
+    assert_eq!(ioctl_as(fake_caller(THIEF + 1), AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::EBADF));
     assert_eq!(v, [0; 8], "nothing was answered");
     // Another thread of the owner is fine.
     let mut thread = fake_caller(VICTIM);
     thread.tid = VICTIM + 7;
-    owner.emb().ioctl_as(thread, AMDKFD_IOC_GET_VERSION, &mut v).unwrap();
+    ioctl_as(thread, AMDKFD_IOC_GET_VERSION, &mut v).unwrap();
     assert_eq!(rig.stats().processes, 2);
     assert_eq!(rig.emb().device().process(THIEF).unwrap().stats().events, 0);
 }

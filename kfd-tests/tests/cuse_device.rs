@@ -17,6 +17,20 @@ use uapi::IntoBytes;
 
 const WAIT: Duration = Duration::from_secs(10);
 
+/// A typed ioctl from these tests, which pass in their arguments only pointers to locals they
+/// own and do not borrow during the call, or addresses that are never mapped (8, null).
+fn call<T: uapi::FromBytes + IntoBytes + uapi::Immutable>(kfd: &Kfd, cmd: u32, args: &mut T) -> Result<(), Errno> {
+    // SAFETY: what every caller here passes (above); the kernel copies through them in this
+    // process, as for any ioctl(2).
+    unsafe { kfd.call(cmd, args) }
+}
+
+/// A raw ioctl from these tests, on the same terms as [`call`].
+fn ioctl(kfd: &Kfd, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    // SAFETY: as for `call`.
+    unsafe { kfd.ioctl(cmd, arg) }
+}
+
 #[test]
 fn open_version_apertures_and_runtime_info() {
     let Some(bin) = tier() else { return };
@@ -33,7 +47,7 @@ fn open_version_apertures_and_runtime_info() {
     assert!(d.runtime_dir.join("topology/nodes/1/properties").is_file(), "the topology tree is written");
     // The old fixed-size GET_PROCESS_APERTURES too.
     let mut old = GetProcessAperturesArgs::default();
-    kfd.call(AMDKFD_IOC_GET_PROCESS_APERTURES, &mut old).unwrap();
+    call(&kfd, AMDKFD_IOC_GET_PROCESS_APERTURES, &mut old).unwrap();
     assert_eq!((old.num_of_nodes, old.process_apertures[0].gpu_id), (1, ap[0].gpu_id));
 }
 
@@ -82,13 +96,13 @@ fn memory_queues_and_soft_kernels_through_the_node() {
         gpu_id: gpu,
         ..Default::default()
     };
-    kfd.call(AMDKFD_IOC_GET_TILE_CONFIG, &mut t).unwrap();
+    call(&kfd, AMDKFD_IOC_GET_TILE_CONFIG, &mut t).unwrap();
     assert_ne!(t.gb_addr_config, 0);
     assert_eq!(std::hint::black_box(tiles), [0; 4]);
     // SET_CU_MASK: an in hop.
     let mask = [0xFFFF_FFFFu32, 0x0000_FFFF];
     let mut m = SetCuMaskArgs { queue_id: q.id, num_cu_mask: 64, cu_mask_ptr: mask.as_ptr() as u64 };
-    kfd.call(AMDKFD_IOC_SET_CU_MASK, &mut m).unwrap();
+    call(&kfd, AMDKFD_IOC_SET_CU_MASK, &mut m).unwrap();
 }
 
 #[test]
@@ -195,7 +209,7 @@ fn two_processes_are_isolated() {
     assert_eq!(kfd.free_memory(handle), Err(Errno::EINVAL), "nor its buffer");
     assert_eq!(kfd.map_to_gpu(handle, &[kfd.gpu_ids().unwrap()[0]]), Err(Errno::ENOMEM), "amdkfd: unknown handle");
     let mut dq = DestroyQueueArgs { queue_id: queue, pad: 0 };
-    assert_eq!(kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut dq), Err(Errno::EINVAL), "nor its queue");
+    assert_eq!(call(&kfd, AMDKFD_IOC_DESTROY_QUEUE, &mut dq), Err(Errno::EINVAL), "nor its queue");
     // The owner still has all three.
     child.send("check");
     assert_eq!(child.line(Duration::from_secs(60)), "intact");
@@ -232,20 +246,20 @@ fn negative_requests_through_the_kernel() {
         ring_size: 4096,
         ..Default::default()
     };
-    assert_eq!(kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut cq), Err(Errno::EINVAL));
+    assert_eq!(call(&kfd, AMDKFD_IOC_CREATE_QUEUE, &mut cq), Err(Errno::EINVAL));
     let mut ev = CreateEventArgs { event_type: 99, ..Default::default() };
-    assert_eq!(kfd.call(AMDKFD_IOC_CREATE_EVENT, &mut ev), Err(Errno::EINVAL));
-    assert_eq!(kfd.ioctl(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x60, 8), &mut [0; 8]), Err(Errno::ENOTTY));
+    assert_eq!(call(&kfd, AMDKFD_IOC_CREATE_EVENT, &mut ev), Err(Errno::EINVAL));
+    assert_eq!(ioctl(&kfd, ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x60, 8), &mut [0; 8]), Err(Errno::ENOTTY));
     let mut w = WaitEventsArgs { events_ptr: 8, num_events: 1, timeout: 0, ..Default::default() };
     assert_eq!(
-        kfd.call(AMDKFD_IOC_WAIT_EVENTS, &mut w),
+        call(&kfd, AMDKFD_IOC_WAIT_EVENTS, &mut w),
         Err(Errno::EFAULT),
         "a bad events_ptr faults in the kernel's copy"
     );
     let mut m = MapMemoryToGpuArgs { handle: 12345, device_ids_array_ptr: 0, n_devices: 1, n_success: 0 };
-    assert!(kfd.call(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).is_err());
+    assert!(call(&kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).is_err());
     let mut s = SvmArgs::default();
-    assert_eq!(kfd.call(AMDKFD_IOC_SVM, &mut s), Err(Errno::EPERM));
+    assert_eq!(call(&kfd, AMDKFD_IOC_SVM, &mut s), Err(Errno::EPERM));
 }
 
 /// The client roles the tests above start as separate processes.
@@ -292,7 +306,11 @@ fn an_injected_daemon_crash_gives_clients_connection_errors() {
     let kfd = Kfd::open_node(&d.node).unwrap();
     let gpu = kfd.gpu_ids().unwrap()[0];
     let mut cq = CreateQueueArgs { gpu_id: gpu, queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, ..Default::default() };
-    assert_eq!(kfd.call(AMDKFD_IOC_CREATE_QUEUE, &mut cq), Err(Errno::ECONNABORTED), "the request the daemon died in");
+    assert_eq!(
+        call(&kfd, AMDKFD_IOC_CREATE_QUEUE, &mut cq),
+        Err(Errno::ECONNABORTED),
+        "the request the daemon died in"
+    );
     assert_eq!(kfd.version(), Err(Errno::ENOTCONN), "the fd after the daemon is gone");
 }
 

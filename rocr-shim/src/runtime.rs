@@ -16,8 +16,6 @@ use crate::status::{Error, Result, Status};
 use std::sync::{Arc, Weak};
 use thunk::transport::EmbeddedTransport;
 use thunk::Kfd;
-use uapi::ioctl::AMDKFD_IOC_GET_CLOCK_COUNTERS;
-use uapi::kfd::GetClockCountersArgs;
 
 /// How to open the runtime.
 #[derive(Debug, Clone, Default)]
@@ -122,8 +120,7 @@ impl Runtime {
         };
         let agents = Agents::new(&nodes, layout, gpus)?;
         let first = agents.first_gpu();
-        let mut clock = GetClockCountersArgs { gpu_id: first, ..Default::default() };
-        kfd.call(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clock).map_err(|e| Error::from_errno("GET_CLOCK_COUNTERS", e))?;
+        let clock = kfd.clock_counters(first).map_err(|e| Error::from_errno("GET_CLOCK_COUNTERS", e))?;
         let kernels = Kernels::new(&kfd, agents.gpu_ids())?;
         let embedded = kfd.transport().as_any().downcast_ref::<EmbeddedTransport>().is_some();
         Ok(Runtime {
@@ -238,10 +235,10 @@ impl Runtime {
     /// stamps completion signals with ([`crate::Signal::timestamps`]), so a caller can place a
     /// host event on the same time line as packet start and end times.
     pub fn gpu_clock(&self, agent: Agent) -> Result<u64> {
-        let mut clock = GetClockCountersArgs { gpu_id: self.gpu_desc(agent)?.gpu_id(), ..Default::default() };
-        self.inner
+        let clock = self
+            .inner
             .kfd
-            .call(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clock)
+            .clock_counters(self.gpu_desc(agent)?.gpu_id())
             .map_err(|e| Error::from_errno("GET_CLOCK_COUNTERS", e))?;
         Ok(clock.gpu_clock_counter)
     }

@@ -99,31 +99,55 @@ impl Kfd {
         self.inner.transport.kick();
     }
 
-    /// A raw ioctl.
-    pub fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        self.inner.transport.ioctl(cmd, arg)
+    /// A raw ioctl. The typed methods below are the safe way to the requests they cover.
+    ///
+    /// # Safety
+    ///
+    /// ioctl(2)'s contract, as [`Transport::ioctl`]: every pointer in `arg` is valid for what the
+    /// request reads and writes, for as long as the request (or, for registered memory, the
+    /// registration) lasts, and no Rust reference aliases memory the device writes.
+    pub unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: this function's contract.
+        unsafe { self.inner.transport.ioctl(cmd, arg) }
     }
 
     /// A typed ioctl.
-    pub fn call<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), Errno> {
-        self.ioctl(cmd, args.as_mut_bytes())
+    ///
+    /// # Safety
+    ///
+    /// As for [`Kfd::ioctl`], for the pointers inside `args`.
+    pub unsafe fn call<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), Errno> {
+        // SAFETY: this function's contract.
+        unsafe { self.ioctl(cmd, args.as_mut_bytes()) }
     }
 
     pub fn version(&self) -> Result<(u32, u32), Errno> {
         let mut a = GetVersionArgs::default();
-        self.call(AMDKFD_IOC_GET_VERSION, &mut a)?;
+        // SAFETY: GET_VERSION's argument holds no pointer.
+        unsafe { self.call(AMDKFD_IOC_GET_VERSION, &mut a)? };
         Ok((a.major_version, a.minor_version))
     }
 
     /// The apertures of every GPU node.
     pub fn apertures(&self) -> Result<Vec<ProcessDeviceApertures>, Errno> {
         let mut a = GetProcessAperturesNewArgs::default();
-        self.call(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)?;
+        // SAFETY: a null array pointer: the device only counts the nodes.
+        unsafe { self.call(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)? };
         let mut v = vec![ProcessDeviceApertures::default(); a.num_of_nodes as usize];
         a.kfd_process_device_apertures_ptr = v.as_mut_ptr() as u64;
-        self.call(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)?;
+        // SAFETY: the pointer is `v`'s, `num_of_nodes` entries long, owned here and not borrowed
+        // during the call.
+        unsafe { self.call(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)? };
         v.truncate(a.num_of_nodes as usize);
         Ok(v)
+    }
+
+    /// GET_CLOCK_COUNTERS of `gpu_id`: the GPU, CPU and system clocks read together.
+    pub fn clock_counters(&self, gpu_id: u32) -> Result<GetClockCountersArgs, Errno> {
+        let mut a = GetClockCountersArgs { gpu_id, ..Default::default() };
+        // SAFETY: GET_CLOCK_COUNTERS' argument holds no pointer.
+        unsafe { self.call(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a)? };
+        Ok(a)
     }
 
     pub fn gpu_ids(&self) -> Result<Vec<u32>, Errno> {
@@ -146,7 +170,8 @@ impl Kfd {
             flags: domain | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE,
             ..Default::default()
         };
-        if let Err(e) = self.call(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) {
+        // SAFETY: a VRAM or GTT allocation (no USERPTR): the argument holds no CPU pointer.
+        if let Err(e) = unsafe { self.call(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) } {
             // SAFETY: the reservation made above, not handed to anything yet.
             unsafe { vm::release(va, size as usize) };
             return Err(e);
@@ -169,7 +194,8 @@ impl Kfd {
             n_devices: gpus.len() as u32,
             n_success: 0,
         };
-        self.call(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut a)
+        // SAFETY: the device reads `n_devices` ids from `gpus`, borrowed for the call.
+        unsafe { self.call(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut a) }
     }
 
     pub fn unmap_from_gpu(&self, handle: u64, gpus: &[u32]) -> Result<(), Errno> {
@@ -179,11 +205,13 @@ impl Kfd {
             n_devices: gpus.len() as u32,
             n_success: 0,
         };
-        self.call(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut a)
+        // SAFETY: the device reads `n_devices` ids from `gpus`, borrowed for the call.
+        unsafe { self.call(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut a) }
     }
 
     pub fn free_memory(&self, handle: u64) -> Result<(), Errno> {
-        self.call(AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut FreeMemoryOfGpuArgs { handle })
+        // SAFETY: FREE_MEMORY_OF_GPU's argument holds no pointer.
+        unsafe { self.call(AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut FreeMemoryOfGpuArgs { handle }) }
     }
 
     /// Creates an event. The first signal event brings the event page: a GTT buffer of this
@@ -197,7 +225,8 @@ impl Kfd {
             a.event_page_offset = p.handle();
             new_page = Some(p);
         }
-        self.call(AMDKFD_IOC_CREATE_EVENT, &mut a)?;
+        // SAFETY: CREATE_EVENT's argument holds no CPU pointer (the event page is a handle).
+        unsafe { self.call(AMDKFD_IOC_CREATE_EVENT, &mut a)? };
         if let Some(p) = new_page {
             *page = Some(p);
         }
@@ -211,15 +240,18 @@ impl Kfd {
     }
 
     pub fn destroy_event(&self, event_id: u32) -> Result<(), Errno> {
-        self.call(AMDKFD_IOC_DESTROY_EVENT, &mut DestroyEventArgs { event_id, pad: 0 })
+        // SAFETY: DESTROY_EVENT's argument holds no pointer.
+        unsafe { self.call(AMDKFD_IOC_DESTROY_EVENT, &mut DestroyEventArgs { event_id, pad: 0 }) }
     }
 
     pub fn set_event(&self, event_id: u32) -> Result<(), Errno> {
-        self.call(AMDKFD_IOC_SET_EVENT, &mut SetEventArgs { event_id, pad: 0 })
+        // SAFETY: SET_EVENT's argument holds no pointer.
+        unsafe { self.call(AMDKFD_IOC_SET_EVENT, &mut SetEventArgs { event_id, pad: 0 }) }
     }
 
     pub fn reset_event(&self, event_id: u32) -> Result<(), Errno> {
-        self.call(AMDKFD_IOC_RESET_EVENT, &mut ResetEventArgs { event_id, pad: 0 })
+        // SAFETY: RESET_EVENT's argument holds no pointer.
+        unsafe { self.call(AMDKFD_IOC_RESET_EVENT, &mut ResetEventArgs { event_id, pad: 0 }) }
     }
 
     /// WAIT_EVENTS on `ids`; `timeout_ms` u32::MAX waits forever.
@@ -233,7 +265,9 @@ impl Kfd {
             timeout: timeout_ms,
             wait_result: 0,
         };
-        let result = self.call(AMDKFD_IOC_WAIT_EVENTS, &mut a);
+        // SAFETY: the device reads and writes `num_events` entries of `data`, owned here and
+        // not borrowed during the call.
+        let result = unsafe { self.call(AMDKFD_IOC_WAIT_EVENTS, &mut a) };
         WaitResult { result, wait_result: a.wait_result, data }
     }
 }

@@ -17,11 +17,16 @@ pub struct NodeTransport {
     pid: u32,
 }
 
-fn raw_ioctl(file: &File, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+/// ioctl(2) on the node.
+///
+/// # Safety
+///
+/// As for [`Transport::ioctl`]: the pointers inside `arg` are valid for the request.
+unsafe fn raw_ioctl(file: &File, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
     assert!(arg.len() >= uapi::ioctl::ioc_size(cmd), "argument buffer smaller than the ioctl's size");
     // SAFETY: `arg` is a live, writable buffer of at least `_IOC_SIZE(cmd)` bytes, which is
     // all the kernel (and the CUSE daemon behind it) reads or writes at that address; pointers
-    // inside the struct are the caller's responsibility, as with any ioctl.
+    // inside the struct are valid by this function's contract.
     let r = unsafe { libc::ioctl(file.as_raw_fd(), cmd as libc::c_ulong, arg.as_mut_ptr()) };
     if r < 0 {
         Err(Errno::last())
@@ -40,7 +45,8 @@ impl NodeTransport {
             .open(path)
             .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
         let mut info = RuntimeInfo::default();
-        raw_ioctl(&file, CUSE_KFD_IOC_GET_RUNTIME_INFO, info.as_mut_bytes()).inspect_err(|e| {
+        // SAFETY: the runtime-info argument holds no pointer.
+        unsafe { raw_ioctl(&file, CUSE_KFD_IOC_GET_RUNTIME_INFO, info.as_mut_bytes()) }.inspect_err(|e| {
             log::warn!("{} does not answer cuse-kfd's runtime-info ioctl ({e}): not a cuse-kfd device", path.display());
         })?;
         let bytes = info.runtime_dir.as_bytes();
@@ -51,8 +57,10 @@ impl NodeTransport {
 }
 
 impl Transport for NodeTransport {
-    fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        raw_ioctl(&self.file, cmd, arg)
+    unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: this method's contract: the daemon reaches the pointers in `arg` in this
+        // process, through the kernel.
+        unsafe { raw_ioctl(&self.file, cmd, arg) }
     }
 
     fn runtime_dir(&self) -> &Path {
@@ -64,7 +72,8 @@ impl Transport for NodeTransport {
     }
 
     fn kick(&self) {
-        let _ = raw_ioctl(&self.file, CUSE_KFD_IOC_KICK, &mut []);
+        // SAFETY: KICK has no argument.
+        let _ = unsafe { raw_ioctl(&self.file, CUSE_KFD_IOC_KICK, &mut []) };
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

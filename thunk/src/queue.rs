@@ -28,10 +28,13 @@ impl KfdQueue {
     /// CREATE_QUEUE with `a`, then the doorbell slice mapped; a queue whose doorbell cannot be
     /// mapped is destroyed again.
     fn create(kfd: &Kfd, a: &mut CreateQueueArgs) -> Result<KfdQueue, Errno> {
-        kfd.call(AMDKFD_IOC_CREATE_QUEUE, a)?;
+        // SAFETY: CREATE_QUEUE's addresses are GPU addresses, which the device reaches through
+        // its own VM (mapped buffers), never as pointers into this process.
+        unsafe { kfd.call(AMDKFD_IOC_CREATE_QUEUE, a)? };
         let queue_id = a.queue_id;
         let destroy = |e| {
-            let _ = kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id, pad: 0 });
+            // SAFETY: DESTROY_QUEUE's argument holds no pointer.
+            let _ = unsafe { kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id, pad: 0 }) };
             e
         };
         let slice = a.doorbell_offset & !(DOORBELL_SLICE - 1);
@@ -57,7 +60,9 @@ impl KfdQueue {
 
 impl Drop for KfdQueue {
     fn drop(&mut self) {
-        if let Err(e) = self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: self.id, pad: 0 }) {
+        let mut a = DestroyQueueArgs { queue_id: self.id, pad: 0 };
+        // SAFETY: DESTROY_QUEUE's argument holds no pointer.
+        if let Err(e) = unsafe { self.kfd.call(AMDKFD_IOC_DESTROY_QUEUE, &mut a) } {
             log::warn!("destroying queue {}: {e}", self.id);
         }
     }
@@ -194,7 +199,8 @@ impl AqlQueue {
             queue_percentage: percentage,
             queue_priority: 7,
         };
-        self.queue.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
+        // SAFETY: the ring base is a GPU address, reached through the device's VM.
+        unsafe { self.queue.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut a) }
     }
 
     pub fn kfd(&self) -> &Kfd {
@@ -460,7 +466,7 @@ mod tests {
     }
 
     impl Transport for FakeDevice {
-        fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
             if cmd == AMDKFD_IOC_ALLOC_MEMORY_OF_GPU {
                 let mut a = AllocMemoryOfGpuArgs::read_from_bytes(arg).unwrap();
                 let mut next = self.next_offset.lock().unwrap();

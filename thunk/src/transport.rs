@@ -7,7 +7,15 @@ use std::path::{Path, PathBuf};
 /// A channel for ioctl(2) on a KFD device, plus where its backing files live.
 pub trait Transport: Send + Sync {
     /// ioctl(2): `arg` holds `_IOC_SIZE(cmd)` bytes and receives the reply.
-    fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno>;
+    ///
+    /// # Safety
+    ///
+    /// ioctl(2)'s contract, whichever process serves the device: every pointer in `arg` is valid
+    /// for what the request reads and writes through it, for as long as the request lasts; every
+    /// range the request registers (a USERPTR allocation's CPU address) is valid for the
+    /// device's reads and writes for as long as the registration lasts; and no Rust reference
+    /// aliases memory the device writes. See `cuse_kfd::EmbeddedFile::ioctl`.
+    unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno>;
     /// The device's runtime directory (backing files, see cuse_kfd::memory::backing).
     fn runtime_dir(&self) -> &Path;
     /// The pid the device knows this client by.
@@ -43,8 +51,9 @@ impl EmbeddedTransport {
 }
 
 impl Transport for EmbeddedTransport {
-    fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        self.file.ioctl(cmd, arg)
+    unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: the same contract, this method's.
+        unsafe { self.file.ioctl(cmd, arg) }
     }
 
     fn runtime_dir(&self) -> &Path {

@@ -138,11 +138,15 @@ fn clocks_xnack_tile_config_and_the_absent_debugger() {
     assert_eq!(t.set_memory_policy(1, 0, 0, 0, 0), Err(Status::NotImplemented), "Kaveri only");
     // No SVM: what amdkfd without SVM answers (the request fails).
     let mut attrs = [SvmAttribute { attr_type: SvmAttrType::ACCESS, value: 1 }];
-    assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::Error));
-    assert_eq!(t.svm_get_attr(0x10_0000, 0x1000, &mut attrs), Err(Status::Error));
-    assert_eq!(t.svm_set_attr(0x10_0001, 0x1000, &attrs), Err(Status::InvalidParameter));
-    attrs[0].value = 0;
-    assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::InvalidNodeUnit), "CPU node");
+    // SAFETY: the device has no SVM and refuses every SET_ATTR: the range never becomes
+    // reachable (the first call checks exactly that).
+    unsafe {
+        assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::Error));
+        assert_eq!(t.svm_get_attr(0x10_0000, 0x1000, &mut attrs), Err(Status::Error));
+        assert_eq!(t.svm_set_attr(0x10_0001, 0x1000, &attrs), Err(Status::InvalidParameter));
+        attrs[0].value = 0;
+        assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::InvalidNodeUnit), "CPU node");
+    }
 }
 
 #[test]
@@ -221,14 +225,21 @@ fn scratch_is_a_reservation_backed_when_mapped() {
 
 #[test]
 fn registered_host_memory_is_a_user_pointer() {
+    /// Three whole pages of the test's own.
+    #[repr(C, align(4096))]
+    struct Pages([u8; 3 * 4096]);
     let t = thunk();
-    let buf = vec![0x5Au8; 3 * 4096];
-    let addr = buf.as_ptr() as u64 + 100;
+    let buf = Box::new(Pages([0x5A; 3 * 4096]));
+    let addr = buf.0.as_ptr() as u64 + 100;
     let len = 2 * 4096;
     let flags = MemFlags(0).with_host_access(1);
-    assert_eq!(t.register_memory_with_flags(addr, len, flags.with_non_paged(1)), Err(Status::NotSupported));
-    assert_eq!(t.register_memory_with_flags(addr, len, MemFlags(0)), Err(Status::NotSupported));
-    t.register_memory_with_flags(addr, len, flags).unwrap();
+    // SAFETY: here and for every registration of `buf` below, the pages the range touches lie inside
+    // `buf`, which lives until after the last deregistration and is not borrowed meanwhile.
+    unsafe {
+        assert_eq!(t.register_memory_with_flags(addr, len, flags.with_non_paged(1)), Err(Status::NotSupported));
+        assert_eq!(t.register_memory_with_flags(addr, len, MemFlags(0)), Err(Status::NotSupported));
+        t.register_memory_with_flags(addr, len, flags).unwrap();
+    }
     let info = t.query_pointer_info(addr + 10).unwrap();
     assert_eq!(info.pointer_type, PointerType::REGISTERED_USER);
     assert_eq!((info.cpu_address, info.size_in_bytes), (addr, len));
@@ -238,7 +249,8 @@ fn registered_host_memory_is_a_user_pointer() {
     assert_eq!(alt, info.gpu_address);
     t.unmap_memory_to_gpu(addr).unwrap();
     // Registering twice counts.
-    t.register_memory_with_flags(addr, len, flags).unwrap();
+    // SAFETY: as above.
+    unsafe { t.register_memory_with_flags(addr, len, flags).unwrap() };
     t.deregister_memory(addr).unwrap();
     assert!(t.query_pointer_info(addr).is_ok());
     t.deregister_memory(addr).unwrap();
@@ -255,9 +267,11 @@ fn registered_host_memory_is_a_user_pointer() {
     assert_eq!(t.register_graphics_handle_to_nodes(3, &[1]), Err(Status::Error));
     assert_eq!(t.register_graphics_handle_to_nodes(3, &[]), Err(Status::InvalidParameter));
     // An allocation registered to nodes may be mapped only there.
-    t.register_memory_to_nodes(m, 4096, &[1]).unwrap();
+    // SAFETY: memory the thunk allocated: registering it makes no USERPTR registration.
+    unsafe { t.register_memory_to_nodes(m, 4096, &[1]).unwrap() };
     assert_eq!(&*t.query_pointer_info(m).unwrap().registered_nodes, &[1]);
-    assert_eq!(t.register_memory_to_nodes(m, 4096, &[0]), Err(Status::MemoryAlreadyRegistered));
+    // SAFETY: as above.
+    assert_eq!(unsafe { t.register_memory_to_nodes(m, 4096, &[0]) }, Err(Status::MemoryAlreadyRegistered));
     t.deregister_memory(m).unwrap();
     assert_eq!(t.deregister_memory(m), Err(Status::MemoryNotRegistered));
     t.free_memory(m, 4096).unwrap();

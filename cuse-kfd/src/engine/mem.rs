@@ -146,13 +146,13 @@ impl<'a> Mem<'a> {
         }
         match &e.backing {
             RegionBacking::File { file, offset } => f(file.region(), offset + (va - e.start) as usize).map(Some),
-            RegionBacking::Userptr { .. } => Ok(None),
+            RegionBacking::Userptr(_) => Ok(None),
         }
     }
 
     fn userptr_addr(&mut self, va: u64, len: u64) -> Result<(u32, u64), VmFault> {
         match self.entry(va, len) {
-            Some(Entry { start, backing: RegionBacking::Userptr { pid, addr }, .. }) => Ok((*pid, addr + (va - start))),
+            Some(Entry { start, backing: RegionBacking::Userptr(c), .. }) => Ok((c.pid(), c.addr() + (va - start))),
             _ => Err(VmFault::Unmapped { va: GpuVa(va) }),
         }
     }
@@ -164,7 +164,10 @@ impl<'a> Mem<'a> {
         }
         let mut b = [0u8; 8];
         let (pid, addr) = self.userptr_addr(va, 8)?;
-        remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
+        // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
+        // the VM changes).
+        unsafe { remote::read(pid, addr, &mut b) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
         Ok(u64::from_ne_bytes(b))
     }
 
@@ -177,7 +180,10 @@ impl<'a> Mem<'a> {
             return Ok(());
         }
         let (pid, addr) = self.userptr_addr(va, 8)?;
-        remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+        // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
+        // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
+        // the VM changes).
+        unsafe { remote::write(pid, addr, &value.to_ne_bytes()) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 
     /// Atomically loads the u32 at `va` (PM4 and SDMA packets poll and write dwords).
@@ -190,7 +196,10 @@ impl<'a> Mem<'a> {
         }
         let mut b = [0u8; 4];
         let (pid, addr) = self.userptr_addr(va, 4)?;
-        remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
+        // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
+        // the VM changes).
+        unsafe { remote::read(pid, addr, &mut b) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
         Ok(u32::from_ne_bytes(b))
     }
 
@@ -203,7 +212,10 @@ impl<'a> Mem<'a> {
             return Ok(());
         }
         let (pid, addr) = self.userptr_addr(va, 4)?;
-        remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+        // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
+        // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
+        // the VM changes).
+        unsafe { remote::write(pid, addr, &value.to_ne_bytes()) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 
     /// Atomically adds `delta` to the i64 at `va`, returning the old value. On USERPTR memory

@@ -1,6 +1,11 @@
 //! The embedded front end: the same dispatcher, in-process, for clients that cannot or need not
 //! use CUSE (no root). An [`EmbeddedFile`] is an open /dev/kfd: `ioctl` takes the caller's
 //! argument bytes and blocks until the reply, exactly as ioctl(2) on the real node.
+//!
+//! The device reads and writes through the pointers inside those bytes, and through the USERPTR
+//! ranges they register, in this very process (process_vm_readv/writev on our own pid). So the
+//! calls that hand it bytes are `unsafe`, with ioctl(2)'s own contract: see [`EmbeddedFile::ioctl`].
+//! Typed, safe wrappers that build their pointers from references they own live in the thunk.
 
 use crate::client::{Caller, FileId};
 use crate::device::{Device, DeviceConfig, DeviceError};
@@ -16,11 +21,14 @@ use uapi::{FromBytes, Immutable, IntoBytes};
 static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
 
 /// Pointer arguments are read from the memory of a real process (this one, when embedded).
+/// Made only by [`EmbeddedFile::start_as`], for the length of one `Device::ioctl` call.
 struct ProcessMemory(u32);
 
 impl UserMemory for ProcessMemory {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
-        remote::read(self.0, addr, buf)
+        // SAFETY: only read while `start_as` runs the request, whose contract makes the caller's
+        // argument pointers valid for the device's reads.
+        unsafe { remote::read(self.0, addr, buf) }
     }
 }
 
@@ -68,7 +76,9 @@ impl PendingIoctl {
     /// Blocks for the reply and applies it to `arg` like `EmbeddedFile::ioctl`.
     pub fn wait(self, arg: &mut [u8]) -> Result<(), Errno> {
         let reply = self.rx.recv().map_err(|_| Errno::EIO)?;
-        apply(reply, arg, self.memory_pid)
+        // SAFETY: the reply of the request `EmbeddedFile::start` began, whose contract keeps
+        // its pointers valid for the device's writes until this wait applies them.
+        unsafe { apply(reply, arg, self.memory_pid) }
     }
 
     pub fn wait_timeout(&self, d: std::time::Duration) -> Option<Reply> {
@@ -98,26 +108,56 @@ impl EmbeddedFile {
     }
 
     /// ioctl(2): `arg` holds the caller's struct (`_IOC_SIZE(cmd)` bytes) and receives the reply.
-    pub fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        self.ioctl_as(self.caller, cmd, arg)
+    ///
+    /// # Safety
+    ///
+    /// Every pointer in `arg` is valid for what the request reads and writes through it (the
+    /// amdkfd ABI of `cmd` says which), for as long as the request lasts; every range the request
+    /// registers (a USERPTR allocation's CPU address) is valid for the device's reads and writes
+    /// for as long as the registration lasts (until the buffer is freed or the device's last file
+    /// of this process closes); and no Rust reference aliases memory the device writes.
+    pub unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: this function's contract.
+        unsafe { self.ioctl_as(self.caller, cmd, arg) }
     }
 
     /// ioctl(2) on this file by another caller (to test the cross-process check).
-    pub fn ioctl_as(&self, caller: Caller, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        self.start_as(caller, cmd, arg).wait(arg)
+    ///
+    /// # Safety
+    ///
+    /// As for [`EmbeddedFile::ioctl`]: the pointers are this process's, whoever `caller` is.
+    pub unsafe fn ioctl_as(&self, caller: Caller, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: this function's contract; `wait` applies the reply before the pointers' memory
+        // can go.
+        unsafe { self.start_as(caller, cmd, arg) }.wait(arg)
     }
 
     /// A typed ioctl: `args` is sent and overwritten with the reply.
-    pub fn call<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), Errno> {
-        self.ioctl(cmd, args.as_mut_bytes())
+    ///
+    /// # Safety
+    ///
+    /// As for [`EmbeddedFile::ioctl`], for the pointers inside `args`.
+    pub unsafe fn call<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), Errno> {
+        // SAFETY: this function's contract.
+        unsafe { self.ioctl(cmd, args.as_mut_bytes()) }
     }
 
     /// Starts an ioctl without waiting (a parked WAIT_EVENTS, say).
-    pub fn start(&self, cmd: u32, arg: &[u8]) -> PendingIoctl {
-        self.start_as(self.caller, cmd, arg)
+    ///
+    /// # Safety
+    ///
+    /// As for [`EmbeddedFile::ioctl`], where the request lasts until [`PendingIoctl::wait`]
+    /// returns or the [`PendingIoctl`] is dropped (a reply taken with `try_reply` or
+    /// `wait_timeout` is the caller's to apply).
+    pub unsafe fn start(&self, cmd: u32, arg: &[u8]) -> PendingIoctl {
+        // SAFETY: this function's contract.
+        unsafe { self.start_as(self.caller, cmd, arg) }
     }
 
-    fn start_as(&self, caller: Caller, cmd: u32, arg: &[u8]) -> PendingIoctl {
+    /// # Safety
+    ///
+    /// As for [`EmbeddedFile::start`].
+    unsafe fn start_as(&self, caller: Caller, cmd: u32, arg: &[u8]) -> PendingIoctl {
         let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
         let responder = Responder::new(tag, move |r| {
@@ -127,7 +167,10 @@ impl EmbeddedFile {
         let mut data = arg.to_vec();
         data.resize(size, 0);
         let req = Request { caller, cmd, data: &data, tag };
-        self.device.ioctl(self.file, &req, &ProcessMemory(self.memory_pid), responder);
+        // SAFETY: the pointers in `arg` are this process's (`memory_pid`) and this function's
+        // contract covers them and the ranges the request registers; when `caller` is another
+        // (simulated) process, the device touches that process's memory, no soundness concern.
+        unsafe { self.device.ioctl(self.file, &req, &ProcessMemory(self.memory_pid), responder) };
         PendingIoctl { tag, rx, memory_pid: self.memory_pid }
     }
 
@@ -145,11 +188,18 @@ impl Drop for EmbeddedFile {
 
 /// Copies a reply into the caller's struct and memory; a failed copy is EFAULT, as the kernel's
 /// copy_to_user.
-fn apply(reply: Reply, arg: &mut [u8], memory_pid: u32) -> Result<(), Errno> {
+///
+/// # Safety
+///
+/// `reply` answers a request started under [`EmbeddedFile::start`]'s contract, whose pointers
+/// are still valid for the device's writes.
+unsafe fn apply(reply: Reply, arg: &mut [u8], memory_pid: u32) -> Result<(), Errno> {
     let n = reply.data.len().min(arg.len());
     arg[..n].copy_from_slice(&reply.data[..n]);
     for w in &reply.user_writes {
-        remote::write(memory_pid, w.addr, &w.data)?;
+        // SAFETY: a write the device asked for through a pointer of the request (the dispatcher
+        // writes only where the argument points), valid by this function's contract.
+        unsafe { remote::write(memory_pid, w.addr, &w.data)? };
     }
     match reply.errno() {
         Some(e) => Err(e),

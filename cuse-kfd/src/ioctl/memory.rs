@@ -94,9 +94,17 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
                 return Err(Errno::EINVAL);
             }
             let mut probe = [0u8; 1];
-            remote::read(ctx.process.pid, cpu, &mut probe)?;
-            remote::read(ctx.process.pid, cpu + size - 1, &mut probe)?;
-            (RegionBacking::Userptr { pid: ctx.process.pid, addr: cpu }, cpu)
+            // SAFETY: the range this request registers, which the contract of `Device::ioctl`
+            // (under which every handler runs) makes valid for the device; another process is
+            // no soundness concern.
+            unsafe {
+                remote::read(ctx.process.pid, cpu, &mut probe)?;
+                remote::read(ctx.process.pid, cpu + size - 1, &mut probe)?;
+            }
+            // SAFETY: as for the probe: the range this request registers, valid for the device
+            // while registered by the contract of `Device::ioctl`; the region backed by it is
+            // `size` bytes long and unmapped when the buffer is freed.
+            (RegionBacking::Userptr(unsafe { remote::ClientAddr::new(ctx.process.pid, cpu) }), cpu)
         }
         BufferKind::Vram | BufferKind::Gtt => {
             if kind == BufferKind::Vram {

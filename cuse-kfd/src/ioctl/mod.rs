@@ -119,7 +119,12 @@ pub struct Request<'a> {
 }
 
 /// Runs `req` for `process` (the file-to-process check is the device's).
-pub(crate) fn dispatch(
+///
+/// # Safety
+///
+/// As for [`Device::ioctl`]: the handlers touch the memory of `process` (USERPTR ranges)
+/// relying on it.
+pub(crate) unsafe fn dispatch(
     device: &Device,
     process: &Arc<Process>,
     req: &Request,

@@ -110,7 +110,7 @@ impl Buffer {
     pub fn file(&self) -> Option<&Arc<BackingFile>> {
         match &self.backing {
             RegionBacking::File { file, .. } => Some(file),
-            RegionBacking::Userptr { .. } => None,
+            RegionBacking::Userptr(_) => None,
         }
     }
 }

@@ -1,14 +1,54 @@
 //! Memory that lives in a client process (USERPTR buffers, ioctl pointer arguments), reached
 //! with process_vm_readv/writev: the kernel checks the address against the client's own page
 //! tables, so a bad pointer is EFAULT, never a read of the device's memory.
+//!
+//! Reaching another process is no concern of Rust's soundness: its memory is not ours. When the
+//! client is this very process (the embedded front end), the same calls read and write our own
+//! memory at any address, so both functions are `unsafe`; the contract is the one
+//! [`crate::Device::ioctl`] passes on from its caller, for argument pointers and for the USERPTR
+//! ranges a request registers.
 
 use nix::errno::Errno;
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 use std::io::{IoSlice, IoSliceMut};
 
+/// Where a USERPTR buffer starts: an address in a client process. Only a registration, under
+/// the contract of [`crate::Device::ioctl`], makes one, so a region backed by it may be read and
+/// written with [`read`] and [`write`] (within the region's length, while the region is mapped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr {
+    pid: u32,
+    addr: u64,
+}
+
+impl ClientAddr {
+    /// # Safety
+    ///
+    /// If `pid` is this process, the memory from `addr` on, as far as the region this value
+    /// backs reaches, is valid for the device's reads and writes while that region is mapped,
+    /// and no Rust reference aliases it. For any other process there is no requirement.
+    pub unsafe fn new(pid: u32, addr: u64) -> ClientAddr {
+        ClientAddr { pid, addr }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+}
+
 /// Reads `buf.len()` bytes at `addr` in process `pid`.
-pub fn read(pid: u32, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+///
+/// # Safety
+///
+/// If `pid` is this process, nothing writes `[addr, addr + buf.len())` during the call except
+/// through atomics (the bytes are copied as by a volatile read; an unmapped page is EFAULT).
+/// For any other process there is no requirement.
+pub unsafe fn read(pid: u32, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
     if buf.is_empty() {
         return Ok(());
     }
@@ -24,7 +64,13 @@ pub fn read(pid: u32, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
 }
 
 /// Writes `data` at `addr` in process `pid`.
-pub fn write(pid: u32, addr: u64, data: &[u8]) -> Result<(), Errno> {
+///
+/// # Safety
+///
+/// If `pid` is this process, `[addr, addr + data.len())` is memory the caller may write (not
+/// the inside of a live Rust value it does not own) and no Rust reference to it is alive during
+/// the call. For any other process there is no requirement.
+pub unsafe fn write(pid: u32, addr: u64, data: &[u8]) -> Result<(), Errno> {
     if data.is_empty() {
         return Ok(());
     }
@@ -55,12 +101,18 @@ mod tests {
         let me = std::process::id();
         let src = [1u8, 2, 3, 4];
         let mut dst = [0u8; 4];
-        read(me, src.as_ptr() as u64, &mut dst).unwrap();
+        // SAFETY: `src` is a live local nothing writes.
+        unsafe { read(me, src.as_ptr() as u64, &mut dst) }.unwrap();
         assert_eq!(dst, src);
         let mut target = [0u8; 4];
-        write(me, target.as_mut_ptr() as u64, &[9, 9, 9, 9]).unwrap();
+        let at = target.as_mut_ptr() as u64;
+        // SAFETY: `target` is a live local, not borrowed during the call.
+        unsafe { write(me, at, &[9, 9, 9, 9]) }.unwrap();
         assert_eq!(std::hint::black_box(target), [9, 9, 9, 9]);
-        assert_eq!(read(me, 8, &mut dst), Err(Errno::EFAULT));
-        assert_eq!(read(me, u64::MAX - 1, &mut dst), Err(Errno::EFAULT));
+        // SAFETY: the null page and the top of the address space are never mapped: both fault.
+        unsafe {
+            assert_eq!(read(me, 8, &mut dst), Err(Errno::EFAULT));
+            assert_eq!(read(me, u64::MAX - 1, &mut dst), Err(Errno::EFAULT));
+        }
     }
 }

@@ -5,10 +5,9 @@
 //! command processor reaches client memory only through here.
 
 use super::backing::BackingFile;
-use super::remote;
+use super::remote::{self, ClientAddr};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A GPU virtual address.
@@ -63,8 +62,8 @@ impl VmFault {
 pub enum RegionBacking {
     /// A shared backing file, from byte `offset`.
     File { file: Arc<BackingFile>, offset: usize },
-    /// The client's own memory at `addr` (USERPTR).
-    Userptr { pid: u32, addr: u64 },
+    /// The client's own memory (USERPTR).
+    Userptr(ClientAddr),
 }
 
 /// One mapped buffer: `[start, start + len)`.
@@ -156,8 +155,11 @@ impl GpuVm {
                 RegionBacking::File { file, offset } => {
                     file.region().read(offset + off as usize, dst).map_err(|_| VmFault::Unmapped { va: at })?
                 }
-                RegionBacking::Userptr { pid, addr } => {
-                    remote::read(*pid, addr + off, dst).map_err(|_| VmFault::Userptr { va: at })?
+                RegionBacking::Userptr(at_client) => {
+                    let (pid, addr) = (at_client.pid(), at_client.addr());
+                    // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
+                    // device while the region is mapped (this region, just looked up in the VM, is mapped).
+                    unsafe { remote::read(pid, addr + off, dst) }.map_err(|_| VmFault::Userptr { va: at })?
                 }
             }
             done += n;
@@ -178,108 +180,15 @@ impl GpuVm {
                 RegionBacking::File { file, offset } => {
                     file.region().write(offset + off as usize, src).map_err(|_| VmFault::Unmapped { va: at })?
                 }
-                RegionBacking::Userptr { pid, addr } => {
-                    remote::write(*pid, addr + off, src).map_err(|_| VmFault::Userptr { va: at })?
+                RegionBacking::Userptr(at_client) => {
+                    let (pid, addr) = (at_client.pid(), at_client.addr());
+                    // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
+                    // device while the region is mapped (this region, just looked up in the VM, is mapped).
+                    unsafe { remote::write(pid, addr + off, src) }.map_err(|_| VmFault::Userptr { va: at })?
                 }
             }
             done += n;
             Ok(())
         })
-    }
-
-    /// The naturally aligned 64-bit word at `va`, for atomic access.
-    pub fn word(&self, gpu_id: u32, va: GpuVa) -> Result<Word, VmFault> {
-        if !va.0.is_multiple_of(8) {
-            return Err(VmFault::Misaligned { va });
-        }
-        let r = self.region(gpu_id, va).ok_or(VmFault::Unmapped { va })?;
-        if r.end() - va.0 < 8 {
-            return Err(VmFault::Unmapped { va: GpuVa(r.end()) });
-        }
-        let off = va.0 - r.start.0;
-        Ok(Word {
-            va,
-            writable: r.writable,
-            target: match &r.backing {
-                RegionBacking::File { file, offset } => {
-                    WordTarget::File { file: file.clone(), offset: offset + off as usize }
-                }
-                RegionBacking::Userptr { pid, addr } => WordTarget::Userptr { pid: *pid, addr: addr + off },
-            },
-        })
-    }
-}
-
-/// A 64-bit word of GPU memory that outlives the VM lock (it holds its backing file).
-#[derive(Debug, Clone)]
-pub struct Word {
-    va: GpuVa,
-    writable: bool,
-    target: WordTarget,
-}
-
-#[derive(Debug, Clone)]
-enum WordTarget {
-    File {
-        file: Arc<BackingFile>,
-        offset: usize,
-    },
-    /// USERPTR words are read and written with process_vm_*: not atomic against the client.
-    Userptr {
-        pid: u32,
-        addr: u64,
-    },
-}
-
-impl Word {
-    pub fn va(&self) -> GpuVa {
-        self.va
-    }
-
-    pub fn load(&self, order: Ordering) -> Result<u64, VmFault> {
-        match &self.target {
-            WordTarget::File { file, offset } => {
-                Ok(file.region().atomic_u64(*offset).map_err(|_| VmFault::Misaligned { va: self.va })?.load(order))
-            }
-            WordTarget::Userptr { pid, addr } => {
-                let mut b = [0u8; 8];
-                remote::read(*pid, *addr, &mut b).map_err(|_| VmFault::Userptr { va: self.va })?;
-                Ok(u64::from_ne_bytes(b))
-            }
-        }
-    }
-
-    pub fn store(&self, value: u64, order: Ordering) -> Result<(), VmFault> {
-        if !self.writable {
-            return Err(VmFault::ReadOnly { va: self.va });
-        }
-        match &self.target {
-            WordTarget::File { file, offset } => {
-                file.region().atomic_u64(*offset).map_err(|_| VmFault::Misaligned { va: self.va })?.store(value, order);
-                Ok(())
-            }
-            WordTarget::Userptr { pid, addr } => {
-                remote::write(*pid, *addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: self.va })
-            }
-        }
-    }
-
-    /// Atomically adds `delta` (wrapping) and returns the previous value.
-    pub fn fetch_add(&self, delta: u64, order: Ordering) -> Result<u64, VmFault> {
-        if !self.writable {
-            return Err(VmFault::ReadOnly { va: self.va });
-        }
-        match &self.target {
-            WordTarget::File { file, offset } => Ok(file
-                .region()
-                .atomic_u64(*offset)
-                .map_err(|_| VmFault::Misaligned { va: self.va })?
-                .fetch_add(delta, order)),
-            WordTarget::Userptr { .. } => {
-                let old = self.load(order)?;
-                self.store(old.wrapping_add(delta), order)?;
-                Ok(old)
-            }
-        }
     }
 }

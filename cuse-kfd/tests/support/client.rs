@@ -44,6 +44,14 @@ pub struct Rig {
 }
 
 impl Rig {
+    /// A typed ioctl of the client. The tests put in its arguments only GPU addresses (which the
+    /// device reaches through its VM) and pointers to memory they own and do not borrow during
+    /// the call, as [`Kfd::call`] requires.
+    pub fn call<T: uapi::FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), thunk::Errno> {
+        // SAFETY: what the callers pass (above).
+        unsafe { self.kfd.call(cmd, args) }
+    }
+
     pub fn new() -> Rig {
         Rig::with_engine(EngineConfig::default())
     }

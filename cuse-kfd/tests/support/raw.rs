@@ -264,7 +264,9 @@ impl Parked {
         let n = reply.data.len().min(bytes.len());
         bytes[..n].copy_from_slice(&reply.data[..n]);
         for w in &reply.user_writes {
-            remote::write(std::process::id(), w.addr, &w.data).expect("applying a user write");
+            // SAFETY: WAIT_EVENTS writes only into its events array, `self.data`, which this
+            // `Parked` owns and nothing borrows here.
+            unsafe { remote::write(std::process::id(), w.addr, &w.data) }.expect("applying a user write");
         }
         let args = WaitEventsArgs::read_from_bytes(&bytes).expect("wait args");
         Waited { result: reply.errno().map_or(Ok(()), Err), wait_result: args.wait_result, data: self.data.to_vec() }
@@ -276,7 +278,8 @@ struct SelfMemory;
 
 impl UserMemory for SelfMemory {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
-        remote::read(std::process::id(), addr, buf)
+        // SAFETY: an address from a raw request's argument: the tests' rule (see `Client::call`).
+        unsafe { remote::read(std::process::id(), addr, buf) }
     }
 }
 
@@ -332,9 +335,17 @@ impl Client {
         }
     }
 
+    /// A typed ioctl, embedded or through the kernel.
+    ///
+    /// The tests' rule, which makes this and [`Client::ioctl`] safe to offer them: a test puts
+    /// in an argument only pointers to memory it owns and does not borrow during the call
+    /// (locals, vectors), or addresses that are never mapped (null, low pages, holes), whose
+    /// accesses fault; and a USERPTR range it registers stays allocated and unborrowed until
+    /// the buffer is freed or the file closes.
     pub fn call<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> Result<(), Errno> {
         match &self.file {
-            ClientFile::Embedded(f) => f.call(cmd, args),
+            // SAFETY: the tests' rule (above).
+            ClientFile::Embedded(f) => unsafe { f.call(cmd, args) },
             ClientFile::Node(_) => {
                 // As the embedded file does: the argument padded to the size in `cmd`.
                 let mut buf = args.as_bytes().to_vec();
@@ -347,9 +358,11 @@ impl Client {
         }
     }
 
+    /// A raw ioctl, under the tests' rule (see [`Client::call`]).
     pub fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
         match &self.file {
-            ClientFile::Embedded(f) => f.ioctl(cmd, arg),
+            // SAFETY: the tests' rule (see `Client::call`).
+            ClientFile::Embedded(f) => unsafe { f.ioctl(cmd, arg) },
             ClientFile::Node(f) => {
                 let size = ioc_size(cmd);
                 if arg.len() >= size {
@@ -376,7 +389,8 @@ impl Client {
             let _ = tx.send(r);
         });
         let req = Request { caller: file.caller(), cmd, data, tag };
-        file.device().ioctl(file.file_id(), &req, &SelfMemory, responder);
+        // SAFETY: the tests' rule (see `Client::call`); the pointers are this process's.
+        unsafe { file.device().ioctl(file.file_id(), &req, &SelfMemory, responder) };
         rx.recv_timeout(REPLY_TIMEOUT).expect("raw ioctl reply")
     }
 
@@ -539,7 +553,9 @@ impl Client {
     pub fn start_wait(&self, ids: &[u32], all: bool, timeout: u32) -> Parked {
         let aged: Vec<(u32, u64)> = ids.iter().map(|&id| (id, 0)).collect();
         let (args, data) = Self::wait_parts(&aged, all, timeout);
-        let pending = self.emb().start(AMDKFD_IOC_WAIT_EVENTS, args.as_bytes());
+        // SAFETY: the events pointer is `data`'s heap buffer, which the returned `Parked` owns
+        // (moving the vector keeps the buffer in place) until the reply is applied.
+        let pending = unsafe { self.emb().start(AMDKFD_IOC_WAIT_EVENTS, args.as_bytes()) };
         Parked { pending, args, data }
     }
 }

@@ -90,13 +90,21 @@ pub extern "C" fn hsaKmtUnmapMemoryToGPU(memory_address: *mut c_void) -> HSAKMT_
     entry("hsaKmtUnmapMemoryToGPU", || thunk()?.unmap_memory_to_gpu(memory_address as u64))
 }
 
-/// `hsaKmtRegisterMemoryWithFlags`.
-pub extern "C" fn hsaKmtRegisterMemoryWithFlags(
+/// `hsaKmtRegisterMemoryWithFlags`: the GPU may then read and write the memory.
+///
+/// # Safety
+/// The pages `[memory_address, memory_address + size)` touches stay valid for the GPU's reads
+/// and writes until `hsaKmtDeregisterMemory` (or `hsaKmtCloseKFD`), as libhsakmt requires.
+pub unsafe extern "C" fn hsaKmtRegisterMemoryWithFlags(
     memory_address: *mut c_void,
     size: u64,
     flags: HsaMemFlags,
 ) -> HSAKMT_STATUS {
-    entry("hsaKmtRegisterMemoryWithFlags", || thunk()?.register_memory_with_flags(memory_address as u64, size, flags))
+    entry("hsaKmtRegisterMemoryWithFlags", || {
+        let t = thunk()?;
+        // SAFETY: the caller's contract.
+        unsafe { t.register_memory_with_flags(memory_address as u64, size, flags) }
+    })
 }
 
 /// `hsaKmtDeregisterMemory`.

@@ -248,7 +248,9 @@ unsafe fn svm_attrs(attrs: *const HSA_SVM_ATTRIBUTE, nattr: u32) -> thunk::hsakm
 /// `hsaKmtSVMSetAttr`: `HSAKMT_STATUS_ERROR` on this device, which has no SVM.
 ///
 /// # Safety
-/// `attrs` is null or points to `nattr` readable `HSA_SVM_ATTRIBUTE`s.
+/// `attrs` is null or points to `nattr` readable `HSA_SVM_ATTRIBUTE`s; the range
+/// `[start_addr, start_addr + size)` stays valid for the GPU's reads and writes while it keeps
+/// the attributes set, as with a registration.
 pub unsafe extern "C" fn hsaKmtSVMSetAttr(
     start_addr: *mut c_void,
     size: u64,
@@ -259,7 +261,8 @@ pub unsafe extern "C" fn hsaKmtSVMSetAttr(
         let t = thunk()?;
         // SAFETY: the caller's contract.
         let a = unsafe { svm_attrs(attrs, nattr) }?;
-        t.svm_set_attr(start_addr as u64, size, &a)
+        // SAFETY: the caller's contract.
+        unsafe { t.svm_set_attr(start_addr as u64, size, &a) }
     })
 }
 

@@ -98,7 +98,9 @@ impl HdpPage {
                 | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE,
             ..Default::default()
         };
-        kfd.call(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a)
+        // SAFETY: an MMIO remap allocation: the argument holds no CPU pointer (`va_addr` is the
+        // GPU address, reached through the device's VM).
+        unsafe { kfd.call(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) }
             .map_err(|e| Error::from_errno("allocating the MMIO remap page", e))?;
         let free = |e: Error| {
             let _ = kfd.free_memory(a.handle);

@@ -224,7 +224,9 @@ fn wait_events(kfd: &Kfd, ids: &[u32], ages: &[u64], timeout_ms: u32) -> Result<
         timeout: timeout_ms,
         wait_result: 0,
     };
-    kfd.call(AMDKFD_IOC_WAIT_EVENTS, &mut a)?;
+    // SAFETY: the device reads and writes `num_events` entries of `data`, owned here and not
+    // borrowed during the call.
+    unsafe { kfd.call(AMDKFD_IOC_WAIT_EVENTS, &mut a)? };
     if a.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE {
         return Ok(Vec::new());
     }

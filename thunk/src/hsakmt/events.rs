@@ -76,7 +76,8 @@ impl Thunk {
             a.event_page_offset = self.fmm.handle(va).ok_or(Status::Error)?;
             fresh = Some(va);
         }
-        if let Err(e) = self.ioctl(AMDKFD_IOC_CREATE_EVENT, &mut a) {
+        // SAFETY: CREATE_EVENT's argument holds no CPU pointer (the event page is a buffer handle).
+        if let Err(e) = unsafe { self.ioctl(AMDKFD_IOC_CREATE_EVENT, &mut a) } {
             log::warn!("CREATE_EVENT of type {}: {e}", desc.event_type.0);
             if let Some(va) = fresh {
                 let _ = self.unmap_memory_to_gpu(va);
@@ -94,8 +95,10 @@ impl Thunk {
                 Ok(m) => *page = Some(Page::Device(m)),
                 Err(e) => {
                     log::error!("cannot map the device's event page: {e}");
-                    let _ =
-                        self.ioctl(AMDKFD_IOC_DESTROY_EVENT, &mut DestroyEventArgs { event_id: a.event_id, pad: 0 });
+                    // SAFETY: DESTROY_EVENT's argument holds no pointer.
+                    let _ = unsafe {
+                        self.ioctl(AMDKFD_IOC_DESTROY_EVENT, &mut DestroyEventArgs { event_id: a.event_id, pad: 0 })
+                    };
                     return Err(Status::Error);
                 }
             }
@@ -122,17 +125,20 @@ impl Thunk {
             memory_fault: None,
         };
         if is_signaled && !desc.event_type.is_system() {
-            let _ = self.ioctl(AMDKFD_IOC_SET_EVENT, &mut SetEventArgs { event_id: a.event_id, pad: 0 });
+            // SAFETY: SET_EVENT's argument holds no pointer.
+            let _ = unsafe { self.ioctl(AMDKFD_IOC_SET_EVENT, &mut SetEventArgs { event_id: a.event_id, pad: 0 }) };
         }
         Ok(event)
     }
 
     /// `hsaKmtDestroyEvent`.
     pub fn destroy_event(&self, event: &Event) -> Result<()> {
-        self.ioctl(AMDKFD_IOC_DESTROY_EVENT, &mut DestroyEventArgs { event_id: event.event_id, pad: 0 }).map_err(|e| {
-            log::warn!("DESTROY_EVENT {}: {e}", event.event_id);
-            Status::Error
-        })
+        // SAFETY: DESTROY_EVENT's argument holds no pointer.
+        unsafe { self.ioctl(AMDKFD_IOC_DESTROY_EVENT, &mut DestroyEventArgs { event_id: event.event_id, pad: 0 }) }
+            .map_err(|e| {
+                log::warn!("DESTROY_EVENT {}: {e}", event.event_id);
+                Status::Error
+            })
     }
 
     /// `hsaKmtSetEvent`: system events cannot be set (`Error`).
@@ -140,7 +146,8 @@ impl Thunk {
         if event.event_type.is_system() {
             return Err(Status::Error);
         }
-        self.ioctl(AMDKFD_IOC_SET_EVENT, &mut SetEventArgs { event_id: event.event_id, pad: 0 })
+        // SAFETY: SET_EVENT's argument holds no pointer.
+        unsafe { self.ioctl(AMDKFD_IOC_SET_EVENT, &mut SetEventArgs { event_id: event.event_id, pad: 0 }) }
             .map_err(|_| Status::Error)
     }
 
@@ -149,7 +156,8 @@ impl Thunk {
         if event.event_type.is_system() {
             return Err(Status::Error);
         }
-        self.ioctl(AMDKFD_IOC_RESET_EVENT, &mut ResetEventArgs { event_id: event.event_id, pad: 0 })
+        // SAFETY: RESET_EVENT's argument holds no pointer.
+        unsafe { self.ioctl(AMDKFD_IOC_RESET_EVENT, &mut ResetEventArgs { event_id: event.event_id, pad: 0 }) }
             .map_err(|_| Status::Error)
     }
 
@@ -171,7 +179,9 @@ impl Thunk {
             timeout: milliseconds,
             wait_result: 0,
         };
-        if let Err(e) = self.ioctl(AMDKFD_IOC_WAIT_EVENTS, &mut a) {
+        // SAFETY: the device reads and writes `num_events` entries of `data`, owned here and not
+        // borrowed during the call.
+        if let Err(e) = unsafe { self.ioctl(AMDKFD_IOC_WAIT_EVENTS, &mut a) } {
             log::debug!("WAIT_EVENTS on {} events: {e}", data.len());
             return Err(Status::Error);
         }

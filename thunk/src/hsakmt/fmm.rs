@@ -149,16 +149,21 @@ fn hsa_to_ioc_flags(f: MemFlags) -> u32 {
     ioc
 }
 
-fn ioctl<T: uapi::FromBytes + uapi::IntoBytes + uapi::Immutable>(
+/// # Safety
+///
+/// As for [`Kfd::call`]: the pointers inside `a` are valid for the request.
+unsafe fn ioctl<T: uapi::FromBytes + uapi::IntoBytes + uapi::Immutable>(
     kfd: &Kfd,
     cmd: u32,
     a: &mut T,
 ) -> std::result::Result<(), Errno> {
-    super::ioctl(kfd, cmd, a)
+    // SAFETY: this function's contract.
+    unsafe { super::ioctl(kfd, cmd, a) }
 }
 
 fn free_bo(kfd: &Kfd, handle: u64) -> std::result::Result<(), Errno> {
-    ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut FreeMemoryOfGpuArgs { handle })
+    // SAFETY: FREE_MEMORY_OF_GPU's argument holds no pointer.
+    unsafe { ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut FreeMemoryOfGpuArgs { handle }) }
 }
 
 /// The alignment libhsakmt gives a buffer of `size` bytes: pages doubled while the buffer is at
@@ -175,11 +180,14 @@ impl Fmm {
     /// Sets up the apertures of every GPU node (fmm_init_process_apertures).
     pub fn new(kfd: &Kfd, topo: &super::topology::Topology, options: &super::Options) -> Result<Fmm> {
         let mut a = GetProcessAperturesNewArgs::default();
-        ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a).map_err(|_| Status::Error)?;
+        // SAFETY: a null array pointer: the device only counts the nodes.
+        unsafe { ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a) }.map_err(|_| Status::Error)?;
         let mut aps = vec![ProcessDeviceApertures::default(); a.num_of_nodes as usize];
         if !aps.is_empty() {
             a.kfd_process_device_apertures_ptr = aps.as_mut_ptr() as u64;
-            ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a).map_err(|_| Status::Error)?;
+            // SAFETY: the pointer is `aps`'s, `num_of_nodes` entries long, owned here and not
+            // borrowed during the call.
+            unsafe { ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a) }.map_err(|_| Status::Error)?;
             aps.truncate(a.num_of_nodes as usize);
         }
         let mut gpus = Vec::new();
@@ -218,7 +226,8 @@ impl Fmm {
                 alternate_policy: KFD_IOC_CACHE_POLICY_COHERENT,
                 pad: 0,
             };
-            ioctl(kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &mut p).map_err(|e| {
+            // SAFETY: SET_MEMORY_POLICY's argument holds no pointer.
+            unsafe { ioctl(kfd, AMDKFD_IOC_SET_MEMORY_POLICY, &mut p) }.map_err(|e| {
                 log::error!("cannot set the memory policy of gpu {:#x}: {e}", g.gpu_id);
                 Status::Error
             })?;
@@ -261,7 +270,12 @@ impl Fmm {
 
     /// ALLOC_MEMORY_OF_GPU of `size` bytes at `va` (NO_SUBSTITUTE always, as libhsakmt);
     /// returns (handle, mmap offset).
-    fn alloc_bo(kfd: &Kfd, gpu_id: u32, va: u64, size: u64, ioc: u32, userptr: u64) -> Option<(u64, u64)> {
+    ///
+    /// # Safety
+    ///
+    /// If `ioc` has USERPTR, `[userptr, userptr + size)` is valid for the device's reads and
+    /// writes until the buffer is freed, and no Rust reference aliases it meanwhile.
+    unsafe fn alloc_bo(kfd: &Kfd, gpu_id: u32, va: u64, size: u64, ioc: u32, userptr: u64) -> Option<(u64, u64)> {
         let mut a = AllocMemoryOfGpuArgs {
             va_addr: va,
             size,
@@ -270,7 +284,8 @@ impl Fmm {
             mmap_offset: userptr,
             ..Default::default()
         };
-        match ioctl(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) {
+        // SAFETY: the only pointer is the USERPTR address, valid by this function's contract.
+        match unsafe { ioctl(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a) } {
             Ok(()) => Some((a.handle, a.mmap_offset)),
             Err(e) => {
                 log::debug!("ALLOC_MEMORY_OF_GPU {size:#x} bytes at {va:#x} flags {ioc:#x} on gpu {gpu_id:#x}: {e}");
@@ -310,7 +325,8 @@ impl Fmm {
         kind: Kind,
     ) -> Option<u64> {
         let va = self.reserve(size, PAGE_SIZE)?;
-        let Some((handle, offset)) = Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) else {
+        // SAFETY: no USERPTR address (0): the callers pass VRAM, GTT and MMIO flags.
+        let Some((handle, offset)) = (unsafe { Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) }) else {
             // SAFETY: the reservation made above; no object was recorded for it.
             unsafe { vm::release(va, size as usize) };
             return None;
@@ -361,9 +377,12 @@ impl Fmm {
             let va = self.reserve(size, PAGE_SIZE)?;
             // SAFETY: the fresh reservation made just above; its address has not left this
             // function.
-            let made = unsafe { vm::map_anonymous_at(va, size as usize) }
-                .ok()
-                .and_then(|()| Fmm::alloc_bo(kfd, gpu_id, va, size, ioc | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, va));
+            let made = unsafe { vm::map_anonymous_at(va, size as usize) }.ok().and_then(|()| {
+                // SAFETY: the anonymous mapping made just above, which only its address (no
+                // reference) reaches; the object recorded below owns it, and `release_object`
+                // frees the buffer before it unmaps the memory.
+                unsafe { Fmm::alloc_bo(kfd, gpu_id, va, size, ioc | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, va) }
+            });
             let Some((handle, _)) = made else {
                 // SAFETY: the same reservation; no object was recorded for it.
                 unsafe { vm::release(va, size as usize) };
@@ -383,7 +402,8 @@ impl Fmm {
             KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
         let flags = MemFlags(0).with_non_paged(1).with_host_access(1).with_reserved(0xBE1);
         let va = self.reserve(size, PAGE_SIZE)?;
-        let Some((handle, _)) = Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) else {
+        // SAFETY: a doorbell buffer: no USERPTR address.
+        let Some((handle, _)) = (unsafe { Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) }) else {
             // SAFETY: the reservation made above; no object was recorded for it.
             unsafe { vm::release(va, size as usize) };
             return None;
@@ -426,7 +446,12 @@ impl Fmm {
     /// Registers `[addr, addr + size)` of this process's memory as a USERPTR object at a GPU
     /// address of its own (fmm_register_user_memory); a second registration of the same range
     /// counts.
-    pub fn register_user(&self, kfd: &Kfd, addr: u64, size: u64, coarse: bool) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`super::Thunk::register_memory_with_flags`]: the pages `[addr, addr + size)`
+    /// touches are valid for the device's reads and writes while registered.
+    pub unsafe fn register_user(&self, kfd: &Kfd, addr: u64, size: u64, coarse: bool) -> Result<()> {
         let gpu = *self.first_gpu()?;
         {
             let mut st = self.state.lock();
@@ -445,7 +470,10 @@ impl Fmm {
             | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE
             | if coarse { 0 } else { KFD_IOC_ALLOC_MEM_FLAGS_COHERENT };
         let va = self.reserve(aligned_size, PAGE_SIZE).ok_or(Status::Error)?;
-        let Some((handle, _)) = Fmm::alloc_bo(kfd, gpu.gpu_id, va, aligned_size, ioc, aligned) else {
+        // SAFETY: the caller's range, valid for the device while registered by this function's
+        // contract; the pages around it up to page bounds are the caller's too (its contract
+        // covers the page-rounded range, as the kernel's USERPTR pins whole pages).
+        let Some((handle, _)) = (unsafe { Fmm::alloc_bo(kfd, gpu.gpu_id, va, aligned_size, ioc, aligned) }) else {
             // SAFETY: the GPU-address reservation made above (not the caller's pages); no object
             // was recorded for it.
             unsafe { vm::release(va, aligned_size as usize) };
@@ -516,7 +544,8 @@ impl Fmm {
             n_devices: gpus.len() as u32,
             n_success: 0,
         };
-        let r = ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut a);
+        // SAFETY: the device reads `n_devices` ids from `gpus`, borrowed for the call.
+        let r = unsafe { ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut a) };
         let done = &gpus[..(a.n_success as usize).min(gpus.len())];
         o.mapped.retain(|g| !done.contains(g));
         o.mapped.extend_from_slice(done);
@@ -535,7 +564,8 @@ impl Fmm {
             n_devices: gpus.len() as u32,
             n_success: 0,
         };
-        let r = ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut a);
+        // SAFETY: the device reads `n_devices` ids from `gpus`, borrowed for the call.
+        let r = unsafe { ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut a) };
         let done = &gpus[..(a.n_success as usize).min(gpus.len())];
         o.mapped.retain(|g| !done.contains(g));
         o.mapped_nodes = o.mapped.iter().map(|g| self.node_of(*g)).collect();
@@ -710,7 +740,8 @@ impl Fmm {
         }
         let va = self.reserve(size, SCRATCH_ALIGN)?;
         let mut a = SetScratchBackingVaArgs { va_addr: va >> 16, gpu_id, pad: 0 };
-        if let Err(e) = ioctl(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a) {
+        // SAFETY: SET_SCRATCH_BACKING_VA's argument holds no pointer.
+        if let Err(e) = unsafe { ioctl(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a) } {
             log::warn!("SET_SCRATCH_BACKING_VA on gpu {gpu_id:#x}: {e}");
             // SAFETY: the reservation made above; it was not recorded.
             unsafe { vm::release(va, size as usize) };
@@ -737,11 +768,13 @@ impl Fmm {
             return Err(Status::Error);
         }
         let ioc = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-        let (handle, _) = Fmm::alloc_bo(kfd, gpu_id, addr, size, ioc, 0).ok_or(Status::Error)?;
+        // SAFETY: VRAM: no USERPTR address.
+        let (handle, _) = unsafe { Fmm::alloc_bo(kfd, gpu_id, addr, size, ioc, 0) }.ok_or(Status::Error)?;
         let gpus = [gpu_id];
         let mut m =
             MapMemoryToGpuArgs { handle, device_ids_array_ptr: gpus.as_ptr() as u64, n_devices: 1, n_success: 0 };
-        if let Err(e) = ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m) {
+        // SAFETY: the device reads one id from `gpus`, a local.
+        if let Err(e) = unsafe { ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m) } {
             log::warn!("mapping scratch {addr:#x}+{size:#x}: {e}");
             let _ = free_bo(kfd, handle);
             return Err(Status::Error);
@@ -765,7 +798,8 @@ impl Fmm {
         let gpus = [gpu_id];
         let mut u =
             UnmapMemoryFromGpuArgs { handle, device_ids_array_ptr: gpus.as_ptr() as u64, n_devices: 1, n_success: 0 };
-        let unmapped = ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u);
+        // SAFETY: the device reads one id from `gpus`, a local.
+        let unmapped = unsafe { ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u) };
         let freed = free_bo(kfd, handle);
         unmapped.and(freed).map_err(|e| {
             log::warn!("releasing a scratch piece of gpu {gpu_id:#x}: {e}");

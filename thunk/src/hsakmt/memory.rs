@@ -89,9 +89,14 @@ impl Thunk {
 
     /// fmm_register_memory: registers existing memory (user memory becomes a USERPTR object)
     /// and, with `gpus`, which GPUs it may be mapped on.
-    fn register(&self, addr: u64, size: u64, gpus: &[u32], coarse: bool) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`Thunk::register_memory_with_flags`].
+    unsafe fn register(&self, addr: u64, size: u64, gpus: &[u32], coarse: bool) -> Result<()> {
         if !self.fmm.register_existing(addr, size) {
-            self.fmm.register_user(&self.kfd, addr, size, coarse)?;
+            // SAFETY: this function's contract.
+            unsafe { self.fmm.register_user(&self.kfd, addr, size, coarse)? };
             if gpus.is_empty() {
                 return Ok(());
             }
@@ -102,18 +107,35 @@ impl Thunk {
 
     /// `hsaKmtRegisterMemoryWithFlags`: ordinary paged host memory (HostAccess set, NonPaged
     /// clear, else `NotSupported`) becomes GPU-accessible; `CoarseGrain` drops coherence.
-    pub fn register_memory_with_flags(&self, addr: u64, size: u64, flags: MemFlags) -> Result<()> {
+    ///
+    /// The device then reads and writes that memory whenever GPU work touches its GPU address,
+    /// in this process (embedded) as in another (CUSE, through the kernel).
+    ///
+    /// # Safety
+    ///
+    /// The whole pages `[addr, addr + size)` touches are valid for the device's reads and writes
+    /// for as long as the registration lasts (until [`Thunk::deregister_memory`] drops the last
+    /// registration of the range, or the thunk closes), and no Rust reference aliases memory the
+    /// device writes meanwhile. Memory this thunk allocated is registered already and needs
+    /// nothing.
+    pub unsafe fn register_memory_with_flags(&self, addr: u64, size: u64, flags: MemFlags) -> Result<()> {
         if flags.host_access() != 1 || flags.non_paged() == 1 {
             return Err(Status::NotSupported);
         }
-        self.register(addr, size, &[], flags.coarse_grain() != 0)
+        // SAFETY: this function's contract.
+        unsafe { self.register(addr, size, &[], flags.coarse_grain() != 0) }
     }
 
     /// `hsaKmtRegisterMemoryToNodes`: as [`Thunk::register_memory_with_flags`] (coarse
     /// grained), limited to `nodes`.
-    pub fn register_memory_to_nodes(&self, addr: u64, size: u64, nodes: &[u32]) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`Thunk::register_memory_with_flags`].
+    pub unsafe fn register_memory_to_nodes(&self, addr: u64, size: u64, nodes: &[u32]) -> Result<()> {
         let gpus = self.gpu_ids_of(nodes)?;
-        self.register(addr, size, &gpus, true)
+        // SAFETY: this function's contract.
+        unsafe { self.register(addr, size, &gpus, true) }
     }
 
     /// `hsaKmtDeregisterMemory`: releases a user-pointer registration or an import; forgets an
@@ -186,7 +208,8 @@ impl Thunk {
         put(&mut a, 0, &handle.to_le_bytes());
         put(&mut a, 24, &gpu_id.to_le_bytes());
         put(&mut a, 28, &flags.0.to_le_bytes());
-        self.raw_ioctl(AMDKFD_IOC_IPC_EXPORT_HANDLE, &mut a).map_err(|e| {
+        // SAFETY: the IPC export argument holds no pointer (a handle and ids).
+        unsafe { self.raw_ioctl(AMDKFD_IOC_IPC_EXPORT_HANDLE, &mut a) }.map_err(|e| {
             log::debug!("IPC export of {addr:#x}: {e}");
             Status::Error
         })?;
@@ -214,7 +237,9 @@ impl Thunk {
             put(&mut a, 24 + 4 * i, &handle.0[i].to_le_bytes());
         }
         put(&mut a, 40, &handle.0[7].to_le_bytes());
-        if let Err(e) = self.raw_ioctl(AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a) {
+        // SAFETY: the IPC import argument holds no CPU pointer (`va` is a GPU address reserved
+        // above, which the device reaches through its VM).
+        if let Err(e) = unsafe { self.raw_ioctl(AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a) } {
             log::debug!("IPC import: {e}");
             // SAFETY: the area reserved above for this import, which was not recorded.
             unsafe { crate::vm::release(va, size.max(super::PAGE_SIZE) as usize) };
@@ -238,7 +263,9 @@ impl Thunk {
             dmabuf_fd: handle as u32,
             ..Default::default()
         };
-        match self.ioctl(AMDKFD_IOC_GET_DMABUF_INFO, &mut a) {
+        // SAFETY: the device writes at most `metadata_size` bytes into `metadata`, owned here and
+        // not borrowed during the call.
+        match unsafe { self.ioctl(AMDKFD_IOC_GET_DMABUF_INFO, &mut a) } {
             Err(e) => log::debug!("GET_DMABUF_INFO of fd {handle}: {e}"),
             Ok(()) => log::warn!("the device described dma-buf {handle}, but this thunk cannot import dma-bufs"),
         }
@@ -246,9 +273,14 @@ impl Thunk {
     }
 
     /// A raw ioctl, restarted when interrupted.
-    fn raw_ioctl(&self, cmd: u32, arg: &mut [u8]) -> std::result::Result<(), nix::errno::Errno> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`crate::Kfd::ioctl`].
+    unsafe fn raw_ioctl(&self, cmd: u32, arg: &mut [u8]) -> std::result::Result<(), nix::errno::Errno> {
         loop {
-            match self.kfd.ioctl(cmd, arg) {
+            // SAFETY: this function's contract.
+            match unsafe { self.kfd.ioctl(cmd, arg) } {
                 Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
                 r => return r,
             }

@@ -47,7 +47,8 @@ impl Thunk {
     pub fn clock_counters(&self, node: u32) -> Result<ClockCounters> {
         let gpu_id = self.gpu_id(node)?;
         let mut a = GetClockCountersArgs { gpu_id, ..Default::default() };
-        self.ioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a).map_err(|_| Status::Error)?;
+        // SAFETY: GET_CLOCK_COUNTERS' argument holds no pointer.
+        unsafe { self.ioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a) }.map_err(|_| Status::Error)?;
         Ok(ClockCounters {
             gpu_clock_counter: a.gpu_clock_counter,
             cpu_clock_counter: a.cpu_clock_counter,
@@ -60,7 +61,8 @@ impl Thunk {
     fn xnack(&self, mode: i32) -> Result<i32> {
         self.need_minor(5)?;
         let mut a = SetXnackModeArgs { xnack_enabled: mode };
-        match self.ioctl(AMDKFD_IOC_SET_XNACK_MODE, &mut a) {
+        // SAFETY: SET_XNACK_MODE's argument holds no pointer.
+        match unsafe { self.ioctl(AMDKFD_IOC_SET_XNACK_MODE, &mut a) } {
             Ok(()) => Ok(a.xnack_enabled),
             Err(Errno::EPERM) => Err(Status::NotSupported),
             Err(e) => {
@@ -116,9 +118,13 @@ impl Thunk {
         Ok(())
     }
 
+    /// The ROCm 5.2 debug-trap request, for the operations this thunk sends (GET_VERSION and
+    /// RUNTIME_ENABLE).
     fn raw_dbg_trap(&self, a: &mut [u8; 32]) -> std::result::Result<(), Errno> {
         loop {
-            match self.kfd.ioctl(AMDKFD_IOC_DBG_TRAP_ROCM52, a) {
+            // SAFETY: the pointer field is 0, or RUNTIME_ENABLE's r_debug address, which the
+            // driver only stores and reports to a debugger, never reads or writes through.
+            match unsafe { self.kfd.ioctl(AMDKFD_IOC_DBG_TRAP_ROCM52, a) } {
                 Err(Errno::EINTR | Errno::EAGAIN) => continue,
                 r => return r,
             }
@@ -129,7 +135,8 @@ impl Thunk {
     pub fn set_trap_handler(&self, node: u32, tba: u64, _tba_size: u64, tma: u64, _tma_size: u64) -> Result<()> {
         let gpu_id = self.gpu_id(node)?;
         let mut a = SetTrapHandlerArgs { tba_addr: tba, tma_addr: tma, gpu_id, pad: 0 };
-        self.ioctl(AMDKFD_IOC_SET_TRAP_HANDLER, &mut a).map_err(|_| Status::Error)
+        // SAFETY: the trap handler addresses are GPU addresses, reached through the device's VM.
+        unsafe { self.ioctl(AMDKFD_IOC_SET_TRAP_HANDLER, &mut a) }.map_err(|_| Status::Error)
     }
 
     /// `hsaKmtGetTileConfig`: up to `num_tile_configs` and `num_macro_tile_configs` entries
@@ -146,7 +153,9 @@ impl Thunk {
             gpu_id,
             ..Default::default()
         };
-        self.ioctl(AMDKFD_IOC_GET_TILE_CONFIG, &mut a).map_err(|_| Status::Error)?;
+        // SAFETY: the device writes at most `num_tile_configs` and `num_macro_tile_configs` words
+        // into `tile` and `macro_tile`, owned here and not borrowed during the call.
+        unsafe { self.ioctl(AMDKFD_IOC_GET_TILE_CONFIG, &mut a) }.map_err(|_| Status::Error)?;
         tile.truncate(a.num_tile_configs as usize);
         macro_tile.truncate(a.num_macro_tile_configs as usize);
         Ok(TileConfig {
@@ -190,7 +199,8 @@ impl Thunk {
             alternate_policy: kfd_policy(alternate_policy),
             pad: 0,
         };
-        self.ioctl(AMDKFD_IOC_SET_MEMORY_POLICY, &mut a).map_err(|_| Status::Error)
+        // SAFETY: SET_MEMORY_POLICY's argument holds no pointer.
+        unsafe { self.ioctl(AMDKFD_IOC_SET_MEMORY_POLICY, &mut a) }.map_err(|_| Status::Error)
     }
 
     /// Checks an SVM range and turns node ids into gpu ids for the attributes that carry nodes.
@@ -224,10 +234,16 @@ impl Thunk {
 
     /// The SVM request with its attributes inline (the request size covers them, as KFD reads
     /// them in one copy).
-    fn svm_ioctl(&self, args: &mut [u8]) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// For SET_ATTR, as for [`Thunk::svm_set_attr`].
+    unsafe fn svm_ioctl(&self, args: &mut [u8]) -> Result<()> {
         let cmd = AMDKFD_IOC_SVM + ((args.len() - std::mem::size_of::<SvmArgs>()) << IOC_SIZESHIFT) as u32;
         loop {
-            match self.kfd.ioctl(cmd, args) {
+            // SAFETY: the attributes are inline; the range is covered by this function's
+            // contract.
+            match unsafe { self.kfd.ioctl(cmd, args) } {
                 Err(Errno::EINTR | Errno::EAGAIN) => continue,
                 Ok(()) => return Ok(()),
                 Err(e) => {
@@ -239,16 +255,24 @@ impl Thunk {
     }
 
     /// `hsaKmtSVMSetAttr`. amdkfd without SVM (this device) refuses the request: `Error`.
-    pub fn svm_set_attr(&self, start: u64, size: u64, attrs: &[SvmAttribute]) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// SET_ATTR makes `[start, start + size)` of this process reachable by the GPU, as a
+    /// registration does: as for [`Thunk::register_memory_with_flags`], for as long as the range
+    /// keeps its attributes.
+    pub unsafe fn svm_set_attr(&self, start: u64, size: u64, attrs: &[SvmAttribute]) -> Result<()> {
         let mut args = self.svm_args(start, size, attrs, KFD_IOCTL_SVM_OP_SET_ATTR, false)?;
-        self.svm_ioctl(&mut args)
+        // SAFETY: this function's contract.
+        unsafe { self.svm_ioctl(&mut args) }
     }
 
     /// `hsaKmtSVMGetAttr`: fills the values of `attrs` (locations as node ids). `Error` on this
     /// device, which has no SVM.
     pub fn svm_get_attr(&self, start: u64, size: u64, attrs: &mut [SvmAttribute]) -> Result<()> {
         let mut args = self.svm_args(start, size, attrs, KFD_IOCTL_SVM_OP_GET_ATTR, true)?;
-        self.svm_ioctl(&mut args)?;
+        // SAFETY: GET_ATTR only reports attributes, inline in `args`; it registers nothing.
+        unsafe { self.svm_ioctl(&mut args)? };
         let head = std::mem::size_of::<SvmArgs>();
         for (i, at) in attrs.iter_mut().enumerate() {
             let off = head + i * 8 + 4;

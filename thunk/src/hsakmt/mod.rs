@@ -153,7 +153,8 @@ impl Thunk {
     /// [`Thunk::open`] with explicit options.
     pub fn open_with(kfd: Kfd, options: Options) -> Result<Thunk> {
         let mut v = GetVersionArgs::default();
-        ioctl(&kfd, AMDKFD_IOC_GET_VERSION, &mut v).map_err(|_| Status::Error)?;
+        // SAFETY: GET_VERSION's argument holds no pointer.
+        unsafe { ioctl(&kfd, AMDKFD_IOC_GET_VERSION, &mut v) }.map_err(|_| Status::Error)?;
         if v.major_version != 1 {
             log::error!("KFD interface {}.{}: only major version 1 is supported", v.major_version, v.minor_version);
             return Err(Status::DriverMismatch);
@@ -195,8 +196,17 @@ impl Thunk {
     }
 
     /// A typed ioctl, restarted when interrupted (as libhsakmt's kmtIoctl).
-    fn ioctl<T: FromBytes + IntoBytes + Immutable>(&self, cmd: u32, args: &mut T) -> std::result::Result<(), Errno> {
-        ioctl(&self.kfd, cmd, args)
+    ///
+    /// # Safety
+    ///
+    /// As for [`Kfd::call`]: the pointers inside `args` are valid for the request.
+    unsafe fn ioctl<T: FromBytes + IntoBytes + Immutable>(
+        &self,
+        cmd: u32,
+        args: &mut T,
+    ) -> std::result::Result<(), Errno> {
+        // SAFETY: this function's contract.
+        unsafe { ioctl(&self.kfd, cmd, args) }
     }
 
     /// The gpu_id of node `node` (0 for a CPU node); `InvalidNodeUnit` if there is no such node
@@ -238,9 +248,18 @@ impl Drop for Thunk {
 }
 
 /// A typed ioctl on `kfd`, restarted on EINTR and EAGAIN as libhsakmt's kmtIoctl does.
-fn ioctl<T: FromBytes + IntoBytes + Immutable>(kfd: &Kfd, cmd: u32, args: &mut T) -> std::result::Result<(), Errno> {
+///
+/// # Safety
+///
+/// As for [`Kfd::call`]: the pointers inside `args` are valid for the request.
+unsafe fn ioctl<T: FromBytes + IntoBytes + Immutable>(
+    kfd: &Kfd,
+    cmd: u32,
+    args: &mut T,
+) -> std::result::Result<(), Errno> {
     loop {
-        match kfd.call(cmd, args) {
+        // SAFETY: this function's contract.
+        match unsafe { kfd.call(cmd, args) } {
             Err(Errno::EINTR | Errno::EAGAIN) => continue,
             r => return r,
         }

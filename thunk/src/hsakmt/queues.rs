@@ -72,7 +72,10 @@ impl Queues {
     pub fn destroy_all(&self, kfd: &Kfd) {
         let mut st = self.state.lock();
         for (_, q) in st.queues.drain() {
-            let _ = super::ioctl(kfd, AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: q.kfd_id, pad: 0 });
+            // SAFETY: DESTROY_QUEUE's argument holds no pointer.
+            let _ = unsafe {
+                super::ioctl(kfd, AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: q.kfd_id, pad: 0 })
+            };
         }
         st.doorbells.clear();
     }
@@ -143,7 +146,9 @@ impl Thunk {
             queue_priority: kfd_priority,
             ..Default::default()
         };
-        if let Err(e) = self.ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut a) {
+        // SAFETY: CREATE_QUEUE's addresses are GPU addresses (ring, read and write pointers),
+        // reached through the device's VM.
+        if let Err(e) = unsafe { self.ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut a) } {
             log::warn!("CREATE_QUEUE on node {node}: {e}");
             free_pointers();
             return Err(Status::Error);
@@ -167,7 +172,10 @@ impl Thunk {
         let slice = match slice {
             Ok(s) => s,
             Err(e) => {
-                let _ = self.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 });
+                // SAFETY: DESTROY_QUEUE's argument holds no pointer.
+                let _ = unsafe {
+                    self.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id: a.queue_id, pad: 0 })
+                };
                 drop(st);
                 free_pointers();
                 return Err(e);
@@ -186,8 +194,9 @@ impl Thunk {
     fn queue_pointer_page(&self, node: u32) -> Result<u64> {
         let flags = MemFlags(0).with_host_access(1).with_execute_access(1).with_uncached(1);
         let page = self.alloc_memory(0, PAGE_SIZE, flags, None)?;
-        let mapped = self
-            .register_memory_to_nodes(page, PAGE_SIZE, &[node])
+        // SAFETY: memory this thunk just allocated: registering it records its node and makes no
+        // USERPTR registration of caller memory.
+        let mapped = unsafe { self.register_memory_to_nodes(page, PAGE_SIZE, &[node]) }
             .and_then(|()| self.map_memory_to_gpu(page, PAGE_SIZE));
         if let Err(e) = mapped {
             let _ = self.free_memory(page, PAGE_SIZE);
@@ -229,7 +238,8 @@ impl Thunk {
             queue_percentage: percentage,
             queue_priority,
         };
-        self.ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a).map_err(|e| {
+        // SAFETY: the ring base is a GPU address, reached through the device's VM.
+        unsafe { self.ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a) }.map_err(|e| {
             log::warn!("UPDATE_QUEUE {queue_id}: {e}");
             Status::Error
         })
@@ -238,7 +248,8 @@ impl Thunk {
     /// `hsaKmtDestroyQueue`.
     pub fn destroy_queue(&self, id: QueueId) -> Result<()> {
         let queue_id = self.kfd_queue_id(id)?;
-        if let Err(e) = self.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id, pad: 0 }) {
+        // SAFETY: DESTROY_QUEUE's argument holds no pointer.
+        if let Err(e) = unsafe { self.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut DestroyQueueArgs { queue_id, pad: 0 }) } {
             log::error!("failed to destroy queue {queue_id}: {e}");
             return Err(Status::Error);
         }
@@ -258,7 +269,8 @@ impl Thunk {
         let queue_id = self.kfd_queue_id(id)?;
         let mut a =
             SetCuMaskArgs { queue_id, num_cu_mask: (mask.len() * 32) as u32, cu_mask_ptr: mask.as_ptr() as u64 };
-        self.ioctl(AMDKFD_IOC_SET_CU_MASK, &mut a).map_err(|_| Status::Error)?;
+        // SAFETY: the device reads `num_cu_mask / 32` words from `mask`, borrowed for the call.
+        unsafe { self.ioctl(AMDKFD_IOC_SET_CU_MASK, &mut a) }.map_err(|_| Status::Error)?;
         if let Some(q) = self.queues.state.lock().queues.get_mut(&id.0) {
             q.cu_mask = mask.to_vec();
         }
@@ -276,7 +288,8 @@ impl Thunk {
     pub fn alloc_queue_gws(&self, id: QueueId, n: u32) -> Result<u32> {
         let queue_id = self.kfd_queue_id(id)?;
         let mut a = AllocQueueGwsArgs { queue_id, num_gws: n, ..Default::default() };
-        match self.ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a) {
+        // SAFETY: ALLOC_QUEUE_GWS's argument holds no pointer.
+        match unsafe { self.ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a) } {
             Ok(()) => Ok(a.first_gws),
             Err(Errno::EINVAL) => Err(Status::InvalidParameter),
             Err(Errno::EBUSY) => Err(Status::OutOfResources),

@@ -369,7 +369,10 @@ pub fn run_dispatch(ops: &[DispatchOp]) {
                 // Replies (parked ones later, from other threads) are dropped: a reply that is
                 // never sent would answer EIO and log, which is all a front end could notice.
                 let responder = Responder::new(tag, |_| {});
-                device.ioctl(f, &Request { caller: c, cmd: cmd.value(), data, tag }, &memory, responder);
+                // SAFETY: every caller is a PID_BASE pid (above pid_max), never this process: the
+                // device reads argument pointers only through `memory` (a copy), and the USERPTR
+                // ranges it touches belong to that other pid, no soundness concern.
+                unsafe { device.ioctl(f, &Request { caller: c, cmd: cmd.value(), data, tag }, &memory, responder) };
             }
             DispatchOp::Interrupt { back } if !tags.is_empty() => {
                 let i = tags.len() - 1 - usize::from(*back) % tags.len();

@@ -59,7 +59,8 @@ impl Arena {
         if !self.contains(addr, data.len() as u64) {
             return false;
         }
-        cuse_kfd::memory::remote::write(std::process::id(), addr, data).is_ok()
+        // SAFETY: the range is in the arena (checked above), which no Rust reference reaches.
+        unsafe { cuse_kfd::memory::remote::write(std::process::id(), addr, data) }.is_ok()
     }
 
     /// The address `ptr` stands for; [`Ptr::Data`] is copied to `*bump` in the data area.
@@ -102,10 +103,12 @@ mod tests {
         let mut bump = 0;
         let addr = a.resolve(&Ptr::Data(vec![1, 2, 3, 4]), &mut bump);
         let mut back = [0u8; 4];
-        cuse_kfd::memory::remote::read(std::process::id(), addr, &mut back).unwrap();
+        // SAFETY: an arena address, which nothing else writes during the test.
+        unsafe { cuse_kfd::memory::remote::read(std::process::id(), addr, &mut back) }.unwrap();
         assert_eq!(back, [1, 2, 3, 4]);
         let hole = a.resolve(&Ptr::Hole(8), &mut bump);
-        assert!(cuse_kfd::memory::remote::read(std::process::id(), hole, &mut back).is_err());
+        // SAFETY: the hole is never mapped: the read faults.
+        assert!(unsafe { cuse_kfd::memory::remote::read(std::process::id(), hole, &mut back) }.is_err());
         assert!(a.is_safe(hole) && a.is_safe(0) && a.is_safe(1 << 50));
         assert!(!a.write(hole, &[1]));
     }

@@ -57,13 +57,19 @@ impl Procfs for SystemProcfs {
         std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
     }
 
-    /// One byte of each page the range touches, read with process_vm_readv.
+    /// One byte of each page the range touches, read with process_vm_readv. This process's own
+    /// memory is not probed (that would be a read of it at any address): the kernel's copy for
+    /// the RETRY decides, as a fake may.
     fn readable(&self, pid: u32, addr: u64, len: u64) -> bool {
+        if pid == std::process::id() {
+            return true;
+        }
         let Some(end) = addr.checked_add(len) else { return false };
         let mut byte = [0u8; 1];
         let mut at = addr;
         while at < end {
-            if crate::memory::remote::read(pid, at, &mut byte).is_err() {
+            // SAFETY: `pid` is another process (checked above): no requirement.
+            if unsafe { crate::memory::remote::read(pid, at, &mut byte) }.is_err() {
                 return false;
             }
             at = (at | (PAGE_SIZE - 1)) + 1;
@@ -315,7 +321,10 @@ impl Session {
             sink.send(final_reply(unique, reply, args_out as usize, out_ranges));
         });
         let request = ioctl::Request { caller, cmd: io.cmd, data: &data[..args_in as usize], tag: unique };
-        self.device.ioctl(FileId(io.fh), &request, &staged, responder);
+        // SAFETY: the caller is the process the kernel names for this ioctl(2). Another process's
+        // memory is no soundness concern; if it is this daemon itself, its ioctl(2) call, an
+        // unsafe call, carries the contract for its pointers and USERPTR ranges.
+        unsafe { self.device.ioctl(FileId(io.fh), &request, &staged, responder) };
         // An interrupt that came while the request was between the check above and parking
         // found nothing to end and was kept: end the parked wait now (a no-op if it finished).
         let mut p = self.pending_interrupts.lock();

@@ -72,7 +72,11 @@ impl UserMemory for CheckedMemory {
         if !buf.is_empty() && !covered(&self.declared, addr, buf.len() as u64, false) {
             self.undeclared.lock().push((addr, buf.len()));
         }
-        cuse_kfd::memory::remote::read(std::process::id(), addr, buf)
+        // SAFETY: an address from a request `send` passed on; the fuzzer builds requests with only
+        // pointers that are null, low, in the arena, in its hole or above user space (arena.rs):
+        // the device's reads and writes land in the arena, which no Rust reference reaches, or
+        // fault.
+        unsafe { cuse_kfd::memory::remote::read(std::process::id(), addr, buf) }
     }
 }
 
@@ -101,7 +105,11 @@ pub(super) fn send(device: &Device, file: FileId, caller: Caller, cmd: u32, data
     let responder = Responder::new(tag, move |r| {
         let _ = tx.send(r);
     });
-    device.ioctl(file, &Request { caller, cmd, data, tag }, mem, responder);
+    // SAFETY: the fuzzer passes only pointers that are null, low, in the arena, in its hole or
+    // above user space (arena.rs): the device's reads and writes land in the arena, which no Rust
+    // reference reaches, or fault. The same holds for USERPTR addresses, which the fuzzer draws
+    // from the same pointers.
+    unsafe { device.ioctl(file, &Request { caller, cmd, data, tag }, mem, responder) };
     match rx.try_recv() {
         Ok(r) => Sent::Replied(r),
         Err(_) => Sent::Parked(tag, rx),

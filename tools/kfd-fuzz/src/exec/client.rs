@@ -30,10 +30,11 @@ pub(super) struct SimTransport {
 }
 
 impl Transport for SimTransport {
-    fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
         let f = self.file.lock();
         match f.as_ref() {
-            Some(file) => file.ioctl(cmd, arg),
+            // SAFETY: this method's contract, passed on.
+            Some(file) => unsafe { file.ioctl(cmd, arg) },
             // The process is dead: its fd is closed.
             None => Err(Errno::EBADF),
         }
