@@ -6,6 +6,7 @@
 
 use super::backing::BackingFile;
 use super::remote;
+use super::shm::ShmError;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -44,6 +45,9 @@ pub enum VmFault {
     Misaligned { va: GpuVa },
     #[error("client memory at GPU address {va} is not accessible")]
     Userptr { va: GpuVa },
+    /// The client truncated (or punched) the backing file of the memory at `va`.
+    #[error("the memory at GPU address {va} is gone: its owner truncated the file")]
+    Lost { va: GpuVa },
 }
 
 impl VmFault {
@@ -53,7 +57,17 @@ impl VmFault {
             | VmFault::ReadOnly { va }
             | VmFault::Overflow { va }
             | VmFault::Misaligned { va }
-            | VmFault::Userptr { va } => va,
+            | VmFault::Userptr { va }
+            | VmFault::Lost { va } => va,
+        }
+    }
+
+    /// The fault of a failed access to a shared region at `va`.
+    pub fn from_shm(e: ShmError, va: GpuVa) -> VmFault {
+        match e {
+            ShmError::OutOfBounds => VmFault::Unmapped { va },
+            ShmError::Misaligned => VmFault::Misaligned { va },
+            ShmError::Lost => VmFault::Lost { va },
         }
     }
 }
@@ -154,7 +168,7 @@ impl GpuVm {
             let at = GpuVa(r.start.0 + off);
             match &r.backing {
                 RegionBacking::File { file, offset } => {
-                    file.region().read(offset + off as usize, dst).map_err(|_| VmFault::Unmapped { va: at })?
+                    file.region().read(offset + off as usize, dst).map_err(|e| VmFault::from_shm(e, at))?
                 }
                 RegionBacking::Userptr { pid, addr } => {
                     remote::read(*pid, addr + off, dst).map_err(|_| VmFault::Userptr { va: at })?
@@ -176,7 +190,7 @@ impl GpuVm {
             }
             match &r.backing {
                 RegionBacking::File { file, offset } => {
-                    file.region().write(offset + off as usize, src).map_err(|_| VmFault::Unmapped { va: at })?
+                    file.region().write(offset + off as usize, src).map_err(|e| VmFault::from_shm(e, at))?
                 }
                 RegionBacking::Userptr { pid, addr } => {
                     remote::write(*pid, addr + off, src).map_err(|_| VmFault::Userptr { va: at })?
@@ -239,7 +253,7 @@ impl Word {
     pub fn load(&self, order: Ordering) -> Result<u64, VmFault> {
         match &self.target {
             WordTarget::File { file, offset } => {
-                Ok(file.region().atomic_u64(*offset).map_err(|_| VmFault::Misaligned { va: self.va })?.load(order))
+                file.region().with_u64(*offset, |w| w.load(order)).map_err(|e| VmFault::from_shm(e, self.va))
             }
             WordTarget::Userptr { pid, addr } => {
                 let mut b = [0u8; 8];
@@ -255,8 +269,7 @@ impl Word {
         }
         match &self.target {
             WordTarget::File { file, offset } => {
-                file.region().atomic_u64(*offset).map_err(|_| VmFault::Misaligned { va: self.va })?.store(value, order);
-                Ok(())
+                file.region().with_u64(*offset, |w| w.store(value, order)).map_err(|e| VmFault::from_shm(e, self.va))
             }
             WordTarget::Userptr { pid, addr } => {
                 remote::write(*pid, *addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: self.va })
@@ -270,11 +283,10 @@ impl Word {
             return Err(VmFault::ReadOnly { va: self.va });
         }
         match &self.target {
-            WordTarget::File { file, offset } => Ok(file
+            WordTarget::File { file, offset } => file
                 .region()
-                .atomic_u64(*offset)
-                .map_err(|_| VmFault::Misaligned { va: self.va })?
-                .fetch_add(delta, order)),
+                .with_u64(*offset, |w| w.fetch_add(delta, order))
+                .map_err(|e| VmFault::from_shm(e, self.va)),
             WordTarget::Userptr { .. } => {
                 let old = self.load(order)?;
                 self.store(old.wrapping_add(delta), order)?;
