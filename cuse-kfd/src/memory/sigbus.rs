@@ -245,6 +245,71 @@ mod tests {
         drop(guard);
     }
 
+    /// What a child process of [`foreign_sigbus_is_not_swallowed`] does: `chain` installs a
+    /// handler of its own first (which exits 42), then the guard; both fault on an unguarded
+    /// truncated mapping.
+    fn child(chain: bool) {
+        extern "C" fn exit_42(_: libc::c_int) {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(42) };
+        }
+        if chain {
+            // SAFETY: plain data, zero is valid; the handler only calls _exit.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            action.sa_sigaction = exit_42 as extern "C" fn(libc::c_int) as usize;
+            // SAFETY: valid pointers.
+            unsafe { libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()) };
+        }
+        let mut x = [0u8; 8];
+        let _guard = Guard::register(x.as_mut_ptr(), x.len()).unwrap();
+        let file = tempfile::tempfile().unwrap();
+        file.set_len(page() as u64).unwrap();
+        let map = memmap2::MmapOptions::new().len(page()).map_raw(&file).unwrap();
+        file.set_len(0).unwrap();
+        // SAFETY: in bounds of the live mapping; the access faults, which is the point.
+        let v = unsafe { (map.as_ptr() as *const u64).read_volatile() };
+        println!("survived an unguarded SIGBUS, read {v}");
+        std::process::exit(0);
+    }
+
+    /// A SIGBUS outside every guarded mapping goes to the handler installed before the guard,
+    /// and with none, kills the process as it would have without the guard.
+    #[test]
+    fn foreign_sigbus_is_not_swallowed() {
+        use std::os::unix::process::ExitStatusExt;
+        const MODE: &str = "CUSE_KFD_SIGBUS_TEST_CHILD";
+        match std::env::var(MODE).as_deref() {
+            Ok("default") => child(false),
+            Ok("chain") => child(true),
+            _ => {}
+        }
+        // A swallowed fault retries forever: the child is given 10 s.
+        let run = |mode: &str| {
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "memory::sigbus::tests::foreign_sigbus_is_not_swallowed", "--test-threads=1"])
+                .env(MODE, mode)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    return status;
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("the {mode} child never got its SIGBUS delivered");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        };
+        let status = run("default");
+        assert_eq!(status.signal(), Some(libc::SIGBUS), "{status:?}");
+        let status = run("chain");
+        assert_eq!(status.code(), Some(42), "{status:?}");
+    }
+
     #[test]
     fn slots_are_reused() {
         let mut x = [0u8; 8];

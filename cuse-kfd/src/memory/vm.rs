@@ -46,7 +46,7 @@ pub enum VmFault {
     #[error("client memory at GPU address {va} is not accessible")]
     Userptr { va: GpuVa },
     /// The client truncated (or punched) the backing file of the memory at `va`.
-    #[error("the memory at GPU address {va} is gone: its owner truncated the file")]
+    #[error("the memory at GPU address {va} is gone: its owner truncated or punched the file")]
     Lost { va: GpuVa },
 }
 
