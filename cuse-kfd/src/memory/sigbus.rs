@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Once;
 
 /// How many mappings can be guarded at once; a mapping beyond that is refused (ENOMEM).
-pub const SLOTS: usize = 16384;
+pub const SLOTS: usize = 65536;
 
 const FREE: u8 = 0;
 const CLAIMED: u8 = 1;
