@@ -291,6 +291,15 @@ impl QueueRunner {
         out
     }
 
+    /// Stops the queue with `fault` (memory it depends on is gone), unless it stopped already.
+    pub fn lose(&mut self, fault: QueueFault, trace: &Trace) -> Polled {
+        let mut out = Polled::default();
+        if !self.stopped {
+            self.fail(fault, &mut out, trace);
+        }
+        out
+    }
+
     /// The queue is being destroyed: returns the events of the completion signals of packets
     /// that will never run, whose waiters are then woken with FAIL (the signals keep their
     /// values).

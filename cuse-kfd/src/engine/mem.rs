@@ -4,10 +4,10 @@
 
 use crate::faults::Faults;
 use crate::memory::remote;
-use crate::memory::shm::SharedRegion;
+use crate::memory::shm::{SharedRegion, ShmError};
 use crate::memory::vm::{GpuVa, RegionBacking, VmFault};
 use crate::process::Process;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 const TLB_ENTRIES: usize = 8;
 
@@ -96,7 +96,7 @@ impl<'a> Mem<'a> {
         match hit.map(|i| &self.tlb.entries[i]) {
             Some(Entry { start, backing: RegionBacking::File { file, offset }, .. }) => {
                 let at = offset + (va - start) as usize;
-                file.region().read(at, buf).map_err(|_| VmFault::Unmapped { va: GpuVa(va) })
+                file.region().read(at, buf).map_err(|e| VmFault::from_shm(e, GpuVa(va)))
             }
             // USERPTR memory, or a range spanning regions: the VM's general path.
             _ => self.process.vm().read(self.gpu_id, GpuVa(va), buf),
@@ -110,7 +110,7 @@ impl<'a> Mem<'a> {
         match hit.map(|i| &self.tlb.entries[i]) {
             Some(Entry { start, writable: true, backing: RegionBacking::File { file, offset }, .. }) => {
                 let at = offset + (va - start) as usize;
-                file.region().write(at, data).map_err(|_| VmFault::Unmapped { va: GpuVa(va) })
+                file.region().write(at, data).map_err(|e| VmFault::from_shm(e, GpuVa(va)))
             }
             _ => self.process.vm().write(self.gpu_id, GpuVa(va), data),
         }
@@ -159,7 +159,7 @@ impl<'a> Mem<'a> {
 
     /// Atomically loads the u64 at `va`.
     pub fn load_u64(&mut self, va: u64, order: Ordering) -> Result<u64, VmFault> {
-        if let Some(v) = self.with_word(va, false, |r, off| Ok(atomic_u64(r, off, va)?.load(order)))? {
+        if let Some(v) = self.with_word(va, false, |r, off| shm(va, r.with_u64(off, |w| w.load(order))))? {
             return Ok(v);
         }
         let mut b = [0u8; 8];
@@ -173,10 +173,7 @@ impl<'a> Mem<'a> {
 
     /// Atomically stores the u64 at `va`.
     pub fn store_u64(&mut self, va: u64, value: u64, order: Ordering) -> Result<(), VmFault> {
-        if let Some(()) = self.with_word(va, true, |r, off| {
-            atomic_u64(r, off, va)?.store(value, order);
-            Ok(())
-        })? {
+        if let Some(()) = self.with_word(va, true, |r, off| shm(va, r.with_u64(off, |w| w.store(value, order))))? {
             return Ok(());
         }
         let (pid, addr) = self.userptr_addr(va, 8)?;
@@ -188,9 +185,7 @@ impl<'a> Mem<'a> {
 
     /// Atomically loads the u32 at `va` (PM4 and SDMA packets poll and write dwords).
     pub fn load_u32(&mut self, va: u64, order: Ordering) -> Result<u32, VmFault> {
-        let atomic = |r: &SharedRegion, off: usize| {
-            r.atomic_u32(off).map(|w| w.load(order)).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
-        };
+        let atomic = |r: &SharedRegion, off: usize| shm(va, r.with_u32(off, |w| w.load(order)));
         if let Some(v) = self.with_sized_word(va, 4, false, atomic)? {
             return Ok(v);
         }
@@ -205,9 +200,7 @@ impl<'a> Mem<'a> {
 
     /// Atomically stores the u32 at `va`.
     pub fn store_u32(&mut self, va: u64, value: u32, order: Ordering) -> Result<(), VmFault> {
-        let atomic = |r: &SharedRegion, off: usize| {
-            r.atomic_u32(off).map(|w| w.store(value, order)).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
-        };
+        let atomic = |r: &SharedRegion, off: usize| shm(va, r.with_u32(off, |w| w.store(value, order)));
         if let Some(()) = self.with_sized_word(va, 4, true, atomic)? {
             return Ok(());
         }
@@ -221,7 +214,7 @@ impl<'a> Mem<'a> {
     /// Atomically adds `delta` to the i64 at `va`, returning the old value. On USERPTR memory
     /// (reached through process_vm_*) the update is not atomic against the client.
     pub fn fetch_add_i64(&mut self, va: u64, delta: i64, order: Ordering) -> Result<i64, VmFault> {
-        if let Some(old) = self.with_word(va, true, |r, off| Ok(atomic_i64(r, off, va)?.fetch_add(delta, order)))? {
+        if let Some(old) = self.with_word(va, true, |r, off| shm(va, r.with_i64(off, |w| w.fetch_add(delta, order))))? {
             return Ok(old);
         }
         let old = self.load_u64(va, order)? as i64;
@@ -231,7 +224,7 @@ impl<'a> Mem<'a> {
 
     /// Atomically exchanges the i64 at `va`, returning the old value.
     pub fn swap_i64(&mut self, va: u64, value: i64, order: Ordering) -> Result<i64, VmFault> {
-        if let Some(old) = self.with_word(va, true, |r, off| Ok(atomic_i64(r, off, va)?.swap(value, order)))? {
+        if let Some(old) = self.with_word(va, true, |r, off| shm(va, r.with_i64(off, |w| w.swap(value, order))))? {
             return Ok(old);
         }
         let old = self.load_u64(va, order)? as i64;
@@ -240,10 +233,7 @@ impl<'a> Mem<'a> {
     }
 }
 
-fn atomic_u64(r: &SharedRegion, off: usize, va: u64) -> Result<&AtomicU64, VmFault> {
-    r.atomic_u64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
-}
-
-fn atomic_i64(r: &SharedRegion, off: usize, va: u64) -> Result<&AtomicI64, VmFault> {
-    r.atomic_i64(off).map_err(|_| VmFault::Misaligned { va: GpuVa(va) })
+/// The VM fault of a failed shared-memory access at `va`.
+fn shm<R>(va: u64, r: Result<R, ShmError>) -> Result<R, VmFault> {
+    r.map_err(|e| VmFault::from_shm(e, GpuVa(va)))
 }

@@ -24,7 +24,8 @@ use crate::event::wait::Completion;
 use crate::event::EventTable;
 use crate::faults::Faults;
 use crate::memory::backing::BackingFile;
-use crate::memory::vm::VmFault;
+use crate::memory::sigbus;
+use crate::memory::vm::{GpuVa, VmFault};
 use crate::process::Process;
 use crate::queue::{Queue, QueueType};
 use crate::trace::Trace;
@@ -116,7 +117,16 @@ pub struct HwQueue {
 impl HwQueue {
     fn doorbell(&self) -> u64 {
         let off = crate::queue::doorbell::Doorbells::byte_offset(self.queue.doorbell_index) as usize;
-        self.doorbell.region().atomic_u64(off).map(|w| w.load(Ordering::Acquire)).unwrap_or(u64::MAX)
+        // A lost slice reads as unrung; the run loop then stops the queue (`lost_memory`).
+        self.doorbell.region().with_u64(off, |w| w.load(Ordering::Acquire)).unwrap_or(u64::MAX)
+    }
+
+    /// The fault to stop this queue with if its client truncated the file of its doorbell slice
+    /// or of its process's event page (see crate::memory::sigbus). Neither has a GPU address
+    /// the queue knows: the fault is reported at address 0.
+    fn lost_memory(&self) -> Option<QueueFault> {
+        let lost = self.doorbell.region().is_lost() || self.process.events().page().is_some_and(|p| p.is_lost());
+        lost.then_some(QueueFault::Vm(VmFault::Lost { va: GpuVa(0) }))
     }
 
     fn deliver(&self, done: Vec<Completion>) {
@@ -193,6 +203,13 @@ impl Runner {
         match self {
             Runner::Aql(r) => r.internal_error(what, ctx.trace),
             Runner::Ring(r) => r.internal_error(what, ctx),
+        }
+    }
+
+    fn lose(&mut self, fault: QueueFault, ctx: &PollCtx) -> Polled {
+        match self {
+            Runner::Aql(r) => r.lose(fault, ctx.trace),
+            Runner::Ring(r) => r.lose(fault, ctx),
         }
     }
 
@@ -328,10 +345,13 @@ fn run(s: &Shared) {
     let mut last_activity = Instant::now();
     let mut sleep = Duration::from_micros(50);
     let mut polls = 0u64;
+    // The SIGBUS guard's loss count the runners were last checked against (None: check now).
+    let mut losses_seen: Option<u64> = None;
     while !s.stop.load(Ordering::Acquire) {
         let generation = s.generation.load(Ordering::Acquire);
         if generation != seen {
             adopt(s, &mut runners);
+            losses_seen = None;
             seen = generation;
             *s.acked.lock() = generation;
             s.acked_cv.notify_all();
@@ -353,6 +373,18 @@ fn run(s: &Shared) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+        }
+        let losses = sigbus::losses();
+        if losses_seen != Some(losses) {
+            losses_seen = Some(losses);
+            let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace };
+            for r in runners.iter_mut() {
+                if let Some(fault) = r.hw().lost_memory() {
+                    let p = r.lose(fault, &ctx);
+                    r.hw().raise(&p.events);
+                    progressed = true;
+                }
+            }
         }
         if progressed {
             last_activity = now.get();

@@ -28,6 +28,11 @@ impl EventPage {
         &self.file
     }
 
+    /// Whether the client truncated the page's file: its slots then read as never written.
+    pub fn is_lost(&self) -> bool {
+        self.file.region().is_lost()
+    }
+
     pub fn slots(&self) -> u32 {
         KFD_SIGNAL_EVENT_LIMIT
     }
@@ -43,9 +48,8 @@ impl EventPage {
 
     pub fn write_slot(&self, slot: u32, value: u64) {
         if slot < KFD_SIGNAL_EVENT_LIMIT {
-            if let Ok(word) = self.file.region().atomic_u64(self.offset + slot as usize * 8) {
-                word.store(value, Ordering::Release);
-            }
+            // A lost page is reported by the engine (see `is_lost`).
+            let _ = self.file.region().with_u64(self.offset + slot as usize * 8, |w| w.store(value, Ordering::Release));
         }
     }
 
@@ -53,6 +57,6 @@ impl EventPage {
         if slot >= KFD_SIGNAL_EVENT_LIMIT {
             return None;
         }
-        self.file.region().atomic_u64(self.offset + slot as usize * 8).ok().map(|w| w.load(Ordering::Acquire))
+        self.file.region().with_u64(self.offset + slot as usize * 8, |w| w.load(Ordering::Acquire)).ok()
     }
 }

@@ -3,6 +3,7 @@
 pub mod backing;
 pub mod remote;
 pub mod shm;
+pub mod sigbus;
 pub mod vm;
 
 use backing::BackingFile;

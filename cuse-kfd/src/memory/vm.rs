@@ -6,6 +6,7 @@
 
 use super::backing::BackingFile;
 use super::remote::{self, ClientAddr};
+use super::shm::ShmError;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
@@ -43,6 +44,9 @@ pub enum VmFault {
     Misaligned { va: GpuVa },
     #[error("client memory at GPU address {va} is not accessible")]
     Userptr { va: GpuVa },
+    /// The client truncated (or punched) the backing file of the memory at `va`.
+    #[error("the memory at GPU address {va} is gone: its owner truncated or punched the file")]
+    Lost { va: GpuVa },
 }
 
 impl VmFault {
@@ -52,7 +56,17 @@ impl VmFault {
             | VmFault::ReadOnly { va }
             | VmFault::Overflow { va }
             | VmFault::Misaligned { va }
-            | VmFault::Userptr { va } => va,
+            | VmFault::Userptr { va }
+            | VmFault::Lost { va } => va,
+        }
+    }
+
+    /// The fault of a failed access to a shared region at `va`.
+    pub fn from_shm(e: ShmError, va: GpuVa) -> VmFault {
+        match e {
+            ShmError::OutOfBounds => VmFault::Unmapped { va },
+            ShmError::Misaligned => VmFault::Misaligned { va },
+            ShmError::Lost => VmFault::Lost { va },
         }
     }
 }
@@ -153,7 +167,7 @@ impl GpuVm {
             let at = GpuVa(r.start.0 + off);
             match &r.backing {
                 RegionBacking::File { file, offset } => {
-                    file.region().read(offset + off as usize, dst).map_err(|_| VmFault::Unmapped { va: at })?
+                    file.region().read(offset + off as usize, dst).map_err(|e| VmFault::from_shm(e, at))?
                 }
                 RegionBacking::Userptr(at_client) => {
                     let (pid, addr) = (at_client.pid(), at_client.addr());
@@ -178,7 +192,7 @@ impl GpuVm {
             }
             match &r.backing {
                 RegionBacking::File { file, offset } => {
-                    file.region().write(offset + off as usize, src).map_err(|_| VmFault::Unmapped { va: at })?
+                    file.region().write(offset + off as usize, src).map_err(|e| VmFault::from_shm(e, at))?
                 }
                 RegionBacking::Userptr(at_client) => {
                     let (pid, addr) = (at_client.pid(), at_client.addr());

@@ -262,6 +262,14 @@ impl RingRunner {
         Polled::default()
     }
 
+    /// Stops the queue with `fault` (memory it depends on is gone), unless it stopped already.
+    pub fn lose(&mut self, fault: QueueFault, ctx: &PollCtx) -> Polled {
+        if !self.stopped {
+            self.fail(fault, ctx);
+        }
+        Polled::default()
+    }
+
     /// The queue is being destroyed: ring packets carry no completion signals, so nobody waits
     /// on the packets that will not run.
     pub fn abandon(&mut self) -> Vec<u32> {
