@@ -1606,7 +1606,7 @@ fn device_tier_malformed_requests_through_the_node() {
             .and_then(|()| out.flush())
             .expect("write to stdout");
     }
-    let daemon = ServeDaemon::start(&bin, "kfd-t-neg");
+    let daemon = ServeDaemon::start(&bin, "kfd-t-negtable");
     let node_rig = || Rig::node(&daemon.node, &daemon.runtime_dir);
     let idle = node_rig().stats();
     assert_eq!(idle, cuse_kfd::DeviceStats::default(), "a fresh daemon holds objects");

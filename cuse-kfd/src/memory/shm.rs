@@ -118,14 +118,13 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     fn region(len: usize) -> SharedRegion {
-        let file = tempfile_in_shm(len);
+        let file = temp_file(len);
         SharedRegion::map(&file, len).unwrap()
     }
 
-    fn tempfile_in_shm(len: usize) -> File {
-        let path = std::env::temp_dir().join(format!("shm-test-{}-{}", std::process::id(), len));
-        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+    /// An unnamed temporary file of `len` bytes, this caller's alone.
+    fn temp_file(len: usize) -> File {
+        let file = tempfile::tempfile().unwrap();
         file.set_len(len as u64).unwrap();
         file
     }
@@ -151,5 +150,27 @@ mod tests {
         assert_eq!(u64::from_ne_bytes(buf), 8);
         r.fill(0, 8, 0xff).unwrap();
         assert_eq!(r.atomic_u64(0).unwrap().load(Ordering::Relaxed), u64::MAX);
+    }
+
+    /// Tests run in parallel threads of one process: each needs a backing file of its own (a
+    /// name made of the pid and the length let one test remove or truncate another's file).
+    #[test]
+    fn parallel_tests_get_their_own_temp_files() {
+        let threads: Vec<_> = (0..8u8)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        let r = region(4096);
+                        r.fill(0, 4096, t).unwrap();
+                        let mut buf = [0u8; 4096];
+                        r.read(0, &mut buf).unwrap();
+                        assert!(buf.iter().all(|b| *b == t), "another test's file");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 }
