@@ -130,7 +130,7 @@ fn targets() -> Result<Vec<Target>, String> {
     let only = std::env::var("CUSE_KFD_DEVICE_ONLY").unwrap_or_default();
     let only: Vec<&str> = only.split([' ', ',']).filter(|i| !i.is_empty()).collect();
     if !only.is_empty() {
-        if is_ci(std::env::var("CI").ok().as_deref()) {
+        if crate::steps::is_ci(std::env::var("CI").ok().as_deref()) {
             return Err("CUSE_KFD_DEVICE_ONLY is set under CI, which runs the whole device tier: unset it".into());
         }
         if let Some(unknown) = only.iter().find(|o| !all.iter().any(|t| t.target == **o)) {
@@ -161,34 +161,9 @@ fn own_limit(label: &str) -> Option<Duration> {
     LONG_BINARIES.iter().find(|(l, _)| *l == label).map(|(_, d)| *d)
 }
 
-/// The tier, under the CI rule: a skip fails the tier when the environment variable CI is set
-/// (see [`judge_skip`]).
+/// The tier: build, choose where to run, run, summarize. Under CI a skip fails the tier (see
+/// [`crate::tiers::run`]).
 pub fn run(ctx: &Ctx) -> Outcome {
-    judge_skip(run_tier(ctx), std::env::var("CI").ok().as_deref())
-}
-
-/// Whether the value of the environment variable CI (None: unset) marks a CI run: set, not
-/// empty, and not "false" or "0" (CI systems set CI=true; CI=false or CI=0 turns it off).
-pub fn is_ci(ci: Option<&str>) -> bool {
-    ci.map(str::trim).is_some_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
-}
-
-/// CI must never skip the device tier, so under CI (`ci` is the variable's value) a skip is a
-/// failure that keeps its reason. A developer's run keeps the skip.
-pub fn judge_skip(outcome: Outcome, ci: Option<&str>) -> Outcome {
-    match outcome {
-        Outcome::Skipped(why) if is_ci(ci) => {
-            let ci = ci.unwrap_or_default();
-            let msg = format!("CI={ci} and CI must never skip the device tier, but it would be skipped: {why}");
-            println!("device tier FAILED: {msg}");
-            Outcome::Failed(msg)
-        }
-        other => other,
-    }
-}
-
-/// The tier: build, choose where to run, run, summarize.
-fn run_tier(ctx: &Ctx) -> Outcome {
     for t in &DEVICE_TESTS {
         println!("device test {}/{}: {}", t.package, t.target, t.what);
     }
@@ -888,27 +863,6 @@ mod tests {
         }
         assert_eq!(own_limit("kfd-tests/fuzz_node"), Some(Duration::from_secs(20 * 60)));
         assert_eq!(own_limit("kfd-tests/device"), None);
-    }
-
-    #[test]
-    fn under_ci_a_skipped_device_tier_fails() {
-        let skipped = || Outcome::Skipped("not root (uid 1000)".into());
-        // A developer's run, and CI turned off: the skip stays a skip.
-        for ci in [None, Some(""), Some("false"), Some("FALSE"), Some("0"), Some(" ")] {
-            assert!(matches!(judge_skip(skipped(), ci), Outcome::Skipped(_)), "CI={ci:?}");
-        }
-        // CI set: a failure that says why it was skipped.
-        for ci in [Some("true"), Some("1"), Some("yes"), Some("woodpecker")] {
-            match judge_skip(skipped(), ci) {
-                Outcome::Failed(msg) => {
-                    assert!(msg.contains("CI must never skip") && msg.contains("not root (uid 1000)"), "{msg}")
-                }
-                _ => panic!("CI={ci:?}: a skip must fail"),
-            }
-        }
-        // Other outcomes are left alone.
-        assert!(matches!(judge_skip(Outcome::Passed, Some("true")), Outcome::Passed));
-        assert!(matches!(judge_skip(Outcome::Failed("x".into()), Some("true")), Outcome::Failed(m) if m == "x"));
     }
 
     #[test]
