@@ -370,7 +370,7 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
         if names.is_empty() {
             return Err(format!("{label}: {} has no test marked {DEVICE_TIER_IGNORE}", src.display()));
         }
-        println!("{label}: {} device tests: {}", names.len(), names.join(" "));
+        println!("{label}: device tests ({}): {}", names.len(), names.join(" "));
         tests.push(GuestTest {
             limit: own_limit(&label),
             label,
