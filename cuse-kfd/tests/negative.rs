@@ -1587,15 +1587,16 @@ impl Drop for ServeDaemon {
 }
 
 /// The same table through the kernel, on a `cuse-kfd serve` node of the real-device
-/// tier (`cargo xtask test device`); elsewhere it returns at once. Each row gets a fresh open
+/// tier (`cargo xtask test device`, which runs it: a plain `cargo test` lists it as ignored). Each row gets a fresh open
 /// of the node, closed (and its context torn down: this process's opens share one) before the
 /// next row starts.
 #[test]
+#[ignore = "device tier"]
 fn device_tier_malformed_requests_through_the_node() {
-    if std::env::var("CUSE_KFD_DEVICE_TIER").as_deref() != Ok("1") {
-        eprintln!("skipped: not the real-device tier (cargo xtask test device sets CUSE_KFD_DEVICE_TIER=1)");
-        return;
-    }
+    assert!(
+        std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(),
+        "a device-tier test: it runs in `cargo xtask test device`, which sets CUSE_KFD_DEVICE_TIER"
+    );
     let bin = PathBuf::from(std::env::var_os("CUSE_KFD_BIN").expect("CUSE_KFD_BIN names the daemon"));
     assert!(bin.is_file(), "{} is not a file", bin.display());
     {
@@ -1606,7 +1607,7 @@ fn device_tier_malformed_requests_through_the_node() {
             .and_then(|()| out.flush())
             .expect("write to stdout");
     }
-    let daemon = ServeDaemon::start(&bin, "kfd-t-neg");
+    let daemon = ServeDaemon::start(&bin, "kfd-t-negtable");
     let node_rig = || Rig::node(&daemon.node, &daemon.runtime_dir);
     let idle = node_rig().stats();
     assert_eq!(idle, cuse_kfd::DeviceStats::default(), "a fresh daemon holds objects");

@@ -5,20 +5,31 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The daemon binary if this run is the device tier; otherwise says why the test is skipped.
-pub fn tier() -> Option<PathBuf> {
-    if std::env::var_os("CUSE_KFD_DEVICE_TIER").is_none() {
-        eprintln!("skipped: not the real-device tier (cargo xtask test device sets CUSE_KFD_DEVICE_TIER)");
-        return None;
-    }
+/// The daemon binary, in the real-device tier; announces that the calling test really runs.
+///
+/// A device-tier test is `#[ignore = "device tier"]` and calls this first: a plain `cargo test`
+/// lists it as ignored, and `cargo xtask test device` runs exactly those tests (by name, with
+/// `--ignored --exact`) with CUSE_KFD_DEVICE_TIER set. Run anywhere else (`--include-ignored`,
+/// or a device test that lacks the attribute) it fails: it did not pass.
+pub fn tier() -> PathBuf {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    assert!(std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(), "{}", outside_the_tier(&test));
     let bin = std::env::var_os("CUSE_KFD_BIN").map(PathBuf::from).expect("CUSE_KFD_BIN names the cuse-kfd binary");
     assert!(bin.is_file(), "{} is not a file", bin.display());
-    // Straight to stdout, past libtest's capture: the tier counts these lines and fails when no
-    // test really ran.
-    let test = std::thread::current().name().unwrap_or("?").to_string();
+    // Straight to stdout, past libtest's capture: the tier counts these lines and fails when a
+    // test it ran did not really run.
     let mut out = std::io::stdout().lock();
     writeln!(out, "{RAN_MARKER} {test}").and_then(|()| out.flush()).expect("write to stdout");
-    Some(bin)
+    bin
+}
+
+/// Why a device-tier test fails outside the tier.
+pub fn outside_the_tier(test: &str) -> String {
+    format!(
+        "{test} is a device-tier test: it runs in `cargo xtask test device`, which sets \
+         CUSE_KFD_DEVICE_TIER; elsewhere it must be #[ignore = \"device tier\"] (so that a plain \
+         cargo test lists it as ignored) and not be run"
+    )
 }
 
 /// The line a device test prints when it really runs (see tools/xtask/src/device.rs).

@@ -3,8 +3,8 @@
 //! that closing /dev/cuse removes it. If this fails, CUSE does not work here, whatever the
 //! daemon does.
 //!
-//! Runs only when `cargo xtask test device` sets CUSE_KFD_DEVICE_TIER=1 (natively as root with
-//! /dev/cuse, or inside its VM); elsewhere each test says so and returns.
+//! The probe is `#[ignore = "device tier"]`: it runs only when `cargo xtask test device` runs it,
+//! with CUSE_KFD_DEVICE_TIER=1 (natively as root with /dev/cuse, or inside its VM).
 
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
@@ -16,16 +16,12 @@ use std::time::{Duration, Instant};
 /// `RAN_MARKER`): without one, the tier fails.
 const RAN_MARKER: &str = "CUSE_KFD_DEVICE_TEST_RAN";
 
-/// Whether this is the device tier; if so, announces that `test` really runs.
-fn device_tier(test: &str) -> bool {
-    if std::env::var_os("CUSE_KFD_DEVICE_TIER").is_none() {
-        eprintln!("skipped: not the real-device tier (cargo xtask test device sets CUSE_KFD_DEVICE_TIER)");
-        return false;
-    }
+/// Fails outside the device tier (see kfd_tests::device::tier); announces that `test` really runs.
+fn device_tier(test: &str) {
+    assert!(std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(), "{}", kfd_tests::device::outside_the_tier(test));
     // Straight to stdout, not through print!, which libtest captures: xtask reads this line.
     let mut out = std::io::stdout().lock();
     writeln!(out, "{RAN_MARKER} {test}").and_then(|()| out.flush()).expect("write to stdout");
-    true
 }
 
 // linux/fuse.h
@@ -98,10 +94,9 @@ fn the_init_reply_has_the_layout_of_fuse_h() {
 }
 
 #[test]
+#[ignore = "device tier"]
 fn cuse_init_by_hand_makes_a_node_and_closing_dev_cuse_removes_it() {
-    if !device_tier("cuse_init_by_hand_makes_a_node_and_closing_dev_cuse_removes_it") {
-        return;
-    }
+    device_tier("cuse_init_by_hand_makes_a_node_and_closing_dev_cuse_removes_it");
     const NAME: &str = "kfd-probe";
     let node = Path::new("/dev").join(NAME);
     let class = Path::new("/sys/class/cuse").join(NAME);

@@ -128,8 +128,9 @@ fn rocminfo_lists_our_gfx1030_agent() {
 /// The same through a served node, in the real-device tier: the real ROCr over our libhsakmt
 /// over /dev/<node> over CUSE.
 #[test]
+#[ignore = "device tier"]
 fn device_tier_rocminfo_through_the_node() {
-    let Some(bin) = kfd_tests::device::tier() else { return };
+    let bin = kfd_tests::device::tier();
     let d = kfd_tests::device::Daemon::start(&bin, "kfd-t-rocminfo");
     let out = Command::new(&bin)
         .args(["run", "--device"])
@@ -146,8 +147,9 @@ fn device_tier_rocminfo_through_the_node() {
 /// over /dev/<node> (`run --thunk system`: the topology as a FUSE tree at its sysfs path, a
 /// render-node stand-in, and kfd-preload redirecting its mmaps to the device's backing files).
 #[test]
+#[ignore = "device tier"]
 fn device_tier_rocminfo_on_the_system_libhsakmt() {
-    let Some(bin) = kfd_tests::device::tier() else { return };
+    let bin = kfd_tests::device::tier();
     let real = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libhsakmt.so.1");
     assert!(real.exists(), "{} is missing (cargo xtask test installs libhsakmt1)", real.display());
     let d = kfd_tests::device::Daemon::start(&bin, "kfd-t-rocminfo-sys");

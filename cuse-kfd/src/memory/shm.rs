@@ -213,4 +213,26 @@ mod tests {
         assert_eq!(r.with_u64(8, |w| w.load(Ordering::Relaxed)), Ok(0), "the first page is still there");
         assert_eq!(r.with_i64(4096, |w| w.fetch_add(1, Ordering::SeqCst)), Err(ShmError::Lost));
     }
+
+    /// Tests run in parallel threads of one process: each needs a backing file of its own (a
+    /// name made of the pid and the length let one test remove or truncate another's file).
+    #[test]
+    fn parallel_tests_get_their_own_temp_files() {
+        let threads: Vec<_> = (0..8u8)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        let (_file, r) = region(4096);
+                        r.fill(0, 4096, t).unwrap();
+                        let mut buf = [0u8; 4096];
+                        r.read(0, &mut buf).unwrap();
+                        assert!(buf.iter().all(|b| *b == t), "another test's file");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
 }

@@ -47,6 +47,7 @@ fn cuse_bench(ctx: &Ctx) -> Outcome {
             args: vec!["cuse".into()],
             cwd: ctx.root.clone(),
             limit: None,
+            tests: None,
         };
         let mut env = vec![
             ("CUSE_KFD_BIN", daemon.to_string_lossy().into_owned()),

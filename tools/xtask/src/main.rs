@@ -83,7 +83,7 @@ fn test(ctx: &mut Ctx, rest: &[&str]) -> ExitCode {
     };
     ctx.no_install = no_install;
     let packages = if no_install { "not checked (--no-install)".to_owned() } else { packages::ensure() };
-    let records = steps::run_steps(ctx, "tier", &tiers);
+    let records = tiers::run(ctx, &tiers, std::env::var("CI").ok().as_deref());
     let preface = [format!("packages: {packages}")];
     status(steps::print_summary("tier", &preface, &records))
 }
@@ -141,14 +141,17 @@ USAGE:
         what to install). --no-install skips this step. Then runs the named tiers, or all of
         them in this order, streaming their output, and prints a table: each tier passed,
         FAILED or skipped (with the reason) and its seconds. Exits non-zero if a tier failed.
-        A tier may be named by its name or an alias (`cargo xtask test unit`).
+        A tier may be named by its name or an alias (`cargo xtask test unit`). CI must never
+        skip a tier: when the environment variable CI is set (not empty, not `false` or `0`),
+        a tier that would be skipped (no clippy, no rustfmt, no root for the device tier)
+        FAILS, with the reason. The unit+integration tier runs every crate's tests even after
+        one fails (--no-fail-fast) and names each failed target.
 
         The device tier needs root. It runs its test binaries natively when /dev/cuse exists
         or `modprobe cuse` makes it; otherwise it boots a virtme-ng VM (QEMU, TCG) with a
         Debian kernel that has CUSE, first installing the VM's packages below (apt-get) and
-        virtme-ng (pip, in a venv of its own). Without root it is skipped, with the reason;
-        but CI must never skip it: when the environment variable CI is set (not empty, not
-        `false` or `0`), a device tier that would be skipped FAILS, with the reason.
+        virtme-ng (pip, in a venv of its own). Without root it is skipped, with the reason
+        (under CI: fails).
         Environment: CUSE_KFD_DEVICE_RUNNER=native|vm forces the choice; CUSE_KFD_VM_KVM=1
         lets the VM use KVM; CUSE_KFD_VNG=PATH uses that vng instead of the venv's;
         CUSE_KFD_DEVICE_EXTRA_TESTS='package/target ...' runs more test targets than the

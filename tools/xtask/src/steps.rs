@@ -1,8 +1,9 @@
 //! Steps (test tiers, benches): a table of named functions, run in order, then a summary table.
 
 use std::ffi::OsString;
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Where the steps run, and with which cargo.
@@ -22,6 +23,12 @@ impl Ctx {
         let root = root.canonicalize().unwrap_or(root);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         Ctx { root, cargo, no_install: false }
+    }
+
+    /// A context whose steps run `cargo` as `cargo` (a stand-in, in tests).
+    #[cfg(test)]
+    pub fn with_cargo(cargo: impl Into<OsString>) -> Ctx {
+        Ctx { cargo: cargo.into(), ..Ctx::new() }
     }
 
     /// Cargo's target directory: `$CARGO_TARGET_DIR`, else `target` in the workspace root.
@@ -45,9 +52,87 @@ impl Ctx {
         status_outcome(self.cargo_cmd(args).status(), "cargo")
     }
 
+    /// Runs `cargo <args>` with stdout streamed to the terminal and stderr copied to ours line by
+    /// line; also returns the targets that cargo says failed (see [`failed_targets`]).
+    pub fn cargo_reporting_failures(&self, args: &[&str]) -> std::io::Result<(ExitStatus, Vec<String>)> {
+        println!("$ cargo {}", args.join(" "));
+        let mut cmd = self.cargo_cmd(args);
+        // Through a pipe cargo would drop its colours; keep them for a terminal.
+        if std::io::stderr().is_terminal() && std::env::var_os("CARGO_TERM_COLOR").is_none() {
+            cmd.env("CARGO_TERM_COLOR", "always");
+        }
+        let mut child = cmd.stderr(Stdio::piped()).spawn()?;
+        let mut reader = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let (mut line, mut text) = (Vec::new(), String::new());
+        while reader.read_until(b'\n', &mut line)? > 0 {
+            let mut err = std::io::stderr().lock();
+            // Our stderr gone (a closed terminal) is no reason to stop cargo.
+            let _ = err.write_all(&line).and_then(|()| err.flush());
+            text.push_str(&String::from_utf8_lossy(&line));
+            line.clear();
+        }
+        Ok((child.wait()?, failed_targets(&text)))
+    }
+
     /// Whether `cargo <args>` runs and succeeds; its output is discarded (for `--version` probes).
     pub fn cargo_works(&self, args: &[&str]) -> bool {
         self.cargo_cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    }
+}
+
+/// The targets a `cargo test --no-fail-fast` run reports as failed, from its stderr: one line
+/// "error: test failed, to rerun pass `-p PACKAGE --lib`" per failed target (colours stripped).
+pub fn failed_targets(stderr: &str) -> Vec<String> {
+    const PREFIX: &str = "error: test failed, to rerun pass `";
+    let mut failed: Vec<String> = Vec::new();
+    for line in stderr.lines().map(strip_ansi) {
+        let Some(rest) = line.trim().strip_prefix(PREFIX) else { continue };
+        let Some((target, _)) = rest.split_once('`') else { continue };
+        if !failed.iter().any(|f| f == target) {
+            failed.push(target.to_owned());
+        }
+    }
+    failed
+}
+
+/// `line` without ANSI escape sequences (ESC '[' ... final byte).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether the value of the environment variable CI (None: unset) marks a CI run: set, not
+/// empty, and not "false" or "0" (CI systems set CI=true; CI=false or CI=0 turns it off).
+pub fn is_ci(ci: Option<&str>) -> bool {
+    ci.map(str::trim).is_some_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// CI must never skip a tier (a missing clippy, rustfmt, root or CUSE would otherwise pass the
+/// gate unseen), so under CI (`ci` is the variable's value) a skipped tier is a failure that
+/// keeps its reason. A developer's run keeps the skip.
+pub fn judge_skip(tier: &str, outcome: Outcome, ci: Option<&str>) -> Outcome {
+    match outcome {
+        Outcome::Skipped(why) if is_ci(ci) => {
+            let ci = ci.unwrap_or_default();
+            let msg = format!("CI={ci} and CI must never skip the {tier} tier, but it would be skipped: {why}");
+            println!("{tier} tier FAILED: {msg}");
+            Outcome::Failed(msg)
+        }
+        other => other,
     }
 }
 
@@ -61,6 +146,7 @@ pub fn status_outcome(status: std::io::Result<std::process::ExitStatus>, program
 }
 
 /// How a step ended.
+#[derive(Debug)]
 pub enum Outcome {
     Passed,
     /// Passed, with a line for the summary table (what ran, where).
@@ -126,4 +212,20 @@ pub fn print_summary(kind: &str, preface: &[String], records: &[Record]) -> bool
         println!("{:<width$}  {result:<7}  {secs:>8.1}  {detail}", r.name);
     }
     !records.iter().any(|r| matches!(r.outcome, Outcome::Failed(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_targets_come_from_cargos_rerun_lines() {
+        let stderr =
+            "\u{1b}[1m\u{1b}[91merror\u{1b}[0m\u{1b}[1m: test failed, to rerun pass `-p cuse-kfd --lib`\u{1b}[0m\n\
+                      warning: unused variable\n\
+                      error: test failed, to rerun pass `-p thunk --test abi`\n\
+                      error: 2 targets failed:\n    `-p cuse-kfd --lib`\n    `-p thunk --test abi`\n";
+        assert_eq!(failed_targets(stderr), ["-p cuse-kfd --lib", "-p thunk --test abi"]);
+        assert!(failed_targets("error: could not compile `uapi`\n").is_empty());
+    }
 }

@@ -1,6 +1,6 @@
 //! The test tiers of `cargo xtask test`, in the order they run.
 
-use crate::steps::{Ctx, Outcome, Step};
+use crate::steps::{self, Ctx, Outcome, Record, Step};
 
 /// Every tier. A new tier is one entry here and one function below.
 pub const TIERS: [Step; 5] = [
@@ -36,9 +36,31 @@ pub const TIERS: [Step; 5] = [
     },
 ];
 
-/// `cargo test --workspace` in debug: unit tests, the uapi ABI test, cross-crate tests.
+/// Runs `tiers` in order under the CI rule: when the environment variable CI marks a CI run
+/// (`ci` is its value, see [`steps::is_ci`]), a tier that would be skipped fails instead.
+pub fn run(ctx: &Ctx, tiers: &[&Step], ci: Option<&str>) -> Vec<Record> {
+    let mut records = steps::run_steps(ctx, "tier", tiers);
+    for r in &mut records {
+        let outcome = std::mem::replace(&mut r.outcome, Outcome::Passed);
+        r.outcome = steps::judge_skip(r.name, outcome, ci);
+    }
+    records
+}
+
+/// `cargo test --workspace` in debug: unit tests, the uapi ABI test, cross-crate tests. With
+/// --no-fail-fast, so that one failing target does not hide the results of the later ones; the
+/// summary names every target that failed.
 fn unit_and_integration(ctx: &Ctx) -> Outcome {
-    ctx.cargo(&["test", "--workspace"])
+    match ctx.cargo_reporting_failures(&["test", "--workspace", "--no-fail-fast"]) {
+        Ok((status, _)) if status.success() => Outcome::Passed,
+        Ok((status, failed)) if failed.is_empty() => Outcome::Failed(format!("cargo test: {status}")),
+        Ok((_, failed)) => {
+            let n = failed.len();
+            let which = failed.join(", ");
+            Outcome::Failed(format!("cargo test: {n} target{} failed: {which}", if n == 1 { "" } else { "s" }))
+        }
+        Err(e) => Outcome::Failed(format!("cannot run cargo test: {e}")),
+    }
 }
 
 fn clippy(ctx: &Ctx) -> Outcome {
@@ -58,4 +80,95 @@ fn fmt(ctx: &Ctx) -> Outcome {
 /// The real-device tier: /dev/kfd served over CUSE to real clients (device.rs).
 fn device(ctx: &Ctx) -> Outcome {
     crate::device::run(ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::judge_skip;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for cargo: a shell script in a fresh directory.
+    fn fake_cargo(script: &str) -> (tempfile::TempDir, Ctx) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cargo");
+        std::fs::write(&path, format!("#!/bin/sh\n{script}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ctx = Ctx::with_cargo(&path);
+        (dir, ctx)
+    }
+
+    #[test]
+    fn the_unit_tier_runs_every_crate_and_reports_every_failure() {
+        // Like cargo: without --no-fail-fast the first failed target ends the run.
+        let (_dir, ctx) = fake_cargo(
+            r#"echo "error: test failed, to rerun pass \`-p a --lib\`" >&2
+case " $* " in *" --no-fail-fast "*) ;; *) exit 101 ;; esac
+echo "error: test failed, to rerun pass \`-p b --test t\`" >&2
+echo "error: 2 targets failed:" >&2
+exit 101
+"#,
+        );
+        match unit_and_integration(&ctx) {
+            Outcome::Failed(why) => assert_eq!(why, "cargo test: 2 targets failed: -p a --lib, -p b --test t"),
+            other => panic!("{other:?}"),
+        }
+        let (_dir, ctx) = fake_cargo("exit 0\n");
+        assert!(matches!(unit_and_integration(&ctx), Outcome::Passed));
+        // A failure cargo names no target for (a build error) keeps cargo's status.
+        let (_dir, ctx) = fake_cargo("echo 'error: could not compile `a`' >&2; exit 101\n");
+        assert!(matches!(unit_and_integration(&ctx), Outcome::Failed(w) if w.contains("exit status: 101")));
+    }
+
+    #[test]
+    fn under_ci_a_missing_clippy_or_rustfmt_fails_the_tier() {
+        // `cargo clippy --version` and `cargo fmt --version` fail: the components are missing.
+        let (_dir, ctx) = fake_cargo("exit 1\n");
+        let lints: Vec<&Step> = TIERS.iter().filter(|t| matches!(t.name, "clippy" | "fmt")).collect();
+        assert_eq!(lints.len(), 2);
+        // A developer's run, and CI turned off: skipped, with the reason.
+        for ci in [None, Some(""), Some("false"), Some("0")] {
+            for r in run(&ctx, &lints, ci) {
+                assert!(
+                    matches!(&r.outcome, Outcome::Skipped(w) if w.contains("not installed")),
+                    "{}: {:?}",
+                    r.name,
+                    r.outcome
+                );
+            }
+        }
+        // CI: failed, saying why.
+        for r in run(&ctx, &lints, Some("true")) {
+            match &r.outcome {
+                Outcome::Failed(why) => {
+                    assert!(why.contains("CI must never skip") && why.contains("not installed"), "{why}")
+                }
+                other => panic!("{}: {other:?}", r.name),
+            }
+        }
+    }
+
+    #[test]
+    fn under_ci_a_skipped_tier_fails() {
+        let skipped = || Outcome::Skipped("not root (uid 1000)".into());
+        // A developer's run, and CI turned off: the skip stays a skip.
+        for ci in [None, Some(""), Some("false"), Some("FALSE"), Some("0"), Some(" ")] {
+            assert!(matches!(judge_skip("device", skipped(), ci), Outcome::Skipped(_)), "CI={ci:?}");
+        }
+        // CI set: a failure that says why it was skipped.
+        for ci in [Some("true"), Some("1"), Some("yes"), Some("woodpecker")] {
+            match judge_skip("device", skipped(), ci) {
+                Outcome::Failed(msg) => assert!(
+                    msg.contains("CI must never skip the device tier") && msg.contains("not root (uid 1000)"),
+                    "{msg}"
+                ),
+                _ => panic!("CI={ci:?}: a skip must fail"),
+            }
+        }
+        // Other outcomes are left alone.
+        assert!(matches!(judge_skip("device", Outcome::Passed, Some("true")), Outcome::Passed));
+        assert!(
+            matches!(judge_skip("device", Outcome::Failed("x".into()), Some("true")), Outcome::Failed(m) if m == "x")
+        );
+    }
 }

@@ -245,6 +245,9 @@ pub struct GuestTest {
     pub cwd: PathBuf,
     /// Its own time limit where it needs longer than the run's (see [`guest_script`]).
     pub limit: Option<Duration>,
+    /// How many libtest tests it runs, each printing the device tier's RAN_MARKER; None for a
+    /// plain program (the CUSE bench).
+    pub tests: Option<u32>,
 }
 
 /// The guest script's lines that the host reads (see `device::Tally`).
@@ -388,6 +391,7 @@ mod tests {
                 args: vec!["--test-threads=1".into()],
                 cwd: "/w/it's".into(),
                 limit: None,
+                tests: Some(1),
             },
             GuestTest {
                 label: "kfd-tests/fuzz_node".into(),
@@ -395,6 +399,7 @@ mod tests {
                 args: vec![],
                 cwd: "/w/tests".into(),
                 limit: Some(Duration::from_secs(1200)),
+                tests: Some(1),
             },
         ];
         let s = guest_script(&tests, &[("CUSE_KFD_BIN", "/w/target/debug/cuse-kfd".into())], Duration::from_secs(300));
