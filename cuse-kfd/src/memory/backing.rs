@@ -225,7 +225,14 @@ impl BackingStore {
         // SAFETY: openat2 just returned this descriptor and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let made = (|| {
-            nix::fcntl::fallocate(fd.as_raw_fd(), FallocateFlags::empty(), 0, size)?;
+            match nix::fcntl::fallocate(fd.as_raw_fd(), FallocateFlags::empty(), 0, size) {
+                // A file system without fallocate (tmpfs has it): a sparse file, as before.
+                Err(Errno::EOPNOTSUPP) => {
+                    log::warn!("{} cannot reserve space: backing files there are sparse", self.root.display());
+                    nix::unistd::ftruncate(&fd, size)?;
+                }
+                r => r?,
+            }
             nix::sys::stat::fchmod(fd.as_raw_fd(), Mode::from_bits_truncate(FILE_MODE))?;
             chown_if_needed(&fd, owner)?;
             // The mapping keeps the file alive: the descriptor closes at the end of this scope.
