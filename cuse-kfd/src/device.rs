@@ -17,7 +17,6 @@ use nix::errno::Errno;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 /// How to build a device.
@@ -27,8 +26,9 @@ pub struct DeviceConfig {
     pub profile: String,
     /// Number of GPU nodes.
     pub gpus: usize,
-    /// Where backing files live (a tmpfs directory).
-    pub runtime_dir: PathBuf,
+    /// Where backing files live (a tmpfs directory, see [`BackingStore::new`]); `None` for a
+    /// fresh private directory removed with the device (see [`BackingStore::private`]).
+    pub runtime_dir: Option<PathBuf>,
     /// The command processor's tuning.
     pub engine: EngineConfig,
 }
@@ -38,17 +38,10 @@ impl Default for DeviceConfig {
         DeviceConfig {
             profile: DEFAULT_PROFILE.to_string(),
             gpus: 1,
-            runtime_dir: default_runtime_dir(),
+            runtime_dir: None,
             engine: EngineConfig::default(),
         }
     }
-}
-
-/// A fresh directory on tmpfs for this process's device (/dev/shm if present).
-pub fn default_runtime_dir() -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let base = if std::path::Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-    base.join(format!("cuse-kfd-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -104,9 +97,13 @@ impl Device {
             DeviceError::UnknownProfile(config.profile.clone(), known.join(", "))
         })?;
         let topology = Topology::new(profile, config.gpus)?;
-        let backing = BackingStore::new(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
+        let backing = match &config.runtime_dir {
+            Some(dir) => BackingStore::new(dir),
+            None => BackingStore::private(),
+        }
+        .map_err(DeviceError::RuntimeDir)?;
         // Clients read the topology from here whatever their transport (<runtime dir>/topology).
-        topology.write_tree(&config.runtime_dir).map_err(DeviceError::RuntimeDir)?;
+        topology.write_tree(backing.root()).map_err(DeviceError::RuntimeDir)?;
         let faults = Arc::new(Faults::default());
         let trace = Arc::new(Trace::default());
         let waits = Arc::new(WaitRegistry::default());

@@ -206,7 +206,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     let config = DeviceConfig {
         profile: a.profile.clone(),
         gpus: a.gpus,
-        runtime_dir: runtime_dir.clone(),
+        runtime_dir: Some(runtime_dir.clone()),
         ..Default::default()
     };
     let device = Device::new(&config).map_err(|e| e.to_string())?;

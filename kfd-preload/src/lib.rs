@@ -25,6 +25,7 @@ use parking_lot::Mutex;
 use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::RawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use uapi::kfd::{KFD_MMAP_TYPE_DOORBELL, KFD_MMAP_TYPE_MASK};
 
@@ -110,7 +111,13 @@ fn redirect(fd: RawFd, offset: u64, len: u64) -> Option<Result<File, i32>> {
         }
         for off in candidates {
             let path = backing_path(&dir, pid, space, off);
-            if let Ok(file) = std::fs::OpenOptions::new().read(true).write(true).open(&path) {
+            // O_NOFOLLOW: a symlink in a backing file's place is not a backing file.
+            let opened = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path);
+            if let Ok(file) = opened {
                 // Past the file's end the pages would SIGBUS: refuse as amdkfd refuses a mapping
                 // larger than its object.
                 return match file.metadata() {

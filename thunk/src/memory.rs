@@ -5,6 +5,7 @@ use crate::vm;
 use crate::Kfd;
 use nix::errno::Errno;
 use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
 use std::sync::Weak;
 
@@ -26,7 +27,10 @@ pub fn open_backing(kfd: &Kfd, space: Space, offset: u64) -> Result<File, Errno>
         Space::Render => RENDER_DIR,
     };
     let path = kfd.runtime_dir().join(kfd.pid().to_string()).join(dir).join(format!("{offset:016x}"));
-    std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| {
+    // The directories are the device's; O_NOFOLLOW refuses a symlink put in the file's place.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    options.open(&path).map_err(|e| {
         log::warn!("cannot open backing file {}: {e}", path.display());
         Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
     })

@@ -38,7 +38,7 @@ impl EmbeddedTransport {
     pub fn new(config: &DeviceConfig) -> Result<EmbeddedTransport, cuse_kfd::device::DeviceError> {
         let embedded = Embedded::new(config)?;
         let file = embedded.open();
-        Ok(EmbeddedTransport { file, runtime_dir: config.runtime_dir.clone(), embedded })
+        Ok(EmbeddedTransport { file, runtime_dir: embedded.device().backing().root().to_owned(), embedded })
     }
 
     pub fn embedded(&self) -> &Embedded {

@@ -3,7 +3,6 @@
 use super::page::{EventPage, EVENT_PAGE_SIZE};
 use super::wait::{Completion, WaitOutcome, WaitSlot, Waiter};
 use super::EventTable;
-use crate::device::default_runtime_dir;
 use crate::memory::backing::{BackingStore, MmapSpace, Owner};
 use crate::reply::{Pending, Responder};
 use uapi::kfd::*;
@@ -11,19 +10,18 @@ use uapi::kfd::*;
 /// A table with an event page over a fresh backing file.
 struct Fixture {
     table: EventTable,
-    root: std::path::PathBuf,
+    _store: BackingStore,
     next_wait: u64,
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let root = default_runtime_dir();
-        let store = BackingStore::new(&root).unwrap();
+        let store = BackingStore::private().unwrap();
         let owner = Owner { uid: nix::unistd::getuid().as_raw(), gid: nix::unistd::getgid().as_raw() };
         let file = store.create(1, owner, MmapSpace::Kfd, 0, EVENT_PAGE_SIZE).unwrap();
         let mut table = EventTable::default();
         table.set_page(EventPage::new(file, 0).unwrap()).unwrap();
-        Fixture { table, root, next_wait: 1 }
+        Fixture { table, _store: store, next_wait: 1 }
     }
 
     fn signal_event(&mut self, auto_reset: bool) -> u32 {
@@ -61,7 +59,6 @@ impl Fixture {
 impl Drop for Fixture {
     fn drop(&mut self) {
         self.table.teardown(&mut Vec::new());
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

@@ -15,13 +15,42 @@
 //! The file is exactly as long as the object and is mapped at file offset 0: a client that
 //! would mmap `len` bytes at `offset` maps `len` bytes of the file instead. A doorbell offset
 //! carries the queue's byte offset in its low bits; the slice's file is named by the offset with
-//! those bits cleared ([`doorbell_slice_offset`]). Files are mode 0600, owned by the client's uid,
-//! and removed when the object (or the whole client) goes away.
+//! those bits cleared ([`doorbell_slice_offset`]).
+//!
+//! # Named files, not sealed memfds
+//!
+//! A sealed memfd would give the client nothing to swap or squat, but a CUSE reply carries bytes
+//! only: there is no way to pass a file descriptor to the client through the device node (no
+//! SCM_RIGHTS, no pidfd_getfd on the client's behalf without ptrace rights over it). The client
+//! would need a second channel to the daemon, which libhsakmt and the ROCm runtime do not have.
+//! So memory stays in named files, and the store is built so that naming them gives a client no
+//! hold on the daemon:
+//!
+//! - Every directory the daemon walks is the daemon's own: the runtime directory (0755 or, for
+//!   a private one, 0700), `<pid>/`, `<pid>/kfd/` and `<pid>/render/` (0711: a client can reach
+//!   a file it knows the name of, list nothing, and create, rename or remove nothing). Only the
+//!   files belong to the client (its uid and gid, mode 0600).
+//! - Every operation below the runtime directory goes through directory descriptors: `openat2`
+//!   with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, `mkdirat`, `fchown`/`fchmod` on the new file's
+//!   descriptor, `unlinkat` on the held descriptor of the directory a file was made in. A path
+//!   is built only for messages and for the client.
+//! - Space is reserved when a file is made (`fallocate`): a full file system answers ENOMEM at
+//!   allocation instead of SIGBUS on a later store.
+//! - The daemon keeps no descriptor per file: the mapping keeps the file alive, and the file's
+//!   directory descriptor (two per client) is what removes it.
 
 use super::shm::SharedRegion;
-use std::fs::{self, File, OpenOptions};
+use nix::errno::Errno;
+use nix::fcntl::{FallocateFlags, OFlag, OpenHow, ResolveFlag};
+use nix::sys::stat::Mode;
+use nix::unistd::UnlinkatFlags;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,7 +74,11 @@ impl MmapSpace {
 
 /// The path of the backing file for `offset` in `space` of client `pid` (the scheme above).
 pub fn backing_path(root: &Path, pid: u32, space: MmapSpace, offset: u64) -> PathBuf {
-    root.join(pid.to_string()).join(space.dir_name()).join(format!("{offset:016x}"))
+    root.join(pid.to_string()).join(space.dir_name()).join(file_name(offset))
+}
+
+fn file_name(offset: u64) -> String {
+    format!("{offset:016x}")
 }
 
 /// The mmap offset of a process doorbell slice given a queue's `doorbell_offset`.
@@ -60,33 +93,116 @@ pub struct Owner {
     pub gid: u32,
 }
 
+/// Mode of a shared runtime directory: clients of every uid reach their files through it.
+const SHARED_ROOT_MODE: u32 = 0o755;
+/// Mode of a client's directories: traversable, not listable, writable by the daemon only.
+const CLIENT_DIR_MODE: u32 = 0o711;
+/// Mode of a backing file (owned by the client).
+const FILE_MODE: u32 = 0o600;
+/// How deep `remove_beneath` descends; the store's own tree is two levels deep.
+const MAX_DEPTH: usize = 4;
+
+/// A client's two directories, held open for its life.
+#[derive(Debug)]
+struct ClientDirs {
+    kfd: Arc<OwnedFd>,
+    render: Arc<OwnedFd>,
+}
+
 /// Creates and removes backing files under one runtime directory.
 #[derive(Debug)]
 pub struct BackingStore {
     root: PathBuf,
+    root_fd: OwnedFd,
+    /// Made by this store (a fresh private directory), and removed with it.
+    private: bool,
+    clients: Mutex<HashMap<u32, ClientDirs>>,
 }
 
 impl BackingStore {
-    /// Uses `root` (created if missing, mode 0755 so clients can reach their own 0700 dirs).
+    /// Uses `root`, created (with its parents) if missing. It must be a directory, not a
+    /// symlink, owned by this process's user; it is set to mode 0755 so clients can reach
+    /// their files. What a previous daemon left of its clients there is removed.
     pub fn new(root: impl Into<PathBuf>) -> io::Result<BackingStore> {
         let root = root.into();
-        fs::DirBuilder::new().recursive(true).mode(0o755).create(&root)?;
+        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        match std::fs::create_dir(&root) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            r => r?,
+        }
+        let root_fd = open_own_dir(None, &root)?;
+        nix::sys::stat::fchmod(root_fd.as_raw_fd(), Mode::from_bits_truncate(SHARED_ROOT_MODE))?;
+        let store = BackingStore { root, root_fd, private: false, clients: Mutex::new(HashMap::new()) };
+        store.remove_stale_clients();
+        store.warn_unless_tmpfs();
+        Ok(store)
+    }
+
+    /// A fresh directory of this process's own, mode 0700, with an unpredictable name in
+    /// /dev/shm (or the temporary directory when there is none); it is removed with the store.
+    pub fn private() -> io::Result<BackingStore> {
+        let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        // mkdtemp creates the directory exclusively with mode 0700: a name someone planted fails.
+        let root = nix::unistd::mkdtemp(&base.join("cuse-kfd-XXXXXX"))?;
+        let root_fd = open_own_dir(None, &root)?;
+        let store = BackingStore { root, root_fd, private: true, clients: Mutex::new(HashMap::new()) };
+        store.warn_unless_tmpfs();
+        Ok(store)
+    }
+
+    fn warn_unless_tmpfs(&self) {
         // GPU memory on a disk file system would be written back to disk: tmpfs keeps it in RAM.
-        match nix::sys::statfs::statfs(&root) {
+        match nix::sys::statfs::fstatfs(&self.root_fd) {
             Ok(fs) if fs.filesystem_type() != nix::sys::statfs::TMPFS_MAGIC => log::warn!(
                 "{} is not on tmpfs: backing files of GPU memory there may be written to disk (/run and /dev/shm are tmpfs)",
-                root.display()
+                self.root.display()
             ),
             _ => {}
         }
-        Ok(BackingStore { root })
+    }
+
+    /// Removes every client directory (a name of digits) a previous instance left behind.
+    fn remove_stale_clients(&self) {
+        let names = match list(self.root_fd.as_raw_fd()) {
+            Ok(names) => names,
+            Err(e) => {
+                log::warn!("cannot list {}: {e}", self.root.display());
+                return;
+            }
+        };
+        for name in names.iter().filter(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit)) {
+            log::info!("removing {} left by a previous instance", self.root.join(OsStr::from_bytes(name)).display());
+            remove_beneath(self.root_fd.as_raw_fd(), OsStr::from_bytes(name), 0);
+        }
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// Creates a zero-filled file of `len` bytes for `offset` and maps it into the device.
+    /// The directory of `space` of client `pid`, made on first use.
+    fn client_dir(&self, pid: u32, space: MmapSpace) -> io::Result<Arc<OwnedFd>> {
+        let mut clients = self.clients.lock();
+        let dirs = match clients.entry(pid) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let dir = make_dir(self.root_fd.as_raw_fd(), OsStr::new(&pid.to_string()), CLIENT_DIR_MODE)?;
+                let kfd = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Kfd.dir_name()), CLIENT_DIR_MODE)?;
+                let render = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Render.dir_name()), CLIENT_DIR_MODE)?;
+                e.insert(ClientDirs { kfd: Arc::new(kfd), render: Arc::new(render) })
+            }
+        };
+        Ok(match space {
+            MmapSpace::Kfd => dirs.kfd.clone(),
+            MmapSpace::Render => dirs.render.clone(),
+        })
+    }
+
+    /// Creates a zero-filled file of `len` bytes for `offset`, with its space reserved, and
+    /// maps it into the device. A full file system is `ENOSPC` (or `EFBIG` past the file size
+    /// limit), and leaves nothing behind.
     pub fn create(
         &self,
         pid: u32,
@@ -95,52 +211,195 @@ impl BackingStore {
         offset: u64,
         len: usize,
     ) -> io::Result<Arc<BackingFile>> {
-        let client = self.root.join(pid.to_string());
-        let dir = client.join(space.dir_name());
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
-        chown_if_needed(&client, owner)?;
-        chown_if_needed(&dir, owner)?;
-        let path = backing_path(&self.root, pid, space, offset);
-        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path)?;
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty backing file cannot be mapped"));
+        }
+        let size = libc::off_t::try_from(len).map_err(|_| io::Error::from(Errno::EFBIG))?;
+        let dir = self.client_dir(pid, space)?;
+        let name = file_name(offset);
+        let how = OpenHow::new()
+            .flags(OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+            .mode(Mode::from_bits_truncate(FILE_MODE))
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+        let fd = nix::fcntl::openat2(dir.as_raw_fd(), name.as_str(), how)?;
+        // SAFETY: openat2 just returned this descriptor and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let made = (|| {
-            chown_if_needed(&path, owner)?;
-            file.set_len(len as u64)?;
-            SharedRegion::map(&file, len)
+            match nix::fcntl::fallocate(fd.as_raw_fd(), FallocateFlags::empty(), 0, size) {
+                // A file system without fallocate (tmpfs has it): a sparse file, as before.
+                Err(Errno::EOPNOTSUPP) => {
+                    log::warn!("{} cannot reserve space: backing files there are sparse", self.root.display());
+                    nix::unistd::ftruncate(&fd, size)?;
+                }
+                r => r?,
+            }
+            nix::sys::stat::fchmod(fd.as_raw_fd(), Mode::from_bits_truncate(FILE_MODE))?;
+            chown_if_needed(&fd, owner)?;
+            // The mapping keeps the file alive: the descriptor closes at the end of this scope.
+            let region = SharedRegion::map(&File::from(fd), len)?;
+            dont_fork(&region)?;
+            Ok::<_, io::Error>(region)
         })();
         match made {
-            Ok(region) => Ok(Arc::new(BackingFile { path, region, _file: file })),
+            Ok(region) => {
+                let path = self.root.join(pid.to_string()).join(space.dir_name()).join(&name);
+                Ok(Arc::new(BackingFile { path, dir, name, region }))
+            }
             Err(e) => {
-                let _ = fs::remove_file(&path);
+                let _ = nix::unistd::unlinkat(Some(dir.as_raw_fd()), name.as_str(), UnlinkatFlags::NoRemoveDir);
                 Err(e)
             }
         }
     }
 
-    /// Removes everything left of client `pid` (its files are normally gone already).
+    /// Removes everything left of client `pid` (its files are normally gone already). Files
+    /// still mapped somewhere stay valid; dropping them later removes nothing new.
     pub fn remove_client(&self, pid: u32) {
-        let dir = self.root.join(pid.to_string());
-        if let Err(e) = fs::remove_dir_all(&dir) {
-            if e.kind() != io::ErrorKind::NotFound {
-                log::warn!("cannot remove {}: {e}", dir.display());
-            }
+        self.clients.lock().remove(&pid);
+        remove_beneath(self.root_fd.as_raw_fd(), OsStr::new(&pid.to_string()), 0);
+    }
+}
+
+impl Drop for BackingStore {
+    fn drop(&mut self) {
+        if !self.private {
+            return;
+        }
+        let (Some(parent), Some(name)) = (self.root.parent(), self.root.file_name()) else { return };
+        match open_dir(None, parent) {
+            Ok(parent) => remove_beneath(parent.as_raw_fd(), name, 0),
+            Err(e) => log::warn!("cannot remove {}: {e}", self.root.display()),
         }
     }
 }
 
-fn chown_if_needed(path: &Path, owner: Owner) -> io::Result<()> {
+/// Keeps `region` out of children of this process (amdkfd's VM_DONTCOPY on its mappings): a
+/// child of an embedding program has no device, and must not keep a client's memory mapped.
+fn dont_fork(region: &SharedRegion) -> io::Result<()> {
+    // The word at offset 0 is the first byte of the mapping (page aligned, so always aligned).
+    let start = region.atomic_u64(0).map_err(|_| io::Error::from(Errno::EINVAL))?.as_ptr();
+    let start = std::ptr::NonNull::new(start.cast::<libc::c_void>()).ok_or(Errno::EINVAL)?;
+    // SAFETY: `start` and `len` are exactly the live mapping `region` owns; MADV_DONTFORK
+    // changes only what fork copies, not the pages or their contents.
+    unsafe { nix::sys::mman::madvise(start, region.len(), nix::sys::mman::MmapAdvise::MADV_DONTFORK) }?;
+    Ok(())
+}
+
+/// Hands the file to the client's uid and gid when the daemon runs as another user (root).
+fn chown_if_needed(fd: &OwnedFd, owner: Owner) -> nix::Result<()> {
     let me = nix::unistd::geteuid().as_raw();
     if me != 0 || owner.uid == me {
         return Ok(());
     }
-    std::os::unix::fs::chown(path, Some(owner.uid), Some(owner.gid))
+    nix::unistd::fchown(
+        fd.as_raw_fd(),
+        Some(nix::unistd::Uid::from_raw(owner.uid)),
+        Some(nix::unistd::Gid::from_raw(owner.gid)),
+    )
+}
+
+/// Opens directory `name` beneath `parent` (or `name` itself, when `parent` is `None`),
+/// following no symlink and never leaving `parent`.
+fn open_dir(parent: Option<RawFd>, name: &Path) -> nix::Result<OwnedFd> {
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = match parent {
+        Some(parent) => nix::fcntl::openat2(
+            parent,
+            name,
+            OpenHow::new().flags(flags).resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS),
+        )?,
+        // The runtime directory itself: an absolute path an administrator chose; only its last
+        // component must not be a symlink.
+        None => nix::fcntl::open(name, flags, Mode::empty())?,
+    };
+    // SAFETY: the descriptor was just returned by open/openat2 and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `open_dir`, and checks the directory belongs to this process's user.
+fn open_own_dir(parent: Option<RawFd>, name: &Path) -> io::Result<OwnedFd> {
+    let fd = open_dir(parent, name)?;
+    let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+    let me = nix::unistd::geteuid().as_raw();
+    if st.st_uid != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} belongs to uid {}, not to uid {me}", name.display(), st.st_uid),
+        ));
+    }
+    Ok(fd)
+}
+
+/// Makes directory `name` in `parent` with `mode`, replacing whatever was there (a stale
+/// directory, a file, a symlink: removed without being followed).
+fn make_dir(parent: RawFd, name: &OsStr, mode: u32) -> io::Result<OwnedFd> {
+    let mode = Mode::from_bits_truncate(mode);
+    match nix::sys::stat::mkdirat(Some(parent), name, mode) {
+        Err(Errno::EEXIST) => {
+            remove_beneath(parent, name, 0);
+            nix::sys::stat::mkdirat(Some(parent), name, mode)?;
+        }
+        r => r?,
+    }
+    let fd = open_own_dir(Some(parent), Path::new(name))?;
+    // The umask may have narrowed the mode.
+    nix::sys::stat::fchmod(fd.as_raw_fd(), mode)?;
+    Ok(fd)
+}
+
+/// The names in directory `dir`, without "." and "..".
+fn list(dir: RawFd) -> nix::Result<Vec<Vec<u8>>> {
+    let fd =
+        nix::fcntl::openat(Some(dir), ".", OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?;
+    let mut d = nix::dir::Dir::from_fd(fd)?;
+    let mut names = Vec::new();
+    for entry in d.iter() {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// Removes entry `name` of `parent` and, if it is a directory, everything in it, through
+/// descriptors: a symlink is removed itself, never followed.
+fn remove_beneath(parent: RawFd, name: &OsStr, depth: usize) {
+    let result = match open_dir(Some(parent), Path::new(name)) {
+        Ok(dir) => {
+            if depth >= MAX_DEPTH {
+                log::warn!("not removing {name:?}: nested deeper than a backing store makes");
+                return;
+            }
+            match list(dir.as_raw_fd()) {
+                Ok(names) => {
+                    for n in names {
+                        remove_beneath(dir.as_raw_fd(), OsStr::from_bytes(&n), depth + 1);
+                    }
+                }
+                Err(e) => log::warn!("cannot list {name:?}: {e}"),
+            }
+            nix::unistd::unlinkat(Some(parent), name, UnlinkatFlags::RemoveDir)
+        }
+        // Not a directory (ENOTDIR), or a symlink (ELOOP): remove the entry itself.
+        Err(Errno::ENOTDIR | Errno::ELOOP) => nix::unistd::unlinkat(Some(parent), name, UnlinkatFlags::NoRemoveDir),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) | Err(Errno::ENOENT) => {}
+        Err(e) => log::warn!("cannot remove {name:?}: {e}"),
+    }
 }
 
 /// One backing file, mapped into the device; the file is removed when the last user drops it.
 #[derive(Debug)]
 pub struct BackingFile {
+    /// Where the client finds it (for messages; the daemon never opens by this path).
     path: PathBuf,
+    /// The directory the file was made in, and its name there.
+    dir: Arc<OwnedFd>,
+    name: String,
     region: SharedRegion,
-    _file: File,
 }
 
 impl BackingFile {
@@ -155,41 +414,12 @@ impl BackingFile {
 
 impl Drop for BackingFile {
     fn drop(&mut self) {
-        if let Err(e) = fs::remove_file(&self.path) {
-            if e.kind() != io::ErrorKind::NotFound {
-                log::warn!("cannot remove backing file {}: {e}", self.path.display());
-            }
+        match nix::unistd::unlinkat(Some(self.dir.as_raw_fd()), self.name.as_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => log::warn!("cannot remove backing file {}: {e}", self.path.display()),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn files_follow_the_path_scheme_and_go_away() {
-        let root = std::env::temp_dir().join(format!("backing-test-{}", std::process::id()));
-        let store = BackingStore::new(&root).unwrap();
-        let owner = Owner { uid: nix::unistd::getuid().as_raw(), gid: nix::unistd::getgid().as_raw() };
-        let f = store.create(42, owner, MmapSpace::Kfd, 0xC000_4000_0000_0000, 8192).unwrap();
-        let expected = root.join("42/kfd/c000400000000000");
-        assert_eq!(f.path(), expected);
-        assert_eq!(fs::metadata(&expected).unwrap().len(), 8192);
-        // The client sees what the device writes.
-        f.region().write(8, &[1, 2, 3]).unwrap();
-        assert_eq!(&fs::read(&expected).unwrap()[8..11], &[1, 2, 3]);
-        // Creating the same offset twice is refused rather than silently shared.
-        assert!(store.create(42, owner, MmapSpace::Kfd, 0xC000_4000_0000_0000, 8192).is_err());
-        drop(f);
-        assert!(!expected.exists());
-        store.remove_client(42);
-        assert!(!root.join("42").exists());
-        fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[test]
-    fn doorbell_offsets_name_their_slice() {
-        assert_eq!(doorbell_slice_offset(0xC000_4000_0000_0018, 8192), 0xC000_4000_0000_0000);
-    }
-}
+mod tests;

@@ -5,7 +5,6 @@
 //! Every helper that expects success panics with the request's name and errno, so a failing
 //! setup step points at itself.
 
-use cuse_kfd::device::default_runtime_dir;
 use cuse_kfd::frontend::embedded::PendingIoctl;
 use cuse_kfd::ioctl::{Request, UserMemory};
 use cuse_kfd::memory::backing::{backing_path, MmapSpace};
@@ -48,9 +47,9 @@ impl Rig {
     }
 
     pub fn with_gpus(gpus: usize) -> Rig {
-        let root = default_runtime_dir();
-        let config = DeviceConfig { gpus, runtime_dir: root.clone(), ..DeviceConfig::default() };
+        let config = DeviceConfig { gpus, ..DeviceConfig::default() };
         let emb = Embedded::new(&config).expect("creating the device");
+        let root = emb.device().backing().root().to_owned();
         Rig { dev: RigDevice::Embedded(emb), root }
     }
 

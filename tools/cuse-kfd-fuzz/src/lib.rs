@@ -311,8 +311,7 @@ pub fn encode<T: Encode>(ops: &[T]) -> Vec<u8> {
 pub fn device() -> &'static Arc<Device> {
     static DEVICE: OnceLock<Arc<Device>> = OnceLock::new();
     DEVICE.get_or_init(|| {
-        let config = DeviceConfig { runtime_dir: cuse_kfd::device::default_runtime_dir(), ..DeviceConfig::default() };
-        Device::new(&config).expect("creating the device")
+        Device::new(&DeviceConfig::default()).expect("creating the device")
     })
 }
 

@@ -39,7 +39,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 8] = [
+pub const DEVICE_TESTS: [DeviceTest; 9] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -84,6 +84,13 @@ pub const DEVICE_TESTS: [DeviceTest; 8] = [
         what: "cuse-kfd serve through the kernel: ioctls and RETRY hops, waits, EINTR, killed clients, \
                isolation, the daemon dying, a clean SIGTERM shutdown, status, fault injection, the \
                --sysfs-mount tree",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "backing_hostile",
+        args: &[],
+        what: "the backing store against hostile clients: uid 65534 swapping its directories for symlinks \
+               reaches nothing, a 4 MiB tmpfs runtime directory answers ENOMEM at allocation",
     },
     DeviceTest {
         package: "cuse-kfd",

@@ -16,7 +16,6 @@ use crate::arena::Arena;
 use crate::model::{BufferModel, Counts, EventModel, Model, QueueModel};
 use crate::ops::{self, Call, Expect, Op, Ptr};
 use crate::stats::Stats;
-use cuse_kfd::device::default_runtime_dir;
 use cuse_kfd::engine::EngineConfig;
 use cuse_kfd::reply::Reply;
 use cuse_kfd::{Caller, Device, DeviceConfig, Embedded, EmbeddedFile, FileId};
@@ -198,10 +197,10 @@ struct Ids {
 impl Harness {
     pub fn new(config: Config, heartbeat: Arc<AtomicU64>) -> Result<Harness, String> {
         install_panic_hook();
-        let root = default_runtime_dir();
         let engine = EngineConfig { invalid_packet_grace: Duration::from_millis(2), ..EngineConfig::default() };
-        let dc = DeviceConfig { profile: config.profile.clone(), gpus: config.gpus, runtime_dir: root.clone(), engine };
+        let dc = DeviceConfig { profile: config.profile.clone(), gpus: config.gpus, runtime_dir: None, engine };
         let emb = Embedded::new(&dc).map_err(|e| format!("cannot create the device: {e}"))?;
+        let root = emb.device().backing().root().to_owned();
         let gpus: Vec<u32> = emb.device().topology().gpus().iter().map(|g| g.gpu_id).collect();
         let procs = (0..config.procs)
             .map(|i| Proc {
