@@ -24,6 +24,7 @@ use crate::faults::Faults;
 use crate::queue::QueueType;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Packets one queue runs per pass before the others get a turn.
 const BUDGET: u32 = 256;
@@ -39,6 +40,9 @@ pub enum Action {
     Interrupt(Interrupt),
     /// A poll that is not true yet: run the packet again later.
     Blocked,
+    /// Started and not finished within the time slice: the packet goes on from where it
+    /// stopped in the next pass.
+    Sliced,
     /// Run `dwords` dwords at `base`, then continue after this packet (or, chained, after the
     /// calling IB).
     Indirect {
@@ -109,6 +113,8 @@ enum Stepped {
     /// all there yet.
     Idle,
     Blocked,
+    /// The packet ran part of its work and goes on in the next pass.
+    Sliced,
 }
 
 pub struct RingRunner {
@@ -124,6 +130,9 @@ pub struct RingRunner {
     ibs: Vec<Frame>,
     /// Where the ring continues once the IB stack is done.
     ib_return: u64,
+    /// Bytes of the packet at the read position that ran in earlier passes (a sliced COPY or
+    /// CONST_FILL).
+    resume: u64,
     stopped: bool,
     props: PropsCache,
 }
@@ -142,6 +151,7 @@ impl RingRunner {
             last_doorbell: u64::MAX,
             ibs: Vec::new(),
             ib_return: 0,
+            resume: 0,
             stopped: false,
             props: PropsCache::default(),
         }
@@ -199,17 +209,14 @@ impl RingRunner {
         let mut budget = BUDGET;
         let mut failure = None;
         let start = self.rptr;
+        let deadline = Instant::now() + ctx.slice;
         while budget > 0 {
-            match step(
-                self.kind,
-                &mut self.ibs,
-                &mut self.rptr,
-                &mut self.ib_return,
-                self.target,
-                &mut mem,
-                ring_base,
-                ring_dwords,
-            ) {
+            if budget < BUDGET && Instant::now() >= deadline {
+                out.pending = true;
+                break;
+            }
+            let at = Position { ibs: &mut self.ibs, rptr: &mut self.rptr, ib_return: &mut self.ib_return };
+            match step(self.kind, at, &mut self.resume, deadline, self.target, &mut mem, ring_base, ring_dwords) {
                 Ok(Stepped::Ran(int)) => {
                     budget -= 1;
                     out.progressed = true;
@@ -217,6 +224,11 @@ impl RingRunner {
                 }
                 Ok(Stepped::Idle) => break,
                 Ok(Stepped::Blocked) => {
+                    out.pending = true;
+                    break;
+                }
+                Ok(Stepped::Sliced) => {
+                    out.progressed = true;
                     out.pending = true;
                     break;
                 }
@@ -269,18 +281,28 @@ impl RingRunner {
     }
 }
 
-/// Runs the next packet: from the innermost indirect buffer, else from the ring.
+/// Where a ring runner reads: its indirect-buffer stack, its ring read pointer and where the
+/// ring goes on after the IBs.
+struct Position<'a> {
+    ibs: &'a mut Vec<Frame>,
+    rptr: &'a mut u64,
+    ib_return: &'a mut u64,
+}
+
+/// Runs the next packet: from the innermost indirect buffer, else from the ring. `resume` is
+/// how far a sliced packet got in earlier passes (see [`Action::Sliced`]).
 #[allow(clippy::too_many_arguments)]
 fn step(
     kind: Kind,
-    ibs: &mut Vec<Frame>,
-    rptr: &mut u64,
-    ib_return: &mut u64,
+    at: Position,
+    resume: &mut u64,
+    deadline: Instant,
     target: u64,
     mem: &mut Mem,
     ring_base: u64,
     ring_dwords: u64,
 ) -> Result<Stepped, QueueFault> {
+    let Position { ibs, rptr, ib_return } = at;
     let bad = |reason: String| QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason);
     let packet = if let Some(top) = ibs.last() {
         if top.pos >= top.dwords {
@@ -320,8 +342,13 @@ fn step(
     };
     let action = match kind {
         Kind::Pm4 => pm4::exec(mem, &packet)?,
-        Kind::Sdma => sdma::exec(mem, &packet)?,
+        Kind::Sdma => sdma::exec(mem, &packet, resume, deadline)?,
     };
+    if matches!(action, Action::Sliced) {
+        return Ok(Stepped::Sliced);
+    }
+    // Whatever the packet did, the next one starts from its beginning.
+    *resume = 0;
     let len = packet.len() as u64;
     let advance = |ibs: &mut Vec<Frame>, rptr: &mut u64| match ibs.last_mut() {
         Some(top) => top.pos += len,
@@ -329,6 +356,7 @@ fn step(
     };
     match action {
         Action::Blocked => return Ok(Stepped::Blocked),
+        Action::Sliced => unreachable!("returned above"),
         Action::Done => advance(ibs, rptr),
         Action::Interrupt(i) => {
             advance(ibs, rptr);
