@@ -132,13 +132,15 @@ impl QueueRunner {
             self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out, ctx.trace);
             return out;
         }
+        // The TLB is lent to the pass's memory view, so the pass can still borrow the runner.
         let process = self.hw.process.clone();
         let faults = self.faults.clone();
         let mut tlb = std::mem::take(&mut self.tlb);
-        let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut tlb, &faults);
         let deadline = Instant::now() + ctx.slice;
-        let out = self.run(&mut mem, now, ctx, deadline, out, (ring_base, ring_size), grace);
-        drop(mem);
+        let out = {
+            let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut tlb, &faults);
+            self.run(&mut mem, now, ctx, deadline, out, (ring_base, ring_size), grace)
+        };
         self.tlb = tlb;
         out
     }

@@ -1,5 +1,6 @@
 //! The soft command processor's figures: doorbell-to-packet and dispatch latency against the
-//! ping-pong baseline, barrier packet throughput, and the CPU an idle device uses.
+//! ping-pong baseline, barrier packet throughput, the CPU an idle device uses, and a client's
+//! round trip beside another running the most expensive packets (`fairness.rs`).
 
 use crate::baseline::ping_pong;
 use crate::stats::{bench, ns, percentile, ratio};
@@ -78,6 +79,7 @@ pub fn run() {
     barrier_throughput(&kfd, gpu, 4);
     drop(kfd);
     idle_cpu();
+    crate::fairness::run();
 }
 
 /// Barrier packets per second: one producer keeps `queues` rings full (doorbell per packet),
