@@ -187,3 +187,17 @@ fn fairness_release_of_a_busy_client_returns_at_once_and_nothing_of_it_runs_afte
     let times = round_trips(&rig, 3);
     assert!(times.iter().all(|t| *t < BOUND), "{times:?}");
 }
+
+#[test]
+fn fairness_shutdown_while_a_client_runs_the_most_expensive_packets_ends_within_5s() {
+    // What `cuse-kfd serve` does on SIGTERM: every context is torn down, queues first.
+    let rig = Rig::new();
+    let busy = Busy::start(&rig, FAKE_PID);
+    let start = Instant::now();
+    rig.emb.device().shutdown();
+    let took = start.elapsed();
+    println!("shutdown beside a busy client: {took:?}");
+    assert!(took < Duration::from_secs(5), "the shutdown took {took:?}");
+    assert!(took < DESTROY_BOUND, "the shutdown waited {took:?} for the busy queue");
+    stays_still(&busy, "after the shutdown");
+}
