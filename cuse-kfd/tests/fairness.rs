@@ -16,7 +16,7 @@ use support::client::{wait_for, Rig, TIMEOUT};
 use support::raw::{fake_caller, FAKE_PID};
 use thunk::memory::{GpuMemory, Kind};
 use thunk::queue::packet;
-use thunk::queue::AqlQueue;
+use thunk::queue::{AqlQueue, RingKind, RingQueue};
 use thunk::signal::Signals;
 use thunk::transport::Transport;
 use thunk::{Errno, Kfd};
@@ -28,6 +28,13 @@ const ITEMS: u32 = 1 << 28;
 /// The longest a second client's round trip, a DESTROY_QUEUE or a release may take here.
 const BOUND: Duration = Duration::from_millis(1000);
 const DESTROY_BOUND: Duration = Duration::from_millis(250);
+
+/// The tests of this file run one at a time: each keeps the CPU busy on purpose, and on a
+/// small machine they would measure each other.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Another (simulated) process on the same embedded device: its own pid and context; closing
 /// it releases that context.
@@ -136,6 +143,7 @@ fn stays_still(busy: &Busy, what: &str) {
 
 #[test]
 fn fairness_a_second_client_round_trips_while_another_runs_the_most_expensive_packets() {
+    let _serial = serial();
     let rig = Rig::new();
     let busy = Busy::start(&rig, FAKE_PID);
     let mut times = round_trips(&rig, 30);
@@ -147,20 +155,23 @@ fn fairness_a_second_client_round_trips_while_another_runs_the_most_expensive_pa
 
 #[test]
 fn fairness_a_pass_over_a_huge_packet_is_bounded() {
+    let _serial = serial();
     let rig = Rig::new();
     let busy = Busy::start(&rig, FAKE_PID);
     let engine = rig.emb.device().engine();
-    let (polls, count) = (engine.polls(), busy.count());
-    std::thread::sleep(Duration::from_millis(200));
-    let (polls, count) = (engine.polls() - polls, busy.count() - count);
-    println!("in 200 ms beside one 2^28-item dispatch: {polls} engine passes, {count} work-items");
-    assert!(polls >= 10, "{polls} engine passes in 200 ms: a pass runs a whole huge packet");
+    // Passes go on while the dispatch runs (a pass that ran a whole huge packet would take
+    // minutes), and each runs part of it.
+    let (polls, count, start) = (engine.polls(), busy.count(), Instant::now());
+    wait_for(TIMEOUT, "five engine passes beside a 2^28-item dispatch", || (engine.polls() >= polls + 5).then_some(()));
+    let (took, count) = (start.elapsed(), busy.count() - count);
+    println!("five engine passes beside one 2^28-item dispatch in {took:?}, {count} work-items");
     assert!(count > 0, "the huge dispatch made no progress over those passes");
-    assert!(busy.count() < u64::from(ITEMS), "the huge dispatch finished in 200 ms: it was not huge");
+    assert!(busy.count() < u64::from(ITEMS), "the huge dispatch has finished: it was not huge");
 }
 
 #[test]
 fn fairness_destroy_queue_of_a_busy_client_returns_at_once_and_nothing_of_it_runs_after() {
+    let _serial = serial();
     let rig = Rig::new();
     let mut busy = Busy::start(&rig, FAKE_PID);
     let queue = busy.queue.take().expect("the busy queue");
@@ -177,6 +188,7 @@ fn fairness_destroy_queue_of_a_busy_client_returns_at_once_and_nothing_of_it_run
 
 #[test]
 fn fairness_release_of_a_busy_client_returns_at_once_and_nothing_of_it_runs_after() {
+    let _serial = serial();
     let rig = Rig::new();
     let busy = Busy::start(&rig, FAKE_PID);
     let took = busy.close();
@@ -191,6 +203,7 @@ fn fairness_release_of_a_busy_client_returns_at_once_and_nothing_of_it_runs_afte
 #[test]
 fn fairness_shutdown_while_a_client_runs_the_most_expensive_packets_ends_within_5s() {
     // What `cuse-kfd serve` does on SIGTERM: every context is torn down, queues first.
+    let _serial = serial();
     let rig = Rig::new();
     let busy = Busy::start(&rig, FAKE_PID);
     let start = Instant::now();
@@ -200,4 +213,44 @@ fn fairness_shutdown_while_a_client_runs_the_most_expensive_packets_ends_within_
     assert!(took < Duration::from_secs(5), "the shutdown took {took:?}");
     assert!(took < DESTROY_BOUND, "the shutdown waited {took:?} for the busy queue");
     stays_still(&busy, "after the shutdown");
+}
+
+/// SDMA CONST_FILL of `bytes` bytes of `byte` at `dst` (sdma_v4 encoding, FILLSIZE 0).
+fn sdma_const_fill(dst: u64, byte: u8, bytes: u32) -> Vec<u32> {
+    vec![11, dst as u32, (dst >> 32) as u32, u32::from(byte), bytes - 1]
+}
+
+#[test]
+fn fairness_sdma_fills_run_in_slices_beside_other_queues_and_stop_at_destroy() {
+    // 200 fills of 8 MiB: seconds of copying that one pass used to run in one go.
+    const FILL: u32 = 8 << 20;
+    let _serial = serial();
+    let rig = Rig::new();
+    let dst = rig.alloc(u64::from(FILL) + 4096, Kind::Gtt);
+    let q = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Sdma, 4096).expect("an SDMA queue");
+    for _ in 0..199 {
+        q.write(&sdma_const_fill(dst.addr(0), 0x5A, FILL));
+    }
+    q.submit(&sdma_const_fill(dst.addr(0), 0x5A, FILL));
+    let last = |m: &GpuMemory| {
+        let mut b = [0u8; 2];
+        m.read(u64::from(FILL) - 1, &mut b);
+        b
+    };
+    wait_for(TIMEOUT, "the first fill to end", || (last(&dst)[0] == 0x5A).then_some(()));
+    assert_eq!(last(&dst), [0x5A, 0], "a fill resumed across slices ends at its last byte");
+    let mut times = round_trips(&rig, 10);
+    times.sort();
+    assert!(times[times.len() - 1] < BOUND, "an empty dispatch took {:?} beside SDMA fills", times[times.len() - 1]);
+    assert!(!q.idle(), "the fills were still running during the round trips");
+    let start = Instant::now();
+    drop(q);
+    let took = start.elapsed();
+    assert!(took < DESTROY_BOUND, "DESTROY_QUEUE of a filling SDMA queue took {took:?}");
+    dst.write(0, &[0]);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(last(&dst)[0], 0x5A);
+    let mut first = [0xFFu8];
+    dst.read(0, &mut first);
+    assert_eq!(first, [0], "a fill ran after DESTROY_QUEUE returned");
 }
