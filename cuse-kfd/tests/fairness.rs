@@ -254,3 +254,23 @@ fn fairness_sdma_fills_run_in_slices_beside_other_queues_and_stop_at_destroy() {
     dst.read(0, &mut first);
     assert_eq!(first, [0], "a fill ran after DESTROY_QUEUE returned");
 }
+
+#[test]
+fn fairness_a_long_sdma_write_is_streamed_and_lands_whole() {
+    // 100 000 dwords of inline data (400 KB): more than the daemon reads of a packet at once.
+    const DWORDS: u32 = 100_000;
+    let _serial = serial();
+    let rig = Rig::new();
+    let dst = rig.alloc(u64::from(DWORDS) * 4 + 4096, Kind::Gtt);
+    dst.fill(0, dst.size(), 0xEE);
+    let q = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Sdma, 1 << 20).expect("an SDMA queue of 1 MiB");
+    let data: Vec<u32> = (0..DWORDS).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let mut packet = vec![2, dst.addr(0) as u32, (dst.addr(0) >> 32) as u32, DWORDS - 1];
+    packet.extend_from_slice(&data);
+    q.submit(&packet);
+    wait_for(TIMEOUT, "the SDMA queue to consume the write", || q.idle().then_some(()));
+    let got: Vec<u32> = (0..u64::from(DWORDS) + 1).map(|i| support::client::word(&dst, i)).collect();
+    assert!(got[..DWORDS as usize] == data[..], "the written dwords");
+    assert_eq!(got[DWORDS as usize], 0xEEEE_EEEE, "the dword after the write");
+    assert!(rig.status(q.id).error.is_none(), "{:?}", rig.status(q.id).error);
+}
