@@ -133,7 +133,7 @@ fn engine_polls(kfd: &Kfd) -> u64 {
 }
 
 /// The thread id of this process's (only) command processor thread.
-fn engine_tid() -> Option<u32> {
+pub fn engine_tid() -> Option<u32> {
     std::fs::read_dir("/proc/self/task").ok()?.flatten().find_map(|e| {
         let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
         (comm.trim() == "kfd-engine").then(|| e.file_name().to_str()?.parse().ok())?
@@ -142,8 +142,14 @@ fn engine_tid() -> Option<u32> {
 
 /// CPU time of thread `tid` in ns (schedstat's first field).
 fn thread_cpu_ns(tid: u32) -> u64 {
+    schedstat(tid, 0)
+}
+
+/// Field `i` of thread `tid`'s schedstat: 0 time on a CPU, 1 time runnable but waiting for
+/// one (ns).
+pub fn schedstat(tid: u32, i: usize) -> u64 {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
         .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .and_then(|s| s.split_whitespace().nth(i)?.parse().ok())
         .unwrap_or(0)
 }
