@@ -13,7 +13,6 @@
 
 mod support;
 
-use cuse_kfd::device::default_runtime_dir;
 use cuse_kfd::{DeviceConfig, Embedded, EmbeddedFile};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -92,9 +91,11 @@ struct Fx {
 }
 
 impl Fx {
-    fn new(root: PathBuf) -> Fx {
-        let config = DeviceConfig { runtime_dir: root.clone(), ..DeviceConfig::default() };
+    /// A device with its runtime directory at `root`, or a private one.
+    fn new(root: Option<PathBuf>) -> Fx {
+        let config = DeviceConfig { runtime_dir: root, ..DeviceConfig::default() };
         let emb = Embedded::new(&config).expect("creating the device");
+        let root = emb.device().backing().root().to_path_buf();
         let client = |pid| {
             let t = Simulated { file: emb.open_as(fake_caller(pid)), emb: emb.clone(), root: root.clone() };
             Kfd::new(Box::new(t))
@@ -182,7 +183,7 @@ fn fill(path: &Path) {
 /// The scenario for one target: the victim's queue runs and its events fire; the victim damages
 /// the target; the device touches it; the victim gets a VM fault and a stopped queue; the
 /// bystander's round trip works.
-fn scenario(root: PathBuf, target: Target, how: Damage) {
+fn scenario(root: Option<PathBuf>, target: Target, how: Damage) {
     let fx = Fx::new(root);
     let (victim, gpu) = (&fx.victim, fx.gpu);
     let what = format!("{target:?} {how:?}");
@@ -264,7 +265,7 @@ fn scenario(root: PathBuf, target: Target, how: Damage) {
 #[test]
 fn truncation_of_every_backing_file_faults_only_its_client() {
     for target in TARGETS {
-        scenario(default_runtime_dir(), target, Damage::Truncate);
+        scenario(None, target, Damage::Truncate);
     }
 }
 
@@ -328,6 +329,6 @@ fn truncation_by_hole_punch_in_a_full_filesystem_faults_only_its_client() {
     }
     for target in TARGETS {
         let Some(fs) = SmallTmpfs::mount(4 << 20) else { return };
-        scenario(fs.0.join("rt"), target, Damage::PunchAndFill);
+        scenario(Some(fs.0.join("rt")), target, Damage::PunchAndFill);
     }
 }

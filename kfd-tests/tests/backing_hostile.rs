@@ -35,8 +35,9 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, u32, u32, u32, u64, i64, i64)> {
 }
 
 #[test]
+#[ignore = "device tier"]
 fn symlink_swap() {
-    let Some(bin) = tier() else { return };
+    let bin = tier();
     // The stand-in for /etc: root-owned, reachable by everyone.
     let target = nix::unistd::mkdtemp(&std::env::temp_dir().join("symlink-swap-XXXXXX")).unwrap();
     fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -91,8 +92,9 @@ fn swap_client_role() {
 }
 
 #[test]
+#[ignore = "device tier"]
 fn full_tmpfs() {
-    let Some(bin) = tier() else { return };
+    let bin = tier();
     let name = "kfd-t-full";
     // The daemon's runtime directory (see Daemon::start_with) on a 4 MiB tmpfs.
     let rt = std::env::temp_dir().join(format!("cuse-kfd-tier-{name}"));
@@ -103,11 +105,14 @@ fn full_tmpfs() {
     let kfd = Kfd::open_node(&d.node).unwrap();
     let gpu = kfd.gpu_ids().unwrap()[0];
     assert_eq!(kfd.alloc(gpu, 8 << 20, Kind::Gtt).err(), Some(Errno::ENOMEM), "8 MiB on a 4 MiB tmpfs");
-    assert_eq!(kfd.alloc(gpu, 8 << 20, Kind::Vram).err(), Some(Errno::ENOMEM));
+    // VRAM is sparse (its bank is accounted against the profile, not the file system): it is
+    // allocated, and backed as it is touched.
+    let vram = kfd.alloc(gpu, 8 << 20, Kind::Vram).expect("sparse VRAM");
     // What fits is allocated, and every byte of it can be stored without killing the daemon.
     let b = kfd.alloc(gpu, 2 << 20, Kind::Gtt).expect("2 MiB fit");
     b.write(0, &vec![0xA5; 2 << 20]);
     assert_eq!(kfd.alloc(gpu, 2 << 20, Kind::Gtt).err(), Some(Errno::ENOMEM), "the tmpfs is full");
+    drop(vram);
     let q = AqlQueue::new(&kfd, gpu, 64);
     assert!(q.is_ok() || q.as_ref().err() == Some(&Errno::ENOMEM), "{:?}", q.err());
     drop(q);

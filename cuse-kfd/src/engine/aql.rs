@@ -7,7 +7,7 @@
 //! advances with release; then its completion signal is decremented.
 
 use super::fault::{QueueFault, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
-use super::kernels::{self, Ran};
+use super::kernels::{self, Ran, Work};
 use super::mem::{Mem, Tlb};
 use super::runner::{LazyNow, PollCtx, Polled, PropsCache};
 use super::{signal, HwQueue};
@@ -23,7 +23,8 @@ use uapi::aql::*;
 use uapi::soft::{SoftKernelDescriptor, SOFT_KERNEL_MAGIC};
 use uapi::FromBytes;
 
-/// Packets one queue processes per pass before the others get a turn.
+/// Packets one queue processes per pass before the others get a turn (a pass also ends at its
+/// time slice, [`super::runner::SLICE`]).
 const BUDGET: u32 = 256;
 
 /// A kernel still running (the sleep kernel) and the signal it will complete.
@@ -42,6 +43,19 @@ enum Step {
     Running(Instant),
     /// Not startable yet (barrier dependencies); look again later.
     Blocked,
+    /// Started and not finished within this pass: it stays at the read index and goes on in
+    /// the next pass.
+    Sliced(Work),
+}
+
+/// The packet at the read index, started in an earlier pass and not finished.
+struct Current {
+    work: Work,
+    /// The packet's first 8 bytes as read when it started (the header goes back INVALID).
+    first: u64,
+    signal: u64,
+    start_ts: u64,
+    trace_start: u64,
 }
 
 pub struct QueueRunner {
@@ -53,6 +67,7 @@ pub struct QueueRunner {
     last_doorbell: u64,
     invalid_since: Option<Instant>,
     in_flight: VecDeque<InFlight>,
+    current: Option<Current>,
     stopped: bool,
     props: PropsCache,
 }
@@ -68,6 +83,7 @@ impl QueueRunner {
             last_doorbell: u64::MAX,
             invalid_since: None,
             in_flight: VecDeque::new(),
+            current: None,
             stopped: false,
             props: PropsCache::default(),
         };
@@ -116,14 +132,40 @@ impl QueueRunner {
             self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out, ctx.trace);
             return out;
         }
-        let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb, &self.faults);
+        // The TLB is lent to the pass's memory view, so the pass can still borrow the runner.
+        let process = self.hw.process.clone();
+        let faults = self.faults.clone();
+        let mut tlb = std::mem::take(&mut self.tlb);
+        let deadline = Instant::now() + ctx.slice;
+        let out = {
+            let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut tlb, &faults);
+            self.run(&mut mem, now, ctx, deadline, out, (ring_base, ring_size), grace)
+        };
+        self.tlb = tlb;
+        out
+    }
+
+    /// The packets of one pass, from the read index, at most [`BUDGET`] of them and until the
+    /// pass's time slice ends.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        mem: &mut Mem<'_>,
+        now: &LazyNow,
+        ctx: &PollCtx,
+        deadline: Instant,
+        mut out: Polled,
+        (ring_base, ring_size): (u64, u64),
+        grace: std::time::Duration,
+    ) -> Polled {
+        let start_index = self.read_index;
         // Retire running kernels whose time has come.
         let mut i = 0;
         while i < self.in_flight.len() {
             if self.in_flight[i].until <= now.get() {
                 let f = self.in_flight.remove(i).expect("index checked");
                 fence(Ordering::Release);
-                match signal::complete(&mut mem, f.signal, f.start_ts, clock::gpu_clock_counter()) {
+                match signal::complete(mem, f.signal, f.start_ts, clock::gpu_clock_counter()) {
                     Ok(ev) => out.events.extend(ev),
                     Err(e) => {
                         self.fail(e.into(), &mut out, ctx.trace);
@@ -138,15 +180,43 @@ impl QueueRunner {
         let slots = ring_size / AQL_PACKET_SIZE as u64;
         let mut budget = BUDGET;
         let mut failure = None;
+        let mut sliced = false;
         while budget > 0 {
+            if self.read_index > start_index && Instant::now() >= deadline {
+                break;
+            }
+            let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
+            if let Some(mut c) = self.current.take() {
+                // The packet this queue was running when its last pass ended.
+                match c.work.resume(mem, deadline) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.current = Some(c);
+                        out.progressed = true;
+                        sliced = true;
+                        break;
+                    }
+                    Err(f) => {
+                        failure = Some(f);
+                        break;
+                    }
+                }
+                budget -= 1;
+                let step = Step::Done(Vec::new());
+                let started = (c.first, c.signal, c.start_ts, c.trace_start);
+                if let Err(f) = self.consume(mem, slot, started, step, &mut out, now, ctx) {
+                    failure = Some(f);
+                    break;
+                }
+                continue;
+            }
             if self.read_index >= self.target {
-                if !published_past_target(&mut mem, self.hw.queue.write_ptr.0, self.read_index, ring_base, slots) {
+                if !published_past_target(mem, self.hw.queue.write_ptr.0, self.read_index, ring_base, slots) {
                     break;
                 }
                 self.target = self.read_index + 1;
             }
             budget -= 1;
-            let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
             let first = match mem.load_u64(slot, Ordering::Acquire) {
                 Ok(w) => w,
                 Err(e) => {
@@ -184,7 +254,7 @@ impl QueueRunner {
             let signal = u64::from_le_bytes(packet[56..64].try_into().expect("8 bytes"));
             let start_ts = if signal != 0 { clock::gpu_clock_counter() } else { 0 };
             let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
-            let step = match run_packet(&mut mem, ptype, &packet, now) {
+            let step = match run_packet(mem, ptype, &packet, now, deadline) {
                 Ok(s) => s,
                 Err(f) => {
                     failure = Some(f);
@@ -198,45 +268,15 @@ impl QueueRunner {
             if header >> HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE & 0x3 != HSA_FENCE_SCOPE_NONE {
                 fence(Ordering::Acquire);
             }
-            // Header back to INVALID (barrier bit set), then the read index.
-            let invalid = u64::from(HSA_PACKET_TYPE_INVALID) | 1 << HSA_PACKET_HEADER_BARRIER;
-            let consumed = mem
-                .store_u64(slot, (first & !0xFFFF) | invalid, Ordering::Release)
-                .and_then(|_| mem.store_u64(self.hw.queue.read_ptr.0, self.read_index + 1, Ordering::Release));
-            if let Err(e) = consumed {
-                failure = Some(e.into());
+            if let Step::Sliced(work) = step {
+                self.current = Some(Current { work, first, signal, start_ts, trace_start });
+                out.progressed = true;
+                sliced = true;
                 break;
             }
-            if ctx.trace.enabled() {
-                let kind = TraceKind::Packet { queue: self.hw.queue.id, index: self.read_index, packet_type: ptype };
-                ctx.trace.record(self.hw.process.pid, trace_start, kind);
-            }
-            self.read_index += 1;
-            out.progressed = true;
-            // Injected delay: the packet stays running for that long.
-            let step = match (step, self.faults.completion_delay()) {
-                (Step::Done(events), Some(d)) => {
-                    out.events.extend(events);
-                    Step::Running(now.get() + d)
-                }
-                (s, _) => s,
-            };
-            match step {
-                Step::Done(events) => {
-                    out.events.extend(events);
-                    fence(Ordering::Release);
-                    if signal != 0 {
-                        match signal::complete(&mut mem, signal, start_ts, clock::gpu_clock_counter()) {
-                            Ok(ev) => out.events.extend(ev),
-                            Err(e) => {
-                                failure = Some(e.into());
-                                break;
-                            }
-                        }
-                    }
-                }
-                Step::Running(until) => self.in_flight.push_back(InFlight { until, signal, start_ts }),
-                Step::Blocked => unreachable!("handled above"),
+            if let Err(f) = self.consume(mem, slot, (first, signal, start_ts, trace_start), step, &mut out, now, ctx) {
+                failure = Some(f);
+                break;
             }
         }
         if out.progressed || failure.is_some() {
@@ -246,7 +286,7 @@ impl QueueRunner {
             self.fail(f, &mut out, ctx.trace);
             return out;
         }
-        if self.read_index < self.target && budget == 0 {
+        if sliced || (self.read_index < self.target && (budget == 0 || self.read_index > start_index)) {
             out.pending = true;
         }
         if let Some(d) = self.in_flight.iter().map(|f| f.until).min() {
@@ -254,6 +294,54 @@ impl QueueRunner {
             out.deadline = Some(d);
         }
         out
+    }
+
+    /// The packet at the read index has run (`step`): its header goes back INVALID, the read
+    /// index moves past it, and its completion signal is decremented now or when it ends.
+    /// `started` is what was read when it started: its first 8 bytes, its completion signal,
+    /// the start timestamp and the trace's start time.
+    #[allow(clippy::too_many_arguments)]
+    fn consume(
+        &mut self,
+        mem: &mut Mem<'_>,
+        slot: u64,
+        started: (u64, u64, u64, u64),
+        step: Step,
+        out: &mut Polled,
+        now: &LazyNow,
+        ctx: &PollCtx,
+    ) -> Result<(), QueueFault> {
+        let (first, signal, start_ts, trace_start) = started;
+        // Header back to INVALID (barrier bit set), then the read index.
+        let invalid = u64::from(HSA_PACKET_TYPE_INVALID) | 1 << HSA_PACKET_HEADER_BARRIER;
+        mem.store_u64(slot, (first & !0xFFFF) | invalid, Ordering::Release)?;
+        mem.store_u64(self.hw.queue.read_ptr.0, self.read_index + 1, Ordering::Release)?;
+        if ctx.trace.enabled() {
+            let kind = TraceKind::Packet { queue: self.hw.queue.id, index: self.read_index, packet_type: first as u8 };
+            ctx.trace.record(self.hw.process.pid, trace_start, kind);
+        }
+        self.read_index += 1;
+        out.progressed = true;
+        // Injected delay: the packet stays running for that long.
+        let step = match (step, self.faults.completion_delay()) {
+            (Step::Done(events), Some(d)) => {
+                out.events.extend(events);
+                Step::Running(now.get() + d)
+            }
+            (s, _) => s,
+        };
+        match step {
+            Step::Done(events) => {
+                out.events.extend(events);
+                fence(Ordering::Release);
+                if signal != 0 {
+                    out.events.extend(signal::complete(mem, signal, start_ts, clock::gpu_clock_counter())?);
+                }
+            }
+            Step::Running(until) => self.in_flight.push_back(InFlight { until, signal, start_ts }),
+            Step::Blocked | Step::Sliced(_) => unreachable!("a packet that has not finished is not consumed"),
+        }
+        Ok(())
     }
 
     /// Stops the queue and reports why (queue_inactive_signal, HW-exception / queue or memory
@@ -315,6 +403,8 @@ impl QueueRunner {
             (p.ring_base.0, p.ring_size)
         };
         let mut mem = Mem::new(&self.hw.process, self.hw.queue.gpu_id, &mut self.tlb, &self.faults);
+        // A packet part way through is still at the read index: it is counted below.
+        self.current = None;
         let mut signals: Vec<u64> = self.in_flight.drain(..).map(|f| f.signal).collect();
         let slots = ring_size / AQL_PACKET_SIZE as u64;
         if ring_base != 0 && slots > 0 {
@@ -336,7 +426,13 @@ impl QueueRunner {
 }
 
 /// Runs one packet of type `ptype`.
-fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: &LazyNow) -> Result<Step, QueueFault> {
+fn run_packet(
+    mem: &mut Mem,
+    ptype: u8,
+    packet: &[u8; AQL_PACKET_SIZE],
+    now: &LazyNow,
+    deadline: Instant,
+) -> Result<Step, QueueFault> {
     match ptype {
         HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
             let p = BarrierPacket::read_from_bytes(packet).expect("64 bytes");
@@ -393,9 +489,10 @@ fn run_packet(mem: &mut Mem, ptype: u8, packet: &[u8; AQL_PACKET_SIZE], now: &La
                     ),
                 ));
             }
-            match kernels::run(mem, &p, &desc)? {
+            match kernels::run(mem, &p, &desc, deadline)? {
                 Ran::Done { events } => Ok(Step::Done(events)),
                 Ran::Running(d) => Ok(Step::Running(now.get() + d)),
+                Ran::Sliced(work) => Ok(Step::Sliced(work)),
             }
         }
         HSA_PACKET_TYPE_AGENT_DISPATCH => Err(QueueFault::invalid(

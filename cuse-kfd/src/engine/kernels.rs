@@ -4,10 +4,10 @@ use super::fault::{QueueFault, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT
 use super::mem::Mem;
 use super::signal;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use uapi::aql::KernelDispatchPacket;
 use uapi::soft::*;
-use uapi::{FromBytes, IntoBytes};
+use uapi::FromBytes;
 
 /// Work-items one dispatch may have (keeps a hostile grid from stalling the device for hours).
 pub const MAX_WORK_ITEMS: u64 = 1 << 28;
@@ -61,6 +61,8 @@ pub enum Ran {
     Done { events: Vec<u32> },
     /// Still running for this long (the sleep kernel).
     Running(Duration),
+    /// Started but not finished: the rest runs in later passes ([`Work::resume`]).
+    Sliced(Work),
 }
 
 fn args<T: FromBytes>(mem: &mut Mem, kernarg: u64, provided: u32) -> Result<T, QueueFault> {
@@ -76,46 +78,35 @@ fn args<T: FromBytes>(mem: &mut Mem, kernarg: u64, provided: u32) -> Result<T, Q
     Ok(T::read_from_bytes(&buf).expect("sized above"))
 }
 
-/// Runs the dispatch `p` whose descriptor was already read from `kernel_object`.
-pub fn run(mem: &mut Mem, p: &KernelDispatchPacket, desc: &SoftKernelDescriptor) -> Result<Ran, QueueFault> {
+/// Runs the dispatch `p` whose descriptor was already read from `kernel_object`, until it ends
+/// or `deadline` passes (then it returns [`Ran::Sliced`] with its progress).
+pub fn run(
+    mem: &mut Mem,
+    p: &KernelDispatchPacket,
+    desc: &SoftKernelDescriptor,
+    deadline: Instant,
+) -> Result<Ran, QueueFault> {
     let g = Geometry::of(p)?;
     let n = g.work_items();
     let ka = p.kernarg_address;
     let provided = desc.kernarg_size;
-    match desc.builtin {
-        SOFT_KERNEL_NOP => {}
+    let op = match desc.builtin {
+        SOFT_KERNEL_NOP => return Ok(Ran::Done { events: Vec::new() }),
         SOFT_KERNEL_FILL_U32 => {
             let a: FillArgs = args(mem, ka, provided)?;
-            const CHUNK: u64 = 16384;
-            let mut i = 0;
-            while i < n {
-                let k = CHUNK.min(n - i);
-                let words = vec![a.value; k as usize];
-                mem.write(a.dst.checked_add(i * 4).ok_or_else(|| overflow(a.dst))?, words.as_bytes())?;
-                i += k;
-            }
+            Op::Fill { dst: a.dst, value: a.value }
         }
         SOFT_KERNEL_COPY_BYTES => {
             let a: CopyArgs = args(mem, ka, provided)?;
-            const CHUNK: u64 = 1 << 20;
-            let mut buf = vec![0u8; CHUNK.min(n) as usize];
-            let mut i = 0;
-            while i < n {
-                let k = CHUNK.min(n - i) as usize;
-                mem.read(a.src.checked_add(i).ok_or_else(|| overflow(a.src))?, &mut buf[..k])?;
-                mem.write(a.dst.checked_add(i).ok_or_else(|| overflow(a.dst))?, &buf[..k])?;
-                i += k as u64;
-            }
+            Op::Copy { src: a.src, dst: a.dst }
         }
         SOFT_KERNEL_ATOMIC_ADD_U64 => {
             let a: AtomicAddArgs = args(mem, ka, provided)?;
-            for _ in 0..n {
-                mem.fetch_add_i64(a.addr, a.value as i64, Ordering::AcqRel)?;
-            }
+            Op::AtomicAdd { addr: a.addr, value: a.value }
         }
         SOFT_KERNEL_WRITE_FLAT_ID => {
             let a: FlatIdArgs = args(mem, ka, provided)?;
-            write_flat_ids(mem, &g, &a)?;
+            Op::FlatId { geometry: g, dst: a.dst, wg_dst: a.wg_dst }
         }
         SOFT_KERNEL_SLEEP => {
             let a: SleepArgs = args(mem, ka, provided)?;
@@ -132,35 +123,144 @@ pub fn run(mem: &mut Mem, p: &KernelDispatchPacket, desc: &SoftKernelDescriptor)
                 format!("soft kernel descriptor names unknown builtin {other}"),
             ))
         }
+    };
+    let mut work = Work { op, next: 0, total: n };
+    Ok(if work.resume(mem, deadline)? { Ran::Done { events: Vec::new() } } else { Ran::Sliced(work) })
+}
+
+/// The kernels whose work grows with the grid, decoded once (the packet and its arguments are
+/// client memory and may change while the dispatch runs).
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Fill { dst: u64, value: u32 },
+    Copy { src: u64, dst: u64 },
+    AtomicAdd { addr: u64, value: u64 },
+    FlatId { geometry: Geometry, dst: u64, wg_dst: u64 },
+}
+
+impl Op {
+    /// Work-items one chunk runs: between two looks at the clock, and what bounds the buffer a
+    /// chunk needs (at most [`CHUNK_BYTES`]).
+    fn chunk(&self) -> u64 {
+        match self {
+            Op::Fill { .. } | Op::FlatId { .. } => CHUNK_BYTES / 4,
+            Op::Copy { .. } => CHUNK_BYTES,
+            // Two process_vm_* calls per item on USERPTR memory.
+            Op::AtomicAdd { .. } => 64,
+        }
     }
-    Ok(Ran::Done { events: Vec::new() })
 }
 
-fn overflow(base: u64) -> QueueFault {
-    QueueFault::Vm(crate::memory::vm::VmFault::Overflow { va: crate::memory::vm::GpuVa(base) })
+/// Bytes of client data one chunk of a kernel moves through the daemon.
+const CHUNK_BYTES: u64 = 64 << 10;
+
+/// A dispatch part way through: work-items `next..total` are still to run.
+#[derive(Debug)]
+pub struct Work {
+    op: Op,
+    next: u64,
+    total: u64,
 }
 
-/// One row (fixed y, z) at a time: flat ids and flat workgroup ids, partial workgroups included.
-fn write_flat_ids(mem: &mut Mem, g: &Geometry, a: &FlatIdArgs) -> Result<(), QueueFault> {
-    let [gx, gy, gz] = g.grid;
-    let [wx, wy, wz] = g.workgroup;
-    let groups_x = gx.div_ceil(wx);
-    let groups_y = gy.div_ceil(wy);
-    for z in 0..gz {
-        for y in 0..gy {
-            let row_start = x_flat(0, y, z, gx, gy);
-            let ids: Vec<u32> = (0..gx).map(|x| x_flat(x, y, z, gx, gy) as u32).collect();
-            mem.write(a.dst.checked_add(row_start * 4).ok_or_else(|| overflow(a.dst))?, ids.as_bytes())?;
-            if a.wg_dst != 0 {
-                let wgs: Vec<u32> =
-                    (0..gx).map(|x| (x / wx + (y / wy) * groups_x + (z / wz) * groups_x * groups_y) as u32).collect();
-                mem.write(a.wg_dst.checked_add(row_start * 4).ok_or_else(|| overflow(a.wg_dst))?, wgs.as_bytes())?;
+impl Work {
+    /// Runs chunks of the remaining work-items until all are done (`Ok(true)`) or `deadline`
+    /// has passed (`Ok(false)`; at least one chunk ran).
+    pub fn resume(&mut self, mem: &mut Mem, deadline: Instant) -> Result<bool, QueueFault> {
+        let chunk = self.op.chunk();
+        let mut buf = Vec::new();
+        while self.next < self.total {
+            let (i, k) = (self.next, chunk.min(self.total - self.next));
+            run_chunk(mem, &self.op, i, k, &mut buf)?;
+            self.next += k;
+            if self.next < self.total && Instant::now() >= deadline {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Work-items `i..i + k` of `op`; `buf` is scratch space kept across chunks.
+fn run_chunk(mem: &mut Mem, op: &Op, i: u64, k: u64, buf: &mut Vec<u8>) -> Result<(), QueueFault> {
+    let at = |base: u64, off: u64| base.checked_add(off).ok_or_else(|| overflow(base));
+    match *op {
+        Op::Fill { dst, value } => {
+            buf.clear();
+            buf.extend((0..k).flat_map(|_| value.to_le_bytes()));
+            mem.write(at(dst, i * 4)?, buf)?;
+        }
+        Op::Copy { src, dst } => {
+            buf.resize(k as usize, 0);
+            mem.read(at(src, i)?, buf)?;
+            mem.write(at(dst, i)?, buf)?;
+        }
+        Op::AtomicAdd { addr, value } => {
+            for _ in 0..k {
+                mem.fetch_add_i64(addr, value as i64, Ordering::AcqRel)?;
+            }
+        }
+        Op::FlatId { geometry, dst, wg_dst } => {
+            // The flat id of a work-item is its index in the grid, so ids i..i+k are stored
+            // at dst + 4i, and so are their flat workgroup ids at wg_dst + 4i.
+            buf.clear();
+            buf.extend((i..i + k).flat_map(|f| (f as u32).to_le_bytes()));
+            mem.write(at(dst, i * 4)?, buf)?;
+            if wg_dst != 0 {
+                buf.clear();
+                buf.extend((i..i + k).flat_map(|f| flat_workgroup(&geometry, f).to_le_bytes()));
+                mem.write(at(wg_dst, i * 4)?, buf)?;
             }
         }
     }
     Ok(())
 }
 
-fn x_flat(x: u64, y: u64, z: u64, gx: u64, gy: u64) -> u64 {
-    x + y * gx + z * gx * gy
+fn overflow(base: u64) -> QueueFault {
+    QueueFault::Vm(crate::memory::vm::VmFault::Overflow { va: crate::memory::vm::GpuVa(base) })
+}
+
+/// The flat workgroup id of the work-item with flat id `f`, partial workgroups included.
+fn flat_workgroup(g: &Geometry, f: u64) -> u32 {
+    let [gx, gy, _] = g.grid;
+    let [wx, wy, wz] = g.workgroup;
+    let (x, y, z) = (f % gx, f / gx % gy, f / (gx * gy));
+    let groups_x = gx.div_ceil(wx);
+    let groups_y = gy.div_ceil(wy);
+    (x / wx + (y / wy) * groups_x + (z / wz) * groups_x * groups_y) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_workgroup_ids_count_partial_workgroups() {
+        // A 5x3x2 grid of 2x2x1 workgroups: 3 groups along x, 2 along y, 2 along z.
+        let g = Geometry { grid: [5, 3, 2], workgroup: [2, 2, 1] };
+        let id = |x: u64, y: u64, z: u64| flat_workgroup(&g, x + y * 5 + z * 15);
+        assert_eq!(id(0, 0, 0), 0);
+        assert_eq!(id(1, 1, 0), 0);
+        assert_eq!(id(2, 0, 0), 1);
+        assert_eq!(id(4, 0, 0), 2, "the last, partial group along x");
+        assert_eq!(id(0, 2, 0), 3, "the second row of groups");
+        assert_eq!(id(4, 2, 1), 11);
+    }
+
+    #[test]
+    fn no_chunk_needs_more_than_a_mebibyte() {
+        let g = Geometry { grid: [1 << 14, 1 << 14, 1], workgroup: [1, 1, 1] };
+        for op in [
+            Op::Fill { dst: 0, value: 0 },
+            Op::Copy { src: 0, dst: 0 },
+            Op::AtomicAdd { addr: 0, value: 0 },
+            Op::FlatId { geometry: g, dst: 0, wg_dst: 0 },
+        ] {
+            let bytes = match op {
+                Op::Copy { .. } => op.chunk(),
+                Op::AtomicAdd { .. } => 0,
+                _ => op.chunk() * 4,
+            };
+            assert!(bytes <= 1 << 20, "{op:?}: {bytes} bytes per chunk");
+        }
+    }
 }

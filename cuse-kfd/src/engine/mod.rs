@@ -347,6 +347,9 @@ fn run(s: &Shared) {
     let mut polls = 0u64;
     // The SIGBUS guard's loss count the runners were last checked against (None: check now).
     let mut losses_seen: Option<u64> = None;
+    // Where the next pass starts: a pass cut short by a registry change resumes with the queue
+    // after the last one polled, so no queue waits on others being added and removed.
+    let mut cursor = 0usize;
     while !s.stop.load(Ordering::Acquire) {
         let generation = s.generation.load(Ordering::Acquire);
         if generation != seen {
@@ -363,8 +366,12 @@ fn run(s: &Shared) {
         let mut progressed = false;
         let mut pending = false;
         let mut deadline: Option<Instant> = None;
-        for r in runners.iter_mut() {
-            let p = poll_guarded(r, &now, &PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace });
+        let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace, slice: runner::SLICE };
+        let n = runners.len();
+        for k in 0..n {
+            let i = (cursor + k) % n;
+            let r = &mut runners[i];
+            let p = poll_guarded(r, &now, &ctx);
             r.hw().raise(&p.events);
             r.hw().interrupt(&p.interrupts);
             progressed |= p.progressed;
@@ -373,11 +380,17 @@ fn run(s: &Shared) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            // Each poll is bounded by its slice, so a remover or a stop waits for about one
+            // slice, not for a whole pass over every busy queue.
+            if p.progressed && (s.generation.load(Ordering::Acquire) != seen || s.stop.load(Ordering::Acquire)) {
+                cursor = i + 1;
+                break;
+            }
         }
         let losses = sigbus::losses();
         if losses_seen != Some(losses) {
             losses_seen = Some(losses);
-            let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace };
+            let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace, slice: runner::SLICE };
             for r in runners.iter_mut() {
                 if let Some(fault) = r.hw().lost_memory() {
                     let p = r.lose(fault, &ctx);

@@ -24,10 +24,17 @@ impl LazyNow {
     }
 }
 
+/// How long one queue may run packets in one pass before the engine moves on to the next queue
+/// (a packet that needs longer goes on in its next pass, see `kernels::Work`), so that one
+/// client's expensive packets delay another's by about a slice per busy queue.
+pub const SLICE: Duration = Duration::from_millis(1);
+
 /// What every poll needs from the engine.
 pub struct PollCtx<'a> {
     pub grace: Duration,
     pub trace: &'a Trace,
+    /// The time slice of this poll ([`SLICE`]), counted from when the queue starts running.
+    pub slice: Duration,
 }
 
 /// What happened in one poll of a queue.

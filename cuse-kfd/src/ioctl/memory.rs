@@ -44,9 +44,23 @@ pub(super) fn doorbells<'a>(ctx: &Ctx, inner: &'a mut ProcessInner, gpu_id: u32)
     Ok(dev.doorbells.as_mut().expect("created above"))
 }
 
+/// A backing file with its space reserved now (a full file system is ENOMEM here).
 pub(super) fn create_file(ctx: &Ctx, space: MmapSpace, offset: u64, len: u64) -> Result<Arc<BackingFile>, Errno> {
+    make_file(ctx, space, offset, len, false)
+}
+
+/// A backing file, sparse when `sparse` (VRAM: see [`BackingStore::create_sparse`]).
+///
+/// [`BackingStore::create_sparse`]: crate::memory::backing::BackingStore::create_sparse
+fn make_file(ctx: &Ctx, space: MmapSpace, offset: u64, len: u64, sparse: bool) -> Result<Arc<BackingFile>, Errno> {
     let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
-    ctx.device.backing().create(ctx.process.pid, ctx.process.owner, space, offset, len).map_err(|e| {
+    let (pid, owner) = (ctx.process.pid, ctx.process.owner);
+    let made = if sparse {
+        ctx.device.backing().create_sparse(pid, owner, space, offset, len)
+    } else {
+        ctx.device.backing().create(pid, owner, space, offset, len)
+    };
+    made.map_err(|e| {
         log::warn!("pid {}: cannot create a backing file: {e}", ctx.process.pid);
         Errno::ENOMEM
     })
@@ -117,7 +131,7 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
                 .checked_add(size)
                 .filter(|n| *n <= KFD_MMAP_OFFSET_VALUE_MASK)
                 .ok_or(Errno::ENOMEM)
-                .and_then(|_| create_file(ctx, MmapSpace::Render, offset, size));
+                .and_then(|_| make_file(ctx, MmapSpace::Render, offset, size, kind == BufferKind::Vram));
             match made {
                 Ok(file) => {
                     inner.next_render_offset = offset + size;

@@ -211,6 +211,33 @@ impl BackingStore {
         offset: u64,
         len: usize,
     ) -> io::Result<Arc<BackingFile>> {
+        self.make(pid, owner, space, offset, len, Space::Reserved)
+    }
+
+    /// [`create`](Self::create), but sparse: pages are backed as they are first touched. For
+    /// VRAM, whose bank (16 GiB and more per GPU) is accounted against the profile, not RAM: a
+    /// file system that fills up under it is a VM fault of that client (the SIGBUS guard), never
+    /// the daemon's end.
+    pub fn create_sparse(
+        &self,
+        pid: u32,
+        owner: Owner,
+        space: MmapSpace,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<Arc<BackingFile>> {
+        self.make(pid, owner, space, offset, len, Space::OnTouch)
+    }
+
+    fn make(
+        &self,
+        pid: u32,
+        owner: Owner,
+        space: MmapSpace,
+        offset: u64,
+        len: usize,
+        reserve: Space,
+    ) -> io::Result<Arc<BackingFile>> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty backing file cannot be mapped"));
         }
@@ -225,7 +252,11 @@ impl BackingStore {
         // SAFETY: openat2 just returned this descriptor and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let made = (|| {
-            match nix::fcntl::fallocate(fd.as_raw_fd(), FallocateFlags::empty(), 0, size) {
+            let reserved = match reserve {
+                Space::Reserved => nix::fcntl::fallocate(fd.as_raw_fd(), FallocateFlags::empty(), 0, size),
+                Space::OnTouch => nix::unistd::ftruncate(&fd, size),
+            };
+            match reserved {
                 // A file system without fallocate (tmpfs has it): a sparse file, as before.
                 Err(Errno::EOPNOTSUPP) => {
                     log::warn!("{} cannot reserve space: backing files there are sparse", self.root.display());
@@ -237,7 +268,6 @@ impl BackingStore {
             chown_if_needed(&fd, owner)?;
             // The mapping keeps the file alive: the descriptor closes at the end of this scope.
             let region = SharedRegion::map(&File::from(fd), len)?;
-            dont_fork(&region)?;
             Ok::<_, io::Error>(region)
         })();
         match made {
@@ -273,16 +303,13 @@ impl Drop for BackingStore {
     }
 }
 
-/// Keeps `region` out of children of this process (amdkfd's VM_DONTCOPY on its mappings): a
-/// child of an embedding program has no device, and must not keep a client's memory mapped.
-fn dont_fork(region: &SharedRegion) -> io::Result<()> {
-    // The word at offset 0 is the first byte of the mapping (page aligned, so always aligned).
-    let start = region.atomic_u64(0).map_err(|_| io::Error::from(Errno::EINVAL))?.as_ptr();
-    let start = std::ptr::NonNull::new(start.cast::<libc::c_void>()).ok_or(Errno::EINVAL)?;
-    // SAFETY: `start` and `len` are exactly the live mapping `region` owns; MADV_DONTFORK
-    // changes only what fork copies, not the pages or their contents.
-    unsafe { nix::sys::mman::madvise(start, region.len(), nix::sys::mman::MmapAdvise::MADV_DONTFORK) }?;
-    Ok(())
+/// When a backing file's space is taken from the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Space {
+    /// At creation (`fallocate`): a full file system is ENOMEM then, not a fault later.
+    Reserved,
+    /// As pages are first touched (a sparse file).
+    OnTouch,
 }
 
 /// Hands the file to the client's uid and gid when the daemon runs as another user (root).

@@ -43,6 +43,9 @@ impl SharedRegion {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty region cannot be mapped"));
         }
         let map = memmap2::MmapOptions::new().len(len).map_raw(file)?;
+        // Out of children of this process (amdkfd's VM_DONTCOPY): a child of an embedding
+        // program has no device, and must not keep a client's memory mapped.
+        map.advise(memmap2::Advice::DontFork)?;
         let guard = sigbus::Guard::register(map.as_mut_ptr(), len)
             .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
         Ok(SharedRegion { guard, map, len })

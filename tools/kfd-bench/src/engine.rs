@@ -1,5 +1,6 @@
 //! The soft command processor's figures: doorbell-to-packet and dispatch latency against the
-//! ping-pong baseline, barrier packet throughput, and the CPU an idle device uses.
+//! ping-pong baseline, barrier packet throughput, the CPU an idle device uses, and a client's
+//! round trip beside another running the most expensive packets (`fairness.rs`).
 
 use crate::baseline::ping_pong;
 use crate::stats::{bench, ns, percentile, ratio};
@@ -78,6 +79,7 @@ pub fn run() {
     barrier_throughput(&kfd, gpu, 4);
     drop(kfd);
     idle_cpu();
+    crate::fairness::run();
 }
 
 /// Barrier packets per second: one producer keeps `queues` rings full (doorbell per packet),
@@ -131,7 +133,7 @@ fn engine_polls(kfd: &Kfd) -> u64 {
 }
 
 /// The thread id of this process's (only) command processor thread.
-fn engine_tid() -> Option<u32> {
+pub fn engine_tid() -> Option<u32> {
     std::fs::read_dir("/proc/self/task").ok()?.flatten().find_map(|e| {
         let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
         (comm.trim() == "kfd-engine").then(|| e.file_name().to_str()?.parse().ok())?
@@ -140,8 +142,14 @@ fn engine_tid() -> Option<u32> {
 
 /// CPU time of thread `tid` in ns (schedstat's first field).
 fn thread_cpu_ns(tid: u32) -> u64 {
+    schedstat(tid, 0)
+}
+
+/// Field `i` of thread `tid`'s schedstat: 0 time on a CPU, 1 time runnable but waiting for
+/// one (ns).
+pub fn schedstat(tid: u32, i: usize) -> u64 {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
         .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .and_then(|s| s.split_whitespace().nth(i)?.parse().ok())
         .unwrap_or(0)
 }

@@ -5,6 +5,7 @@
 mod baseline;
 mod cuse;
 mod engine;
+mod fairness;
 mod signals;
 mod stats;
 
@@ -14,7 +15,7 @@ fn main() -> ExitCode {
     let only: Vec<String> = std::env::args().skip(1).collect();
     if only.iter().any(|a| a == "-h" || a == "--help") {
         println!(
-            "usage: kfd-bench [GROUP...]\n\ngroups:\n  engine  doorbell and dispatch latency, barrier throughput, idle CPU (embedded)\n  cuse    GET_VERSION and WAIT_EVENTS round trips against a libfuse3 CUSE device\n          (needs /dev/cuse, root, CUSE_KFD_BIN and KFD_BENCH_CUSE_REF)\nPrints BENCH and RATIO lines; with no group, runs engine."
+            "usage: kfd-bench [GROUP...]\n\ngroups:\n  engine  doorbell and dispatch latency, barrier throughput, idle CPU, fairness (embedded)\n  cuse    GET_VERSION and WAIT_EVENTS round trips against a libfuse3 CUSE device\n          (needs /dev/cuse, root, CUSE_KFD_BIN and KFD_BENCH_CUSE_REF)\nPrints BENCH and RATIO lines; with no group, runs engine."
         );
         return ExitCode::SUCCESS;
     }

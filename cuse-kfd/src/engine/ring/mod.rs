@@ -24,6 +24,7 @@ use crate::faults::Faults;
 use crate::queue::QueueType;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Packets one queue runs per pass before the others get a turn.
 const BUDGET: u32 = 256;
@@ -39,6 +40,9 @@ pub enum Action {
     Interrupt(Interrupt),
     /// A poll that is not true yet: run the packet again later.
     Blocked,
+    /// Started and not finished within the time slice: the packet goes on from where it
+    /// stopped in the next pass.
+    Sliced,
     /// Run `dwords` dwords at `base`, then continue after this packet (or, chained, after the
     /// calling IB).
     Indirect {
@@ -109,6 +113,8 @@ enum Stepped {
     /// all there yet.
     Idle,
     Blocked,
+    /// The packet ran part of its work and goes on in the next pass.
+    Sliced,
 }
 
 pub struct RingRunner {
@@ -124,6 +130,9 @@ pub struct RingRunner {
     ibs: Vec<Frame>,
     /// Where the ring continues once the IB stack is done.
     ib_return: u64,
+    /// Bytes of the packet at the read position that ran in earlier passes (a sliced COPY or
+    /// CONST_FILL).
+    resume: u64,
     stopped: bool,
     props: PropsCache,
 }
@@ -142,6 +151,7 @@ impl RingRunner {
             last_doorbell: u64::MAX,
             ibs: Vec::new(),
             ib_return: 0,
+            resume: 0,
             stopped: false,
             props: PropsCache::default(),
         }
@@ -199,17 +209,14 @@ impl RingRunner {
         let mut budget = BUDGET;
         let mut failure = None;
         let start = self.rptr;
+        let deadline = Instant::now() + ctx.slice;
         while budget > 0 {
-            match step(
-                self.kind,
-                &mut self.ibs,
-                &mut self.rptr,
-                &mut self.ib_return,
-                self.target,
-                &mut mem,
-                ring_base,
-                ring_dwords,
-            ) {
+            if budget < BUDGET && Instant::now() >= deadline {
+                out.pending = true;
+                break;
+            }
+            let at = Position { ibs: &mut self.ibs, rptr: &mut self.rptr, ib_return: &mut self.ib_return };
+            match step(self.kind, at, &mut self.resume, deadline, self.target, &mut mem, ring_base, ring_dwords) {
                 Ok(Stepped::Ran(int)) => {
                     budget -= 1;
                     out.progressed = true;
@@ -217,6 +224,11 @@ impl RingRunner {
                 }
                 Ok(Stepped::Idle) => break,
                 Ok(Stepped::Blocked) => {
+                    out.pending = true;
+                    break;
+                }
+                Ok(Stepped::Sliced) => {
+                    out.progressed = true;
                     out.pending = true;
                     break;
                 }
@@ -277,19 +289,30 @@ impl RingRunner {
     }
 }
 
-/// Runs the next packet: from the innermost indirect buffer, else from the ring.
+/// Where a ring runner reads: its indirect-buffer stack, its ring read pointer and where the
+/// ring goes on after the IBs.
+struct Position<'a> {
+    ibs: &'a mut Vec<Frame>,
+    rptr: &'a mut u64,
+    ib_return: &'a mut u64,
+}
+
+/// Runs the next packet: from the innermost indirect buffer, else from the ring. `resume` is
+/// how far a sliced packet got in earlier passes (see [`Action::Sliced`]).
 #[allow(clippy::too_many_arguments)]
 fn step(
     kind: Kind,
-    ibs: &mut Vec<Frame>,
-    rptr: &mut u64,
-    ib_return: &mut u64,
+    at: Position,
+    resume: &mut u64,
+    deadline: Instant,
     target: u64,
     mem: &mut Mem,
     ring_base: u64,
     ring_dwords: u64,
 ) -> Result<Stepped, QueueFault> {
+    let Position { ibs, rptr, ib_return } = at;
     let bad = |reason: String| QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason);
+    // The packet's length and where it is.
     let packet = if let Some(top) = ibs.last() {
         if top.pos >= top.dwords {
             ibs.pop();
@@ -302,13 +325,10 @@ fn step(
         let avail = top.dwords - top.pos;
         let header = mem.load_u32(at, Ordering::Acquire)?;
         let len = packet_length(kind, header, avail, |i| Ok(mem.load_u32(at.wrapping_add(i * 4), Ordering::Acquire)?))?;
-        let len = match len {
-            Some(n) if n <= avail => n,
+        match len {
+            Some(n) if n <= avail => (n, Src::Ib(at)),
             _ => return Err(bad(format!("a packet at {at:#x} runs past the end of its indirect buffer"))),
-        };
-        let mut bytes = vec![0u8; len as usize * 4];
-        mem.read(at, &mut bytes)?;
-        dwords(&bytes)
+        }
     } else {
         if *rptr >= target {
             return Ok(Stepped::Idle);
@@ -321,22 +341,55 @@ fn step(
             Some(n) if n > ring_dwords => {
                 return Err(bad(format!("a packet of {n} dwords at ring dword {rptr} is larger than the ring")))
             }
-            Some(n) if n <= avail => read_ring(mem, ring_base, ring_dwords, *rptr, n)?,
+            Some(n) if n <= avail => (n, Src::Ring(*rptr)),
             // The rest of the packet is not written yet: the CP waits for the write pointer.
             _ => return Ok(Stepped::Idle),
         }
     };
-    let action = match kind {
-        Kind::Pm4 => pm4::exec(mem, &packet)?,
-        Kind::Sdma => sdma::exec(mem, &packet)?,
+    let (len, src) = packet;
+    let read = |mem: &mut Mem, first: u64, n: u64| match src {
+        Src::Ib(at) => {
+            let mut bytes = vec![0u8; n as usize * 4];
+            mem.read(at.wrapping_add(first * 4), &mut bytes)?;
+            Ok::<_, QueueFault>(dwords(&bytes))
+        }
+        Src::Ring(from) => read_ring(mem, ring_base, ring_dwords, from + first, n),
     };
-    let len = packet.len() as u64;
+    let head = read(mem, 0, len.min(MAX_READ_DWORDS))?;
+    let action = if len > MAX_READ_DWORDS {
+        // Only an SDMA WRITE is this long (up to 2^22 dwords of inline data): its data goes
+        // to memory a bounded piece at a time instead of through one buffer its size.
+        if kind != Kind::Sdma || head[0] as u8 != sdma::OP_WRITE {
+            return Err(bad(format!("a packet of {len} dwords (header {:#010x}) is too long", head[0])));
+        }
+        let dst = u64::from(head[1]) | u64::from(head[2]) << 32;
+        let mut off = 0;
+        while off < len {
+            let data = if off == 0 { head[4..].to_vec() } else { read(mem, off, (len - off).min(MAX_READ_DWORDS))? };
+            let at = dst.wrapping_add(if off == 0 { 0 } else { (off - 4) * 4 });
+            let bytes: Vec<u8> = data.iter().flat_map(|d| d.to_le_bytes()).collect();
+            mem.write(at, &bytes)?;
+            off += if off == 0 { MAX_READ_DWORDS } else { data.len() as u64 };
+        }
+        Action::Done
+    } else {
+        match kind {
+            Kind::Pm4 => pm4::exec(mem, &head)?,
+            Kind::Sdma => sdma::exec(mem, &head, resume, deadline)?,
+        }
+    };
+    if matches!(action, Action::Sliced) {
+        return Ok(Stepped::Sliced);
+    }
+    // Whatever the packet did, the next one starts from its beginning.
+    *resume = 0;
     let advance = |ibs: &mut Vec<Frame>, rptr: &mut u64| match ibs.last_mut() {
         Some(top) => top.pos += len,
         None => *rptr += len,
     };
     match action {
         Action::Blocked => return Ok(Stepped::Blocked),
+        Action::Sliced => unreachable!("returned above"),
         Action::Done => advance(ibs, rptr),
         Action::Interrupt(i) => {
             advance(ibs, rptr);
@@ -377,6 +430,17 @@ fn packet_length(
         Kind::Sdma => sdma::length(header, |i| if i < avail { dword(i).map(Some) } else { Ok(None) }),
     }
 }
+
+/// Where a packet is read from: an indirect buffer at a GPU address, or the ring from a dword.
+#[derive(Clone, Copy)]
+enum Src {
+    Ib(u64),
+    Ring(u64),
+}
+
+/// The most dwords of a packet read into the daemon at once (256 KiB); longer packets (an
+/// SDMA WRITE) are streamed.
+const MAX_READ_DWORDS: u64 = 1 << 16;
 
 /// `n` dwords of the ring from dword `from` (which wraps), in at most two reads.
 fn read_ring(mem: &mut Mem, ring_base: u64, ring_dwords: u64, from: u64, n: u64) -> Result<Vec<u32>, QueueFault> {

@@ -25,6 +25,7 @@ use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use crate::engine::mem::Mem;
 use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 pub const OP_NOP: u8 = 0;
 pub const OP_COPY: u8 = 1;
@@ -44,8 +45,9 @@ pub const SUBOP_TIMESTAMP_GET_GLOBAL: u8 = 2;
 
 /// amdkfd's SDMA trap interrupt carries 28 bits of event id.
 const TRAP_CONTEXT_ID_BITS: u32 = 28;
-/// Bytes a copy or fill moves per chunk, so a large one does not need a buffer its size.
-const CHUNK: u64 = 1 << 20;
+/// Bytes a copy or fill moves per chunk, so a large one does not need a buffer its size; the
+/// clock is read between chunks, and a packet whose time slice is over goes on in the next pass.
+const CHUNK: u64 = 256 << 10;
 
 fn bad(reason: String) -> QueueFault {
     QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason)
@@ -103,8 +105,10 @@ fn unsupported(header: u32) -> QueueFault {
     })
 }
 
-/// Runs the packet `p` (header included, as long as [`length`] said).
-pub fn exec(mem: &mut Mem, p: &[u32]) -> Result<Action, QueueFault> {
+/// Runs the packet `p` (header included, as long as [`length`] said). A COPY or CONST_FILL
+/// starts `*resume` bytes in and stops once `deadline` has passed: it then returns
+/// [`Action::Sliced`] with `*resume` moved on.
+pub fn exec(mem: &mut Mem, p: &[u32], resume: &mut u64, deadline: Instant) -> Result<Action, QueueFault> {
     let header = p[0];
     match header as u8 {
         OP_NOP => Ok(Action::Done),
@@ -115,8 +119,7 @@ pub fn exec(mem: &mut Mem, p: &[u32]) -> Result<Action, QueueFault> {
             if p.len() == 9 {
                 dsts.push(addr(p[7], p[8]));
             }
-            copy(mem, src, &dsts, bytes)?;
-            Ok(Action::Done)
+            Ok(copy(mem, src, &dsts, bytes, resume, deadline)?)
         }
         OP_WRITE => {
             let dst = addr(p[1], p[2]);
@@ -162,8 +165,7 @@ pub fn exec(mem: &mut Mem, p: &[u32]) -> Result<Action, QueueFault> {
                 2 => p[3].to_le_bytes().to_vec(),
                 s => return Err(bad(format!("SDMA CONST_FILL with FILLSIZE {s} is not supported"))),
             };
-            fill(mem, addr(p[1], p[2]), &pattern, u64::from(p[4] & 0x3FFF_FFFF) + 1)?;
-            Ok(Action::Done)
+            Ok(fill(mem, addr(p[1], p[2]), &pattern, u64::from(p[4] & 0x3FFF_FFFF) + 1, resume, deadline)?)
         }
         OP_TIMESTAMP => match (header >> 8) as u8 {
             SUBOP_TIMESTAMP_GET | SUBOP_TIMESTAMP_GET_GLOBAL => {
@@ -176,32 +178,52 @@ pub fn exec(mem: &mut Mem, p: &[u32]) -> Result<Action, QueueFault> {
     }
 }
 
-/// Copies `bytes` from `src` to each of `dsts`, front to back, a chunk at a time.
-fn copy(mem: &mut Mem, src: u64, dsts: &[u64], bytes: u64) -> Result<(), QueueFault> {
-    let mut buf = vec![0u8; bytes.min(CHUNK) as usize];
-    let mut done = 0;
-    while done < bytes {
-        let n = (bytes - done).min(CHUNK) as usize;
-        mem.read(src.wrapping_add(done), &mut buf[..n])?;
+/// Copies `bytes` from `src` to each of `dsts`, front to back, a chunk at a time, from byte
+/// `*done` until the end or the deadline.
+fn copy(
+    mem: &mut Mem,
+    src: u64,
+    dsts: &[u64],
+    bytes: u64,
+    done: &mut u64,
+    deadline: Instant,
+) -> Result<Action, QueueFault> {
+    let mut buf = vec![0u8; (bytes - (*done).min(bytes)).min(CHUNK) as usize];
+    while *done < bytes {
+        let n = (bytes - *done).min(CHUNK) as usize;
+        mem.read(src.wrapping_add(*done), &mut buf[..n])?;
         for d in dsts {
-            mem.write(d.wrapping_add(done), &buf[..n])?;
+            mem.write(d.wrapping_add(*done), &buf[..n])?;
         }
-        done += n as u64;
+        *done += n as u64;
+        if *done < bytes && Instant::now() >= deadline {
+            return Ok(Action::Sliced);
+        }
     }
-    Ok(())
+    Ok(Action::Done)
 }
 
-/// Fills `bytes` at `dst` with `pattern` repeated.
-fn fill(mem: &mut Mem, dst: u64, pattern: &[u8], bytes: u64) -> Result<(), QueueFault> {
+/// Fills `bytes` at `dst` with `pattern` repeated, from byte `*done` until the end or the
+/// deadline.
+fn fill(
+    mem: &mut Mem,
+    dst: u64,
+    pattern: &[u8],
+    bytes: u64,
+    done: &mut u64,
+    deadline: Instant,
+) -> Result<Action, QueueFault> {
     let chunk: Vec<u8> = pattern.iter().copied().cycle().take(bytes.min(CHUNK) as usize).collect();
-    let mut done = 0;
-    while done < bytes {
+    while *done < bytes {
         // CHUNK is a multiple of every pattern length, so each chunk starts on a pattern boundary.
-        let n = (bytes - done).min(CHUNK) as usize;
-        mem.write(dst.wrapping_add(done), &chunk[..n])?;
-        done += n as u64;
+        let n = (bytes - *done).min(CHUNK) as usize;
+        mem.write(dst.wrapping_add(*done), &chunk[..n])?;
+        *done += n as u64;
+        if *done < bytes && Instant::now() >= deadline {
+            return Ok(Action::Sliced);
+        }
     }
-    Ok(())
+    Ok(Action::Done)
 }
 
 #[cfg(test)]
