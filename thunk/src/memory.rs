@@ -26,7 +26,9 @@ pub fn open_backing(kfd: &Kfd, space: Space, offset: u64) -> Result<File, Errno>
         Space::Render => RENDER_DIR,
     };
     let path = kfd.runtime_dir().join(kfd.pid().to_string()).join(dir).join(format!("{offset:016x}"));
-    std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| {
+    // O_NOFOLLOW: a symlink planted under the name is refused (ELOOP), never followed.
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW).open(&path).map_err(|e| {
         log::warn!("cannot open backing file {}: {e}", path.display());
         Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
     })
