@@ -7,11 +7,16 @@
 //! With `--thunk system` the program keeps the system's libhsakmt.so.1, which talks to the
 //! kernel interfaces directly, so the private mount namespace gives it all of them: the node at
 //! /dev/kfd, the daemon's topology as a FUSE tree at /sys/devices/virtual/kfd/kfd, a regular
-//! file standing in for each GPU's /dev/dri/renderD<minor>, and kfd-preload in LD_PRELOAD
+//! file standing in for each GPU's `/dev/dri/renderD<minor>`, and kfd-preload in LD_PRELOAD
 //! to turn its mmaps of those into mappings of the device's backing files. `run` then stays as
 //! the parent that serves the FUSE tree until the program exits.
+//!
+//! The `lsmod` stand-in lives in a fresh mkdtemp directory removed after the program exits
+//! (`scratch`). As root, only what no other user can change goes on the program's PATH,
+//! LD_LIBRARY_PATH and LD_PRELOAD ([`trust`]; `--allow-user-writable` overrides).
 
 use crate::stage::{self, Library};
+use crate::{scratch, trust};
 use cuse_kfd::frontend::topology_fs::{SysfsMount, SysfsTree};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
@@ -45,22 +50,19 @@ pub struct RunArgs {
     /// The embedded device's profile and GPU count, where given (a node serves its daemon's).
     pub profile: Option<String>,
     pub gpus: Option<usize>,
+    /// As root, accept libraries and directories other users can change (see [`trust`]).
+    pub allow_user_writable: bool,
     pub program: Vec<OsString>,
 }
 
-/// A directory with an `lsmod` that reports amdgpu, as rocminfo requires before it starts.
-fn fake_lsmod() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("cuse-kfd-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let script = dir.join("lsmod");
-    std::fs::write(
-        &script,
-        "#!/bin/sh\necho 'Module                  Size  Used by'\necho 'amdgpu               9076736  0'\n",
-    )
-    .map_err(|e| format!("writing {}: {e}", script.display()))?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
-    Ok(dir)
+/// `path` as it goes into the program's environment: as root (unless `allow_user_writable`),
+/// resolved and only if no other user can change it ([`trust::only_root_can_change`]).
+fn vetted(path: &Path, allow_user_writable: bool) -> Result<PathBuf, String> {
+    if nix::unistd::geteuid().is_root() && !allow_user_writable {
+        trust::only_root_can_change(path)
+    } else {
+        Ok(path.to_path_buf())
+    }
 }
 
 fn prepend(var: &str, dir: &Path) -> OsString {
@@ -96,11 +98,17 @@ fn bind(src: &Path, dst: &Path) -> Result<(), String> {
 
 /// Mounts a tmpfs over `dir` that carries over what `dir` had (bind mounts of its entries),
 /// except the names in `skip`, so that entries can be added without touching the original.
+/// The original stays reachable through a descriptor opened before the tmpfs hides it: no
+/// temporary directory, no name anyone else could have made first.
 fn overlay(dir: &Path, skip: &[&str]) -> Result<(), String> {
-    let tag = dir.to_string_lossy().replace('/', "-");
-    let old = std::env::temp_dir().join(format!("cuse-kfd-run{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&old).map_err(|e| format!("creating {}: {e}", old.display()))?;
-    bind(dir, &old)?;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(dir)
+        .map_err(|e| format!("opening {}: {e}", dir.display()))?;
+    let old = PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
     mount(Some("tmpfs"), dir, Some("tmpfs"), MsFlags::MS_NOSUID, Some("mode=755"))
         .map_err(|e| format!("mounting a tmpfs on {}: {e}", dir.display()))?;
     for entry in std::fs::read_dir(&old).map_err(|e| e.to_string())?.flatten() {
@@ -260,8 +268,8 @@ fn die_with_this_process(cmd: &mut Command) {
 }
 
 /// Runs the program on the system's libhsakmt over `node` and exits with its status.
-fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(), String> {
-    let preload = stage::KFD_PRELOAD.built(profile).map_err(|e| e.to_string())?;
+fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path, allow_user_writable: bool) -> Result<(), String> {
+    let preload = vetted(&stage::KFD_PRELOAD.built(profile).map_err(|e| e.to_string())?, allow_user_writable)?;
     let runtime_dir = runtime_dir_of(node)?;
     let mut list = preload.into_os_string();
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
@@ -285,15 +293,19 @@ fn run_system_thunk(mut cmd: Command, profile: &Path, node: &Path) -> Result<(),
 /// Our libraries for `runtime` (`rocr`: our libhsakmt.so.1 under the system's ROCr; `shim`: our
 /// libhsa-runtime64.so.1 too), staged in `profile`: the directories for LD_LIBRARY_PATH.
 pub fn library_path(profile: &Path, runtime: &str) -> Result<OsString, String> {
+    std::env::join_paths(library_dirs(profile, runtime)?).map_err(|e| format!("library path: {e}"))
+}
+
+/// The directories of [`library_path`], in order.
+fn library_dirs(profile: &Path, runtime: &str) -> Result<Vec<PathBuf>, String> {
     let staged = |lib: &Library| lib.stage(profile).map_err(|e| e.to_string());
     // The shim's libhsa-runtime64.so.1 has a directory of its own: in the thunk's, it would
     // shadow the real ROCr for every later `--runtime rocr` run.
-    let dirs = match runtime {
-        "rocr" => vec![staged(&stage::HSAKMT)?],
-        "shim" => vec![staged(&stage::HSA_RUNTIME_SHIM)?, staged(&stage::HSAKMT)?],
-        other => return Err(format!("unknown runtime {other:?} (rocr or shim)")),
-    };
-    std::env::join_paths(dirs).map_err(|e| format!("library path: {e}"))
+    match runtime {
+        "rocr" => Ok(vec![staged(&stage::HSAKMT)?]),
+        "shim" => Ok(vec![staged(&stage::HSA_RUNTIME_SHIM)?, staged(&stage::HSAKMT)?]),
+        other => Err(format!("unknown runtime {other:?} (rocr or shim)")),
+    }
 }
 
 /// Sets everything up and execs the program; returns only on failure.
@@ -316,7 +328,8 @@ pub fn run(a: RunArgs) -> Result<(), String> {
     let profile = stage::profile_dir().map_err(|e| format!("finding this executable: {e}"))?;
     let mut cmd = Command::new(program);
     cmd.args(args);
-    cmd.env("PATH", prepend("PATH", &fake_lsmod()?));
+    let lsmod = vetted(&scratch::lsmod_dir(&std::env::temp_dir())?, a.allow_user_writable)?;
+    cmd.env("PATH", prepend("PATH", &lsmod));
     if a.thunk == Thunk::System {
         let Transport::Device(node) = &a.transport else {
             return Err("--thunk system needs a cuse-kfd node (--device PATH): the system's libhsakmt issues real \
@@ -327,9 +340,11 @@ pub fn run(a: RunArgs) -> Result<(), String> {
             return Err("--thunk system runs the system's ROCr (--runtime rocr): the shim is built on our thunk".into());
         }
         cmd.env_remove("CUSE_KFD_EMBEDDED");
-        return run_system_thunk(cmd, &profile, node);
+        return run_system_thunk(cmd, &profile, node, a.allow_user_writable);
     }
-    let libs = library_path(&profile, &a.runtime)?;
+    let dirs = library_dirs(&profile, &a.runtime)?;
+    let dirs = dirs.iter().map(|d| vetted(d, a.allow_user_writable)).collect::<Result<Vec<_>, _>>()?;
+    let libs = std::env::join_paths(dirs).map_err(|e| format!("library path: {e}"))?;
     cmd.env("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", Path::new(&libs)));
     let profile = a.profile.as_deref().unwrap_or(cuse_kfd::topology::DEFAULT_PROFILE);
     cmd.env("CUSE_KFD_PROFILE", profile).env("CUSE_KFD_GPUS", a.gpus.unwrap_or(1).to_string());

@@ -34,6 +34,11 @@ struct Cli {
     /// GPU nodes of the embedded device [default: 1]; a node serves its daemon's.
     #[arg(long)]
     gpus: Option<usize>,
+    /// As root, use libraries and an `lsmod` stand-in that a user other than root can change
+    /// (a checkout a user owns). Refused by default: the program, running as root, would run
+    /// whatever that user put in their place.
+    #[arg(long)]
+    allow_user_writable: bool,
     /// Print the LD_LIBRARY_PATH that gives a program our libraries for --runtime (staging
     /// them under their sonames), and run nothing.
     #[arg(long, conflicts_with_all = ["embedded", "device", "thunk", "profile", "gpus"])]
@@ -66,8 +71,15 @@ fn main() -> ExitCode {
         Transport::Device(cli.device.unwrap_or_else(|| PathBuf::from("/dev/kfd")))
     };
     let thunk = if cli.thunk == "system" { Thunk::System } else { Thunk::Ours };
-    let args =
-        RunArgs { transport, thunk, runtime: cli.runtime, profile: cli.profile, gpus: cli.gpus, program: cli.program };
+    let args = RunArgs {
+        transport,
+        thunk,
+        runtime: cli.runtime,
+        profile: cli.profile,
+        gpus: cli.gpus,
+        allow_user_writable: cli.allow_user_writable,
+        program: cli.program,
+    };
     match launch::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),

@@ -6,6 +6,7 @@
 use crate::event::wait::Completion;
 use crate::event::EventTable;
 use crate::memory::backing::{BackingFile, Owner};
+use crate::memory::offsets::OffsetSpace;
 use crate::memory::vm::GpuVm;
 use crate::memory::{Buffer, BufferKind};
 use crate::queue::doorbell::Doorbells;
@@ -82,8 +83,8 @@ pub struct ProcessInner {
     pub devices: BTreeMap<u32, ProcessDevice>,
     pub buffers: BTreeMap<u64, Buffer>,
     pub next_buffer_index: u32,
-    /// Next free render-node mmap offset (like DRM's per-file VMA offsets).
-    pub next_render_offset: u64,
+    /// Render-node mmap offsets (like DRM's per-file VMA offsets), reused once freed.
+    pub render_offsets: OffsetSpace<BackingFile>,
     pub queues: BTreeMap<u32, Arc<Queue>>,
     pub xnack_enabled: bool,
     pub runtime_enabled: bool,
@@ -124,7 +125,7 @@ impl Process {
                 devices,
                 buffers: BTreeMap::new(),
                 next_buffer_index: 1,
-                next_render_offset: FIRST_RENDER_OFFSET,
+                render_offsets: OffsetSpace::new(FIRST_RENDER_OFFSET, KFD_MMAP_OFFSET_VALUE_MASK),
                 queues: BTreeMap::new(),
                 xnack_enabled: false,
                 runtime_enabled: false,

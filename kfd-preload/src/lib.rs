@@ -25,7 +25,6 @@ use parking_lot::Mutex;
 use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::RawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use uapi::kfd::{KFD_MMAP_TYPE_DOORBELL, KFD_MMAP_TYPE_MASK};
 
@@ -96,6 +95,14 @@ fn backing_path(dir: &Path, pid: u32, space: Space, offset: u64) -> PathBuf {
     dir.join(pid.to_string()).join(sub).join(format!("{offset:016x}"))
 }
 
+/// Opens a backing file for read and write: never through a symlink (O_NOFOLLOW: whoever can
+/// write the directory must not redirect the mapping to another file), and not into exec'd
+/// programs (O_CLOEXEC, as std always sets).
+fn open_backing(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+}
+
 /// The backing file to map instead of `len` bytes at `offset` of `fd`: `None` to leave the
 /// mmap alone, `Some(Err(errno))` when it is a device mapping that has no file.
 fn redirect(fd: RawFd, offset: u64, len: u64) -> Option<Result<File, i32>> {
@@ -111,13 +118,7 @@ fn redirect(fd: RawFd, offset: u64, len: u64) -> Option<Result<File, i32>> {
         }
         for off in candidates {
             let path = backing_path(&dir, pid, space, off);
-            // O_NOFOLLOW: a symlink in a backing file's place is not a backing file.
-            let opened = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&path);
-            if let Ok(file) = opened {
+            if let Ok(file) = open_backing(&path) {
                 // Past the file's end the pages would SIGBUS: refuse as amdkfd refuses a mapping
                 // larger than its object.
                 return match file.metadata() {
@@ -194,6 +195,20 @@ mod tests {
         assert_eq!(property(props, "device"), None);
         let f = File::open("/proc/self/status").unwrap();
         assert_eq!(stand_in_marketing_name(f.as_raw_fd()), None);
+    }
+
+    #[test]
+    fn l6_o_nofollow_a_symlinked_backing_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, link) = (dir.path().join("0000000100000000"), dir.path().join("0000000100001000"));
+        std::fs::write(&file, [0u8; 4096]).unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let opened = open_backing(&file).unwrap();
+        // SAFETY: fcntl F_GETFD on an fd this test owns; no memory is passed.
+        let fd_flags = unsafe { libc::fcntl(opened.as_raw_fd(), libc::F_GETFD) };
+        assert_eq!(fd_flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC, "backing fds are close-on-exec");
+        let e = open_backing(&link).expect_err("a symlink under a backing file's name was followed");
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
     }
 
     #[test]

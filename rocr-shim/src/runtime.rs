@@ -37,7 +37,7 @@ impl Config {
     /// The configuration the C ABI uses: the environment's device, and the switches
     /// CUSE_KFD_SHIM_PCIE_STORES_NEED_FLUSH=0|1 and CUSE_KFD_SHIM_DEVICE_SIGNALS=0.
     pub fn from_env() -> Config {
-        let flag = |name: &str| std::env::var(name).ok().map(|v| v != "0");
+        let flag = |name: &str| thunk::secure_env::var(name).map(|v| v != "0");
         Config {
             kfd: None,
             pcie_stores_need_flush: flag("CUSE_KFD_SHIM_PCIE_STORES_NEED_FLUSH"),

@@ -1,6 +1,7 @@
 //! The KFD handle: typed ioctls over a transport.
 
 use crate::memory::{open_backing, GpuMemory, Kind, Space};
+use crate::secure_env;
 use crate::transport::{EmbeddedTransport, Transport};
 use crate::vm;
 use nix::errno::Errno;
@@ -51,12 +52,12 @@ impl Kfd {
     /// profile `CUSE_KFD_PROFILE` with `CUSE_KFD_GPUS` GPUs, defaults otherwise), else the node
     /// `CUSE_KFD_DEVICE` (default /dev/kfd).
     pub fn open_default() -> Result<Kfd, Errno> {
-        if std::env::var_os("CUSE_KFD_EMBEDDED").is_some_and(|v| v == "1") {
+        if secure_env::var_os("CUSE_KFD_EMBEDDED").is_some_and(|v| v == "1") {
             let mut config = cuse_kfd::DeviceConfig::default();
-            if let Ok(profile) = std::env::var("CUSE_KFD_PROFILE") {
+            if let Some(profile) = secure_env::var("CUSE_KFD_PROFILE") {
                 config.profile = profile;
             }
-            if let Some(gpus) = std::env::var("CUSE_KFD_GPUS").ok().and_then(|g| g.parse().ok()) {
+            if let Some(gpus) = secure_env::var("CUSE_KFD_GPUS").and_then(|g| g.parse().ok()) {
                 config.gpus = gpus;
             }
             return Kfd::embedded(&config).map_err(|e| {
@@ -64,7 +65,7 @@ impl Kfd {
                 Errno::ENODEV
             });
         }
-        let path = std::env::var_os("CUSE_KFD_DEVICE").map_or_else(|| PathBuf::from("/dev/kfd"), PathBuf::from);
+        let path = secure_env::var_os("CUSE_KFD_DEVICE").map_or_else(|| PathBuf::from("/dev/kfd"), PathBuf::from);
         Kfd::open_node(&path)
     }
 

@@ -11,6 +11,7 @@ pub mod kfd;
 pub mod memory;
 pub mod node;
 pub mod queue;
+pub mod secure_env;
 pub mod signal;
 pub mod stats;
 pub mod transport;

@@ -7,7 +7,7 @@ use crate::memory::{handle_gpu_id, make_handle, remote, Buffer, BufferKind, PAGE
 use crate::process::{ProcessInner, GPUVM_BASE, GPUVM_LIMIT};
 use crate::queue::doorbell::{Doorbells, DOORBELL_SLICE_SIZE};
 use nix::errno::Errno;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use uapi::kfd::*;
 
 /// Device ids one MAP/UNMAP call may name.
@@ -126,18 +126,13 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
             } else {
                 ctx.device.reserve_gtt(size)?;
             }
-            let offset = inner.next_render_offset;
-            let made = offset
-                .checked_add(size)
-                .filter(|n| *n <= KFD_MMAP_OFFSET_VALUE_MASK)
-                .ok_or(Errno::ENOMEM)
-                .and_then(|_| make_file(ctx, MmapSpace::Render, offset, size, kind == BufferKind::Vram));
-            match made {
-                Ok(file) => {
-                    inner.next_render_offset = offset + size;
-                    (RegionBacking::File { file, offset: 0 }, offset)
-                }
+            let offset = inner.render_offsets.alloc(size).ok_or(Errno::ENOMEM);
+            match offset.and_then(|o| make_file(ctx, MmapSpace::Render, o, size, kind == BufferKind::Vram)) {
+                Ok(file) => (RegionBacking::File { file, offset: 0 }, offset?),
                 Err(e) => {
+                    if let Ok(o) = offset {
+                        inner.render_offsets.free(o, size, Weak::new());
+                    }
                     ctx.device.unreserve(kind, gpu, size);
                     return Err(e);
                 }

@@ -1,6 +1,7 @@
 //! GPU memory of a process: buffer objects, the shared files behind them, and the GPU VM.
 
 pub mod backing;
+pub mod offsets;
 pub mod remote;
 pub mod shm;
 pub mod sigbus;

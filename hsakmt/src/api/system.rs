@@ -11,7 +11,11 @@ use thunk::hsakmt::{self, Opened, Status, SvmAttribute};
 /// else the node `CUSE_KFD_DEVICE`, default /dev/kfd); later calls count and answer
 /// `HSAKMT_STATUS_KERNEL_ALREADY_OPENED`.
 pub extern "C" fn hsaKmtOpenKFD() -> HSAKMT_STATUS {
-    let _ = env_logger::Builder::from_env(env_logger::Env::new().filter("HSAKMT_LOG")).try_init();
+    let mut logger = env_logger::Builder::new();
+    if let Some(filter) = thunk::secure_env::var("HSAKMT_LOG") {
+        logger.parse_filters(&filter);
+    }
+    let _ = logger.try_init();
     entry("hsaKmtOpenKFD", || match hsakmt::open_kfd()? {
         Opened::First => Ok(()),
         Opened::Again => Err(Status::KernelAlreadyOpened),

@@ -136,7 +136,9 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, n: usize, what: &str) -> Result
 /// hsa_init: the first call opens the device (`Config::from_env`), later ones count.
 #[no_mangle]
 pub extern "C" fn hsa_init() -> HsaStatus {
-    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
+    let mut logger = env_logger::Builder::new();
+    logger.parse_filters(&thunk::secure_env::var("RUST_LOG").unwrap_or_else(|| "warn".into()));
+    let _ = logger.try_init();
     let mut g = GLOBAL.write();
     if let Some(g) = g.as_mut() {
         return match g.refs.checked_add(1) {

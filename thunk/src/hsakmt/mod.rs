@@ -108,7 +108,7 @@ pub struct Options {
 impl Options {
     /// From `HSA_USERPTR_FOR_PAGED_MEM` and `HSA_DISABLE_CACHE` (set and not "0": on).
     pub fn from_env() -> Options {
-        let flag = |name| std::env::var(name).is_ok_and(|v| v != "0");
+        let flag = |name| crate::secure_env::var(name).is_some_and(|v| v != "0");
         Options { userptr_for_paged_mem: flag("HSA_USERPTR_FOR_PAGED_MEM"), disable_cache: flag("HSA_DISABLE_CACHE") }
     }
 }

@@ -187,12 +187,12 @@ fn node_properties(p: &Properties) -> Result<NodeProperties> {
     let gfxv = p.u32("gfx_target_version");
     let cal = CAL_NAMES.iter().find(|(id, _)| *id == n.device_id).map(|(_, name)| *name);
     if gfxv != 0 || cal.is_some() {
-        let (major, minor, stepping) = match std::env::var("HSA_OVERRIDE_GFX_VERSION") {
-            Ok(v) => parse_gfx_override(&v).ok_or_else(|| {
+        let (major, minor, stepping) = match crate::secure_env::var("HSA_OVERRIDE_GFX_VERSION") {
+            Some(v) => parse_gfx_override(&v).ok_or_else(|| {
                 log::error!("HSA_OVERRIDE_GFX_VERSION {v} is invalid");
                 Status::Error
             })?,
-            Err(_) => (gfxv / 10000 % 100, gfxv / 100 % 100, gfxv % 100),
+            None => (gfxv / 10000 % 100, gfxv / 100 % 100, gfxv % 100),
         };
         n.engine_id = n.engine_id.with_major(major & 0x3f).with_minor(minor & 0xff).with_stepping(stepping & 0xff);
         n.amd_name = match cal {
