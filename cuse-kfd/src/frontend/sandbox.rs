@@ -212,8 +212,14 @@ pub fn kept_caps(sysfs_mount: bool) -> CapsHashSet {
 /// permitted, inheritable and ambient sets. Call it before any thread starts: threads inherit
 /// the sets of the thread that creates them, and capset changes only the calling thread.
 pub fn drop_caps(keep: &CapsHashSet) -> Result<()> {
-    caps::clear(None, CapSet::Ambient)?;
-    caps::clear(None, CapSet::Inheritable)?;
+    // Each set is written only if it holds more than it should: under the shipped unit the
+    // bounding set is already `keep` and capset is filtered out (SystemCallFilter).
+    if !caps::read(None, CapSet::Ambient)?.is_empty() {
+        caps::clear(None, CapSet::Ambient)?;
+    }
+    if !caps::read(None, CapSet::Inheritable)?.is_empty() {
+        caps::clear(None, CapSet::Inheritable)?;
+    }
     // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next.
     for cap in caps::read(None, CapSet::Bounding)? {
         if !keep.contains(&cap) {
@@ -221,9 +227,14 @@ pub fn drop_caps(keep: &CapsHashSet) -> Result<()> {
         }
     }
     // Effective before permitted: effective must stay a subset of permitted.
-    let effective: CapsHashSet = caps::read(None, CapSet::Effective)?.intersection(keep).copied().collect();
-    caps::set(None, CapSet::Effective, &effective)?;
-    caps::set(None, CapSet::Permitted, &effective)?;
+    let effective = caps::read(None, CapSet::Effective)?;
+    let kept: CapsHashSet = effective.intersection(keep).copied().collect();
+    if effective != kept {
+        caps::set(None, CapSet::Effective, &kept)?;
+    }
+    if caps::read(None, CapSet::Permitted)? != kept {
+        caps::set(None, CapSet::Permitted, &kept)?;
+    }
     Ok(())
 }
 

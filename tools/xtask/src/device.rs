@@ -37,7 +37,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 8] = [
+pub const DEVICE_TESTS: [DeviceTest; 9] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -90,6 +90,15 @@ pub const DEVICE_TESTS: [DeviceTest; 8] = [
         args: &["device_tier", "--show-output"],
         what: "the negative table (cuse-kfd/tests/negative.rs) through the kernel on a cuse-kfd serve node: \
                every row ioctl(2) can express, amdkfd's errno, nothing created, each row's context torn down",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "confinement",
+        // The output of passing tests too: the CapEff and the systemd unit's exposure score.
+        args: &["--show-output"],
+        what: "cuse-kfd serve confined: node 0660 group render by default, NoNewPrivs 1, Seccomp 2 and the \
+               kept capabilities on every thread, execve and socket(AF_INET) refused, untrusted \
+               directories refused, deploy/cuse-kfd.service scored by systemd-analyze",
     },
     DeviceTest {
         package: "kfd-tests",
