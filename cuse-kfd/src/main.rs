@@ -344,3 +344,41 @@ fn setup_node(node: &Path, mode: u32, gid: u32, session: &Session) -> Result<(),
     std::os::unix::fs::chown(node, None, Some(gid)).map_err(|e| format!("chgrp {gid} {}: {e}", node.display()))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_args(args: &[&str]) -> ServeArgs {
+        let argv = ["cuse-kfd", "serve"].iter().chain(args).copied();
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Serve(a) => a,
+            _ => unreachable!("parsed as serve"),
+        }
+    }
+
+    #[test]
+    fn m1_the_node_defaults_to_0660_group_render() {
+        let a = serve_args(&[]);
+        assert_eq!((a.mode, a.group.as_str()), (0o660, "render"));
+        assert!(!a.no_sandbox && !a.probe_sandbox, "confined unless asked");
+        let a = serve_args(&["--mode", "0666", "--group", "44"]);
+        assert_eq!((a.mode, a.group.as_str()), (0o666, "44"));
+        assert!(serve_args(&["--no-sandbox"]).no_sandbox);
+    }
+
+    #[test]
+    fn m1_a_missing_group_names_the_option() {
+        assert_eq!(group_id("0"), Ok(0));
+        let e = group_id("no-such-group-cuse-kfd").unwrap_err();
+        assert!(e.contains("--group"), "{e}");
+    }
+
+    #[test]
+    fn modes_parse_as_octal_up_to_0777() {
+        assert_eq!(parse_mode("0660"), Ok(0o660));
+        assert_eq!(parse_mode("0o666"), Ok(0o666));
+        assert!(parse_mode("1777").is_err());
+        assert!(parse_mode("0968").is_err());
+    }
+}

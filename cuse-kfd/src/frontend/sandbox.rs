@@ -257,6 +257,12 @@ fn root_only(meta: &std::fs::Metadata) -> bool {
 /// root can change where it points); its target is checked the same way. Returns the resolved
 /// path: the caller uses that one.
 pub fn trusted_dir(dir: &Path) -> Result<PathBuf> {
+    resolve(dir, false)
+}
+
+/// [`trusted_dir`], where `dir` itself may also be a root-owned sticky directory when
+/// `sticky_last` (the parent of a directory the daemon creates).
+fn resolve(dir: &Path, sticky_last: bool) -> Result<PathBuf> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| SandboxError::Io { path, source }
@@ -265,14 +271,14 @@ pub fn trusted_dir(dir: &Path) -> Result<PathBuf> {
     if given.components().any(|c| c == Component::ParentDir) {
         return Err(SandboxError::Untrusted(format!("{} has a `..` component", dir.display())));
     }
-    check_walk(&given)?;
+    check_walk(&given, sticky_last)?;
     let real = given.canonicalize().map_err(io(&given))?;
-    check_walk(&real)?;
+    check_walk(&real, sticky_last)?;
     Ok(real)
 }
 
 /// The walk of [`trusted_dir`] along one absolute path, as written.
-fn check_walk(path: &Path) -> Result<()> {
+fn check_walk(path: &Path, sticky_last: bool) -> Result<()> {
     let parts: Vec<Component> = path.components().filter(|c| matches!(c, Component::Normal(_))).collect();
     let mut at = PathBuf::from("/");
     for i in 0..=parts.len() {
@@ -285,7 +291,7 @@ fn check_walk(path: &Path) -> Result<()> {
             meta.uid() == 0
         } else {
             let sticky_root = meta.uid() == 0 && meta.file_type().is_dir() && mode & 0o1000 != 0;
-            root_only(&meta) || (i < parts.len() && sticky_root)
+            root_only(&meta) || ((i < parts.len() || sticky_last) && sticky_root)
         };
         if !ok {
             return Err(SandboxError::Untrusted(format!(
@@ -300,9 +306,10 @@ fn check_walk(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The runtime directory, made safe to use: its parent must pass [`trusted_dir`]; the
-/// directory is created (0755) if missing and must then pass too, so one that someone else made
-/// first in a sticky parent is refused. Returns its resolved path.
+/// The runtime directory, made safe to use: its parent must pass [`trusted_dir`] or be a
+/// root-owned sticky directory (/tmp) above trusted ones; the directory is created (0755) if
+/// missing and must then pass [`trusted_dir`] itself, so one that someone else made first in a
+/// sticky parent is refused. Returns its resolved path.
 pub fn runtime_dir(dir: &Path) -> Result<PathBuf> {
     let name =
         dir.file_name().ok_or_else(|| SandboxError::Untrusted(format!("{} has no final component", dir.display())))?;
@@ -310,7 +317,7 @@ pub fn runtime_dir(dir: &Path) -> Result<PathBuf> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let parent = trusted_dir(parent)?;
+    let parent = resolve(parent, true)?;
     let dir = parent.join(name);
     match std::fs::DirBuilder::new().mode(0o755).create(&dir) {
         Ok(()) => {}
@@ -390,8 +397,11 @@ mod tests {
     fn l8_a_runtime_dir_is_created_or_refused_by_owner() {
         let me = nix::unistd::geteuid();
         let dir = scratch("rt");
-        let parent_ok = trusted_dir(&std::env::temp_dir()).is_ok();
+        let parent_ok = resolve(&std::env::temp_dir(), true).is_ok();
         let r = runtime_dir(&dir);
+        if me.is_root() && std::env::temp_dir() == Path::new("/tmp") {
+            assert!(parent_ok, "/tmp (root's, sticky) as the parent of a runtime directory");
+        }
         if me.is_root() && parent_ok {
             let real = r.expect("root's new runtime directory in a trusted place");
             assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o755);
