@@ -171,8 +171,7 @@ pub type Result<T> = std::result::Result<T, SandboxError>;
 /// The allow-list as a BPF program for this machine's architecture: listed calls are allowed
 /// with any arguments, the rest fail with [`DENIED_ERRNO`].
 pub fn filter() -> Result<BpfProgram> {
-    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
-        allowed().map(|(nr, _)| (nr as i64, Vec::new())).collect();
+    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = allowed().map(|(nr, _)| (nr, Vec::new())).collect();
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let filter = SeccompFilter::new(rules, SeccompAction::Errno(DENIED_ERRNO as u32), SeccompAction::Allow, arch)?;
     Ok(filter.try_into()?)
@@ -357,6 +356,27 @@ mod tests {
         for (nr, why) in allowed() {
             assert!(!why.is_empty(), "system call {nr} has no reason");
         }
+    }
+
+    #[test]
+    fn m2_under_the_filter_execve_and_inet_sockets_fail_and_threads_files_work() {
+        // On one thread of the test process only (no TSYNC): the rest of the harness runs on.
+        let r = std::thread::spawn(|| {
+            nix::sys::prctl::set_no_new_privs().unwrap();
+            seccompiler::apply_filter(&filter().unwrap()).unwrap();
+            let sock = std::net::UdpSocket::bind("127.0.0.1:0").map(drop).map_err(|e| e.raw_os_error());
+            let exec = nix::unistd::execv(c"/bin/true", &[c"true"]).map(drop);
+            // What the daemon does keeps working: files, mappings, a new thread, /proc.
+            let file = std::fs::read_to_string("/proc/thread-self/status").map(|s| s.contains("Seccomp:\t2"));
+            let thread = std::thread::spawn(|| std::fs::metadata("/").is_ok()).join();
+            (sock, exec, file.ok(), thread.ok())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(r.0, Err(Some(DENIED_ERRNO)), "socket(AF_INET)");
+        assert_eq!(r.1, Err(nix::errno::Errno::EPERM), "execve");
+        assert_eq!(r.2, Some(true), "/proc/thread-self/status of the filtered thread shows Seccomp 2");
+        assert_eq!(r.3, Some(true), "a thread started under the filter");
     }
 
     #[test]
