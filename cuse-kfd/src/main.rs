@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use cuse_kfd::frontend::cuse::channel::{self, Channel};
 use cuse_kfd::frontend::cuse::session::{Session, SystemProcfs};
+use cuse_kfd::frontend::sandbox;
 use cuse_kfd::{Device, DeviceConfig};
 use nix::sys::signal::{SigSet, Signal};
 use std::path::{Path, PathBuf};
@@ -61,12 +62,13 @@ struct ServeArgs {
     /// Device node name under /dev (e.g. kfd-soft beside a real GPU's kfd).
     #[arg(long, default_value = "kfd")]
     name: String,
-    /// Mode of the device node, octal (devtmpfs creates it 0600 root).
-    #[arg(long, default_value = "0666", value_parser = parse_mode)]
+    /// Mode of the device node, octal (devtmpfs creates it 0600 root). A mode that lets
+    /// everyone open it (0666) is logged as a warning: every local user then reaches the daemon.
+    #[arg(long, default_value = "0660", value_parser = parse_mode)]
     mode: u32,
-    /// Group owning the device node (name or number), e.g. render.
-    #[arg(long)]
-    group: Option<String>,
+    /// Group owning the device node (name or number), as amdkfd's udev rule gives /dev/kfd.
+    #[arg(long, default_value = "render")]
+    group: String,
     /// Device profile (gfx90a or gfx1030).
     #[arg(long, default_value = cuse_kfd::topology::DEFAULT_PROFILE)]
     profile: String,
@@ -93,6 +95,14 @@ struct ServeArgs {
     /// Record ioctls and packets from the start (`cuse-kfd status --trace FILE` exports them).
     #[arg(long)]
     trace: bool,
+    /// Run unconfined, for debugging (strace, gdb): keep every capability, no seccomp filter, no
+    /// no_new_privs. The directory checks stay.
+    #[arg(long)]
+    no_sandbox: bool,
+    /// Test only (the device tier's confinement test): once confined, try execve and
+    /// socket(AF_INET) from the daemon and log what they return.
+    #[arg(long, hide = true)]
+    probe_sandbox: bool,
 }
 
 fn parse_mode(s: &str) -> Result<u32, String> {
@@ -176,9 +186,29 @@ fn group_id(g: &str) -> Result<u32, String> {
         return Ok(n);
     }
     nix::unistd::Group::from_name(g)
-        .map_err(|e| format!("looking up group {g}: {e}"))?
+        .map_err(|e| format!("looking up group {g} (--group): {e}"))?
         .map(|gr| gr.gid.as_raw())
-        .ok_or_else(|| format!("no group named {g}"))
+        .ok_or_else(|| format!("no group named {g}: name the node's group with --group (a name or a number)"))
+}
+
+/// A directory check's answer, with the option that gave the directory.
+fn trusted(r: sandbox::Result<PathBuf>, option: &str) -> Result<PathBuf, String> {
+    r.map_err(|e| format!("{option}: {e}"))
+}
+
+/// `--probe-sandbox`: what execve and socket(AF_INET) return inside the daemon, logged as
+/// `sandbox probe: <call>: <result>` (the device tier's confinement test reads these lines).
+/// Real calls: an execve that worked would replace the daemon with /bin/true.
+fn probe_sandbox() {
+    let exec = nix::unistd::execv(c"/bin/true", &[c"true"]);
+    log::warn!("sandbox probe: execve: {}", exec.map_or_else(|e| format!("{e:?}"), |_| "ran".into()));
+    // std's UDP bind is socket(AF_INET, SOCK_DGRAM) then bind: the first fails if confined.
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0");
+    let sock = sock.map_or_else(
+        |e| e.raw_os_error().map_or_else(|| e.to_string(), |c| format!("{:?}", nix::errno::Errno::from_raw(c))),
+        |_| "created".into(),
+    );
+    log::warn!("sandbox probe: socket(AF_INET): {sock}");
 }
 
 fn serve(a: ServeArgs) -> Result<(), String> {
@@ -193,7 +223,6 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     if a.name.is_empty() || a.name.contains("..") || a.name.starts_with('/') {
         return Err(format!("invalid device name {:?}", a.name));
     }
-    let gid = a.group.as_deref().map(group_id).transpose()?;
     for spec in &a.faults {
         // Checked before anything is set up, so a typo costs nothing.
         cuse_kfd::faults::Faults::default().apply(spec).map_err(|e| e.to_string())?;
@@ -201,8 +230,27 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     if !nix::unistd::geteuid().is_root() {
         return Err("serving needs root: /dev/cuse is root-only, and the daemon sets up the node".into());
     }
+    let gid = group_id(&a.group)?;
+    if a.mode & 0o007 != 0 {
+        log::warn!(
+            "--mode {:04o}: every local user can open the node and reach this root daemon; \
+             prefer 0660 and --group",
+            a.mode
+        );
+    }
+    let sysfs_mount = match &a.sysfs_mount {
+        Some(dir) => Some(trusted(sandbox::trusted_dir(dir), "--sysfs-mount")?),
+        None => None,
+    };
+    if !a.no_sandbox {
+        // Before any thread starts: capset changes only the calling thread, and every thread
+        // started afterwards inherits its sets.
+        let keep = sandbox::kept_caps(sysfs_mount.is_some());
+        sandbox::drop_caps(&keep).map_err(|e| e.to_string())?;
+    }
     let channel = Arc::new(Channel::open(&a.cuse).map_err(|e| e.to_string())?);
     let runtime_dir = a.runtime_dir.clone().unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(&a.name));
+    let runtime_dir = trusted(sandbox::runtime_dir(&runtime_dir), "--runtime-dir")?;
     let config = DeviceConfig {
         profile: a.profile.clone(),
         gpus: a.gpus,
@@ -232,7 +280,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("starting the server: {e}"))?;
 
     let node = Path::new("/dev").join(&a.name);
-    let sysfs = setup_node(&node, a.mode, gid, &session).and_then(|()| match &a.sysfs_mount {
+    let sysfs = setup_node(&node, a.mode, gid, &session).and_then(|()| match &sysfs_mount {
         Some(dir) => cuse_kfd::frontend::topology_fs::mount(device.topology(), dir)
             .map(Some)
             .map_err(|e| format!("mounting the topology at {}: {e}", dir.display())),
@@ -246,6 +294,17 @@ fn serve(a: ServeArgs) -> Result<(), String> {
             return Err(e);
         }
     };
+    if !a.no_sandbox {
+        // Every set-up thread runs now (engine, timer, control, readers, FUSE); later ones
+        // inherit the filter.
+        if let Err(e) = sandbox::restrict_syscalls() {
+            shutdown(&session, sysfs, &runtime_dir);
+            return Err(e.to_string());
+        }
+    }
+    if a.probe_sandbox {
+        probe_sandbox();
+    }
     log::info!("serving {} ({} x{}), runtime directory {}", node.display(), a.profile, a.gpus, runtime_dir.display());
     // A signal that came during setup is pending and returns at once.
     let sig = signals.wait().map_err(|e| format!("waiting for signals: {e}"));
@@ -271,7 +330,7 @@ fn shutdown(session: &Session, sysfs: Option<cuse_kfd::frontend::topology_fs::Sy
 }
 
 /// Waits for devtmpfs to create the node after CUSE_INIT, then gives it its mode and group.
-fn setup_node(node: &Path, mode: u32, gid: Option<u32>, session: &Session) -> Result<(), String> {
+fn setup_node(node: &Path, mode: u32, gid: u32, session: &Session) -> Result<(), String> {
     let t0 = Instant::now();
     while !(session.is_initialized() && node.exists()) {
         if t0.elapsed() > Duration::from_secs(10) {
@@ -282,8 +341,44 @@ fn setup_node(node: &Path, mode: u32, gid: Option<u32>, session: &Session) -> Re
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(node, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("chmod {:o} {}: {e}", mode, node.display()))?;
-    if let Some(g) = gid {
-        std::os::unix::fs::chown(node, None, Some(g)).map_err(|e| format!("chgrp {g} {}: {e}", node.display()))?;
-    }
+    std::os::unix::fs::chown(node, None, Some(gid)).map_err(|e| format!("chgrp {gid} {}: {e}", node.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_args(args: &[&str]) -> ServeArgs {
+        let argv = ["cuse-kfd", "serve"].iter().chain(args).copied();
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Serve(a) => a,
+            _ => unreachable!("parsed as serve"),
+        }
+    }
+
+    #[test]
+    fn m1_the_node_defaults_to_0660_group_render() {
+        let a = serve_args(&[]);
+        assert_eq!((a.mode, a.group.as_str()), (0o660, "render"));
+        assert!(!a.no_sandbox && !a.probe_sandbox, "confined unless asked");
+        let a = serve_args(&["--mode", "0666", "--group", "44"]);
+        assert_eq!((a.mode, a.group.as_str()), (0o666, "44"));
+        assert!(serve_args(&["--no-sandbox"]).no_sandbox);
+    }
+
+    #[test]
+    fn m1_a_missing_group_names_the_option() {
+        assert_eq!(group_id("0"), Ok(0));
+        let e = group_id("no-such-group-cuse-kfd").unwrap_err();
+        assert!(e.contains("--group"), "{e}");
+    }
+
+    #[test]
+    fn modes_parse_as_octal_up_to_0777() {
+        assert_eq!(parse_mode("0660"), Ok(0o660));
+        assert_eq!(parse_mode("0o666"), Ok(0o666));
+        assert!(parse_mode("1777").is_err());
+        assert!(parse_mode("0968").is_err());
+    }
 }

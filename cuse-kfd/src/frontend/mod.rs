@@ -5,7 +5,8 @@
 //! * [`topology_fs`]: the topology tree as a read-only FUSE filesystem, to mount over
 //!   /sys/devices/virtual/kfd/kfd;
 //! * [`control`]: the daemon's control socket (status, stats, trace);
-//! * [`inspect`]: the `status` text, what the device holds per process.
+//! * [`inspect`]: the `status` text, what the device holds per process;
+//! * [`sandbox`]: the daemon's confinement (directory checks, capabilities, seccomp).
 
 #[cfg(feature = "cuse")]
 pub mod control;
@@ -13,5 +14,7 @@ pub mod control;
 pub mod cuse;
 pub mod embedded;
 pub mod inspect;
+#[cfg(feature = "cli")]
+pub mod sandbox;
 #[cfg(feature = "sysfs-fuse")]
 pub mod topology_fs;

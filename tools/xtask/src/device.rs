@@ -102,6 +102,15 @@ pub const DEVICE_TESTS: [DeviceTest; 9] = [
     },
     DeviceTest {
         package: "kfd-tests",
+        target: "confinement",
+        // The output of passing tests too: the CapEff and the systemd unit's exposure score.
+        args: &["--show-output"],
+        what: "cuse-kfd serve confined: node 0660 group render by default, NoNewPrivs 1, Seccomp 2 and the \
+               kept capabilities on every thread, execve and socket(AF_INET) refused, untrusted \
+               directories refused, deploy/cuse-kfd.service scored by systemd-analyze",
+    },
+    DeviceTest {
+        package: "kfd-tests",
         target: "fuzz_node",
         args: &[],
         what: "kfd-fuzz --target node --iterations 100000 (fixed seed) against cuse-kfd serve: no crash, \
