@@ -39,7 +39,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 9] = [
+pub const DEVICE_TESTS: [DeviceTest; 10] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
