@@ -3,11 +3,12 @@
 //! flushes, so the hot path does not take the VM lock per access.
 
 use crate::faults::Faults;
-use crate::memory::remote;
 use crate::memory::shm::SharedRegion;
 use crate::memory::vm::{GpuVa, RegionBacking, VmFault};
+use crate::owner::OwnerProcess;
 use crate::process::Process;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 
 const TLB_ENTRIES: usize = 8;
 
@@ -150,9 +151,11 @@ impl<'a> Mem<'a> {
         }
     }
 
-    fn userptr_addr(&mut self, va: u64, len: u64) -> Result<(u32, u64), VmFault> {
+    fn userptr_addr(&mut self, va: u64, len: u64) -> Result<(Arc<OwnerProcess>, u64), VmFault> {
         match self.entry(va, len) {
-            Some(Entry { start, backing: RegionBacking::Userptr { pid, addr }, .. }) => Ok((*pid, addr + (va - start))),
+            Some(Entry { start, backing: RegionBacking::Userptr { memory, addr }, .. }) => {
+                Ok((memory.clone(), addr + (va - start)))
+            }
             _ => Err(VmFault::Unmapped { va: GpuVa(va) }),
         }
     }
@@ -163,8 +166,8 @@ impl<'a> Mem<'a> {
             return Ok(v);
         }
         let mut b = [0u8; 8];
-        let (pid, addr) = self.userptr_addr(va, 8)?;
-        remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        let (memory, addr) = self.userptr_addr(va, 8)?;
+        memory.read(addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
         Ok(u64::from_ne_bytes(b))
     }
 
@@ -176,8 +179,8 @@ impl<'a> Mem<'a> {
         })? {
             return Ok(());
         }
-        let (pid, addr) = self.userptr_addr(va, 8)?;
-        remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+        let (memory, addr) = self.userptr_addr(va, 8)?;
+        memory.write(addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 
     /// Atomically loads the u32 at `va` (PM4 and SDMA packets poll and write dwords).
@@ -189,8 +192,8 @@ impl<'a> Mem<'a> {
             return Ok(v);
         }
         let mut b = [0u8; 4];
-        let (pid, addr) = self.userptr_addr(va, 4)?;
-        remote::read(pid, addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        let (memory, addr) = self.userptr_addr(va, 4)?;
+        memory.read(addr, &mut b).map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
         Ok(u32::from_ne_bytes(b))
     }
 
@@ -202,8 +205,8 @@ impl<'a> Mem<'a> {
         if let Some(()) = self.with_sized_word(va, 4, true, atomic)? {
             return Ok(());
         }
-        let (pid, addr) = self.userptr_addr(va, 4)?;
-        remote::write(pid, addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+        let (memory, addr) = self.userptr_addr(va, 4)?;
+        memory.write(addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 
     /// Atomically adds `delta` to the i64 at `va`, returning the old value. On USERPTR memory

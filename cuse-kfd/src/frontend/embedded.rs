@@ -1,6 +1,13 @@
 //! The embedded front end: the same dispatcher, in-process, for clients that cannot or need not
 //! use CUSE (no root). An [`EmbeddedFile`] is an open /dev/kfd: `ioctl` takes the caller's
 //! argument bytes and blocks until the reply, exactly as ioctl(2) on the real node.
+//!
+//! After fork(2) the child has a copy of the device but none of its threads (engine, timer,
+//! owner watch), and locks other threads held stay held. So, as amdkfd does with a KFD fd
+//! inherited by a child, a file used in a process other than the one that opened it answers
+//! EBADF without touching the device, closing it there does nothing, and dropping the last
+//! handle on the device there leaks the copy instead of joining threads that do not exist. A
+//! child that wants the device makes its own [`Embedded`].
 
 use crate::client::{Caller, FileId};
 use crate::device::{Device, DeviceConfig, DeviceError};
@@ -25,30 +32,67 @@ impl UserMemory for ProcessMemory {
 }
 
 /// A device living in this process.
-#[derive(Clone)]
 pub struct Embedded {
     device: Arc<Device>,
+    /// The process that made the device: only there may its last handle drop.
+    creator: u32,
+}
+
+impl Clone for Embedded {
+    fn clone(&self) -> Embedded {
+        Embedded { device: self.device.clone(), creator: self.creator }
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        leak_in_child(&self.device, self.creator);
+    }
+}
+
+/// In a forked child, a handle on the parent's device must never be the last one dropped
+/// (dropping the device joins threads the child does not have): leak one reference.
+fn leak_in_child(device: &Arc<Device>, creator: u32) {
+    if std::process::id() != creator {
+        std::mem::forget(Arc::clone(device));
+    }
 }
 
 impl Embedded {
     pub fn new(config: &DeviceConfig) -> Result<Embedded, DeviceError> {
-        Ok(Embedded { device: Device::new(config)? })
+        Ok(Embedded { device: Device::new(config)?, creator: std::process::id() })
     }
 
     pub fn device(&self) -> &Arc<Device> {
         &self.device
     }
 
-    /// Opens the device as this process.
-    pub fn open(&self) -> EmbeddedFile {
+    /// Opens the device as this process. ENODEV in a forked child of the process that made
+    /// the device (its threads are not there): the child makes its own [`Embedded`].
+    pub fn open(&self) -> Result<EmbeddedFile, Errno> {
         self.open_as(Caller::current())
     }
 
     /// Opens the device as another (simulated) client process. Pointers in its requests still
-    /// point into this process's memory.
-    pub fn open_as(&self, caller: Caller) -> EmbeddedFile {
-        let file = self.device.open(caller);
-        EmbeddedFile { device: self.device.clone(), file, caller, memory_pid: std::process::id() }
+    /// point into this process's memory, and its context is bound to this process's life.
+    pub fn open_as(&self, caller: Caller) -> Result<EmbeddedFile, Errno> {
+        self.open_bound(caller, std::process::id())
+    }
+
+    /// Opens the device as the real process `caller.pid` (a test's child, say): its exit or
+    /// exec ends the context and USERPTR memory is its own. This process makes the requests on
+    /// its behalf, so pointers in them still point into this process's memory.
+    pub fn open_process(&self, caller: Caller) -> Result<EmbeddedFile, Errno> {
+        self.open_bound(caller, caller.pid)
+    }
+
+    fn open_bound(&self, caller: Caller, owner_pid: u32) -> Result<EmbeddedFile, Errno> {
+        let me = std::process::id();
+        if me != self.creator {
+            return Err(Errno::ENODEV);
+        }
+        let file = self.device.open_bound(caller, owner_pid)?;
+        Ok(EmbeddedFile { device: self.device.clone(), file, caller, memory_pid: me, creator: self.creator })
     }
 }
 
@@ -82,6 +126,7 @@ pub struct EmbeddedFile {
     file: FileId,
     caller: Caller,
     memory_pid: u32,
+    creator: u32,
 }
 
 impl EmbeddedFile {
@@ -120,6 +165,12 @@ impl EmbeddedFile {
     fn start_as(&self, caller: Caller, cmd: u32, arg: &[u8]) -> PendingIoctl {
         let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
+        if std::process::id() != self.creator {
+            // An inherited file in a forked child (amdkfd: "Using KFD FD in child process not
+            // allowed"): answered here, the device's threads and locks are the parent's.
+            let _ = tx.send(Reply::error(Errno::EBADF));
+            return PendingIoctl { tag, rx, memory_pid: self.memory_pid };
+        }
         let responder = Responder::new(tag, move |r| {
             let _ = tx.send(r);
         });
@@ -133,13 +184,17 @@ impl EmbeddedFile {
 
     /// Interrupts a started ioctl (as a signal to the caller would).
     pub fn interrupt(&self, pending: &PendingIoctl) -> bool {
-        self.device.interrupt(pending.tag)
+        std::process::id() == self.creator && self.device.interrupt(pending.tag)
     }
 }
 
 impl Drop for EmbeddedFile {
     fn drop(&mut self) {
-        self.device.release(self.file);
+        // In a forked child the file is the parent's: closing it there changes nothing.
+        if std::process::id() == self.creator {
+            self.device.release(self.file);
+        }
+        leak_in_child(&self.device, self.creator);
     }
 }
 

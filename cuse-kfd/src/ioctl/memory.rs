@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::memory::backing::{BackingFile, MmapSpace};
 use crate::memory::vm::{GpuVa, RegionBacking};
-use crate::memory::{handle_gpu_id, make_handle, remote, Buffer, BufferKind, PAGE_SIZE};
+use crate::memory::{handle_gpu_id, make_handle, Buffer, BufferKind, PAGE_SIZE};
 use crate::process::{ProcessInner, GPUVM_BASE, GPUVM_LIMIT};
 use crate::queue::doorbell::{Doorbells, DOORBELL_SLICE_SIZE};
 use nix::errno::Errno;
@@ -94,9 +94,9 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
                 return Err(Errno::EINVAL);
             }
             let mut probe = [0u8; 1];
-            remote::read(ctx.process.pid, cpu, &mut probe)?;
-            remote::read(ctx.process.pid, cpu + size - 1, &mut probe)?;
-            (RegionBacking::Userptr { pid: ctx.process.pid, addr: cpu }, cpu)
+            ctx.process.memory.read(cpu, &mut probe)?;
+            ctx.process.memory.read(cpu + size - 1, &mut probe)?;
+            (RegionBacking::Userptr { memory: ctx.process.memory.clone(), addr: cpu }, cpu)
         }
         BufferKind::Vram | BufferKind::Gtt => {
             if kind == BufferKind::Vram {

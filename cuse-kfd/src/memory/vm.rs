@@ -5,7 +5,7 @@
 //! command processor reaches client memory only through here.
 
 use super::backing::BackingFile;
-use super::remote;
+use crate::owner::OwnerProcess;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -63,8 +63,9 @@ impl VmFault {
 pub enum RegionBacking {
     /// A shared backing file, from byte `offset`.
     File { file: Arc<BackingFile>, offset: usize },
-    /// The client's own memory at `addr` (USERPTR).
-    Userptr { pid: u32, addr: u64 },
+    /// The client's own memory at `addr` (USERPTR), reached through the owner's bound memory:
+    /// a fault once it has exited or exec'd.
+    Userptr { memory: Arc<OwnerProcess>, addr: u64 },
 }
 
 /// One mapped buffer: `[start, start + len)`.
@@ -156,8 +157,8 @@ impl GpuVm {
                 RegionBacking::File { file, offset } => {
                     file.region().read(offset + off as usize, dst).map_err(|_| VmFault::Unmapped { va: at })?
                 }
-                RegionBacking::Userptr { pid, addr } => {
-                    remote::read(*pid, addr + off, dst).map_err(|_| VmFault::Userptr { va: at })?
+                RegionBacking::Userptr { memory, addr } => {
+                    memory.read(addr + off, dst).map_err(|_| VmFault::Userptr { va: at })?
                 }
             }
             done += n;
@@ -178,8 +179,8 @@ impl GpuVm {
                 RegionBacking::File { file, offset } => {
                     file.region().write(offset + off as usize, src).map_err(|_| VmFault::Unmapped { va: at })?
                 }
-                RegionBacking::Userptr { pid, addr } => {
-                    remote::write(*pid, addr + off, src).map_err(|_| VmFault::Userptr { va: at })?
+                RegionBacking::Userptr { memory, addr } => {
+                    memory.write(addr + off, src).map_err(|_| VmFault::Userptr { va: at })?
                 }
             }
             done += n;
@@ -204,7 +205,9 @@ impl GpuVm {
                 RegionBacking::File { file, offset } => {
                     WordTarget::File { file: file.clone(), offset: offset + off as usize }
                 }
-                RegionBacking::Userptr { pid, addr } => WordTarget::Userptr { pid: *pid, addr: addr + off },
+                RegionBacking::Userptr { memory, addr } => {
+                    WordTarget::Userptr { memory: memory.clone(), addr: addr + off }
+                }
             },
         })
     }
@@ -224,9 +227,10 @@ enum WordTarget {
         file: Arc<BackingFile>,
         offset: usize,
     },
-    /// USERPTR words are read and written with process_vm_*: not atomic against the client.
+    /// USERPTR words are read and written through the owner's memory file: not atomic against
+    /// the client.
     Userptr {
-        pid: u32,
+        memory: Arc<OwnerProcess>,
         addr: u64,
     },
 }
@@ -241,9 +245,9 @@ impl Word {
             WordTarget::File { file, offset } => {
                 Ok(file.region().atomic_u64(*offset).map_err(|_| VmFault::Misaligned { va: self.va })?.load(order))
             }
-            WordTarget::Userptr { pid, addr } => {
+            WordTarget::Userptr { memory, addr } => {
                 let mut b = [0u8; 8];
-                remote::read(*pid, *addr, &mut b).map_err(|_| VmFault::Userptr { va: self.va })?;
+                memory.read(*addr, &mut b).map_err(|_| VmFault::Userptr { va: self.va })?;
                 Ok(u64::from_ne_bytes(b))
             }
         }
@@ -258,8 +262,8 @@ impl Word {
                 file.region().atomic_u64(*offset).map_err(|_| VmFault::Misaligned { va: self.va })?.store(value, order);
                 Ok(())
             }
-            WordTarget::Userptr { pid, addr } => {
-                remote::write(*pid, *addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: self.va })
+            WordTarget::Userptr { memory, addr } => {
+                memory.write(*addr, &value.to_ne_bytes()).map_err(|_| VmFault::Userptr { va: self.va })
             }
         }
     }

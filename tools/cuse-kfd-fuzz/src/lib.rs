@@ -355,7 +355,8 @@ pub fn run_dispatch(ops: &[DispatchOp]) {
         match op {
             DispatchOp::Open { pid } => {
                 let c = caller(*pid);
-                files.push((device.open(c), c));
+                // Simulated clients, bound to this process.
+                files.push((device.open_bound(c, std::process::id()).expect("opening as a simulated client"), c));
             }
             DispatchOp::Close { file } if !files.is_empty() => {
                 let (f, _) = files.remove(usize::from(*file) % files.len());

@@ -37,7 +37,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 8] = [
+pub const DEVICE_TESTS: [DeviceTest; 9] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -82,6 +82,14 @@ pub const DEVICE_TESTS: [DeviceTest; 8] = [
         what: "cuse-kfd serve through the kernel: ioctls and RETRY hops, waits, EINTR, killed clients, \
                isolation, the daemon dying, a clean SIGTERM shutdown, status, fault injection, the \
                --sysfs-mount tree",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "identity_node",
+        // The output of the passing test too: how soon the context ended.
+        args: &["--show-output"],
+        what: "identity through the node: a context ends within 100 ms of its owner's exit while a child \
+               holds the fd, whose ioctls answer EBADF",
     },
     DeviceTest {
         package: "cuse-kfd",
