@@ -45,7 +45,7 @@ fn fork_with_the_embedded_device_through_hsakmt() {
     // thread of the child can hold, since it has none) and leaves with _exit.
     match unsafe { fork() }.unwrap() {
         ForkResult::Child => {
-            let code = std::panic::catch_unwind(|| child(&parent)).unwrap_or(100);
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(&parent))).unwrap_or(100);
             // SAFETY: _exit ends the child at once, running nothing of the parent's.
             unsafe { libc::_exit(code) }
         }
