@@ -118,7 +118,7 @@ impl<'a> Mem<'a> {
     }
 
     /// Applies `f` to the atomic word at `va` in a shared file, or returns `Ok(None)` for a
-    /// USERPTR word (the caller then goes through process_vm_*).
+    /// USERPTR word (the caller then goes through the owner's memory file).
     fn with_word<R>(
         &mut self,
         va: u64,
@@ -210,7 +210,7 @@ impl<'a> Mem<'a> {
     }
 
     /// Atomically adds `delta` to the i64 at `va`, returning the old value. On USERPTR memory
-    /// (reached through process_vm_*) the update is not atomic against the client.
+    /// (reached through the owner's memory file) the update is not atomic against the client.
     pub fn fetch_add_i64(&mut self, va: u64, delta: i64, order: Ordering) -> Result<i64, VmFault> {
         if let Some(old) = self.with_word(va, true, |r, off| Ok(atomic_i64(r, off, va)?.fetch_add(delta, order)))? {
             return Ok(old);

@@ -1,6 +1,8 @@
-//! Memory that lives in a client process (USERPTR buffers, ioctl pointer arguments), reached
-//! with process_vm_readv/writev: the kernel checks the address against the client's own page
-//! tables, so a bad pointer is EFAULT, never a read of the device's memory.
+//! Memory of the process making a request (ioctl pointer arguments), reached with
+//! process_vm_readv/writev while it is blocked in that request, so the pid is certainly its:
+//! the kernel checks the address against the client's own page tables, so a bad pointer is
+//! EFAULT, never a read of the device's memory. USERPTR buffers, which outlive the request, go
+//! through the owner's memory instead (see [`crate::owner`]).
 
 use nix::errno::Errno;
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
