@@ -9,6 +9,7 @@ use crate::event::wait::{Completion, WaitId, WaitOutcome};
 use crate::faults::Faults;
 use crate::ioctl::{self, Request, UserMemory};
 use crate::memory::backing::{BackingStore, Owner};
+use crate::owner::{OwnerProcess, OwnerWatch};
 use crate::process::Process;
 use crate::reply::{Reply, Responder};
 use crate::topology::{Profile, Topology, DEFAULT_PROFILE};
@@ -52,13 +53,35 @@ pub enum DeviceError {
     Topology(#[from] crate::topology::TopologyError),
     #[error("cannot create the runtime directory")]
     RuntimeDir(#[source] std::io::Error),
+    #[error("the device refused to open for this process")]
+    Open(#[source] Errno),
 }
 
 #[derive(Default)]
 struct Clients {
-    files: HashMap<FileId, u32>,
+    /// Open files: the pid that opened each and the context it opened. A file outlives its
+    /// context when the owner exits or execs while a dup lives elsewhere: it then answers EBADF.
+    files: HashMap<FileId, (u32, Arc<Process>)>,
+    /// The live contexts by pid.
     processes: HashMap<u32, Arc<Process>>,
     next_file: u64,
+}
+
+impl Clients {
+    /// The live context `file` was opened on, if `pid` opened it.
+    fn context(&self, file: FileId, pid: u32) -> Option<Arc<Process>> {
+        let (opener, process) = self.files.get(&file)?;
+        let live = self.processes.get(opener)?;
+        (*opener == pid && Arc::ptr_eq(live, process)).then(|| live.clone())
+    }
+
+    /// Forgets `process` if it is still the live context of its pid.
+    fn remove_context(&mut self, process: &Arc<Process>) -> Option<Arc<Process>> {
+        match self.processes.get(&process.pid) {
+            Some(p) if Arc::ptr_eq(p, process) => self.processes.remove(&process.pid),
+            _ => None,
+        }
+    }
 }
 
 /// Object counts, for tests, status and leak checks.
@@ -88,6 +111,8 @@ pub struct Device {
     /// GTT (system memory) allocated over all processes, and its limit.
     gtt_used: Mutex<u64>,
     gtt_limit: u64,
+    /// Ends contexts whose owner exits or execs.
+    _watch: OwnerWatch,
 }
 
 impl Device {
@@ -114,6 +139,15 @@ impl Device {
                     dev.end_wait(pid, wait, WaitOutcome::Timeout);
                 }
             }));
+            let (w1, w2) = (weak.clone(), weak.clone());
+            let watch = OwnerWatch::new(
+                Box::new(move || w1.upgrade().map(|d| d.owners()).unwrap_or_default()),
+                Box::new(move || {
+                    if let Some(d) = w2.upgrade() {
+                        d.end_gone_contexts();
+                    }
+                }),
+            );
             Device {
                 me: weak.clone(),
                 engine: Engine::new(config.engine.clone(), faults.clone(), trace.clone(), waits.clone()),
@@ -127,6 +161,7 @@ impl Device {
                 vram_used: Mutex::new(HashMap::new()),
                 gtt_used: Mutex::new(0),
                 gtt_limit: gtt_limit(),
+                _watch: watch,
             }
         }))
     }
@@ -164,33 +199,93 @@ impl Device {
         &self.backing
     }
 
-    /// Opens the device for `caller`: the first open of a process creates its context, later
-    /// opens share it.
-    pub fn open(&self, caller: Caller) -> FileId {
-        let mut c = self.clients.lock();
-        c.next_file += 1;
-        let file = FileId(c.next_file);
-        c.files.insert(file, caller.pid);
-        c.processes.entry(caller.pid).or_insert_with(|| {
-            log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
-            Arc::new(Process::new(caller.pid, Owner { uid: caller.uid, gid: caller.gid }, &self.topology))
-        });
-        file
+    /// Opens the device for `caller`, bound to the caller's own process: the first open of a
+    /// process creates its context, later opens by the same process share it.
+    ///
+    /// EPERM for pid 0: FUSE reports a caller whose pid is not visible in the daemon's pid
+    /// namespace as pid 0, and such a caller can be neither told apart from another such caller
+    /// nor reached for its memory. ESRCH if the caller has gone meanwhile.
+    pub fn open(&self, caller: Caller) -> Result<FileId, Errno> {
+        self.open_bound(caller, caller.pid)
     }
 
-    /// Closes a file; the last file of a process tears its context down.
+    /// Opens the device for `caller` with its context bound to the live process `owner_pid`:
+    /// that process's exit or exec ends the context, and USERPTR memory is its memory. The
+    /// embedded device's simulated clients are bound to the process running it; then the USERPTR
+    /// ranges their requests register are this process's memory, under the contract of
+    /// [`Device::ioctl`].
+    ///
+    /// A context of `caller.pid` bound to another process (one that had the pid before, or a
+    /// simulated client) or whose owner has gone is ended first: the caller gets a fresh one.
+    pub fn open_bound(&self, caller: Caller, owner_pid: u32) -> Result<FileId, Errno> {
+        if caller.pid == 0 || owner_pid == 0 {
+            log::warn!("refused an open by a caller outside the daemon's pid namespace (pid 0)");
+            return Err(Errno::EPERM);
+        }
+        let owner = Arc::new(OwnerProcess::open(owner_pid)?);
+        loop {
+            let stale = {
+                let mut c = self.clients.lock();
+                let current = c.processes.get(&caller.pid).cloned();
+                match current {
+                    Some(p) if !p.memory.same_as(&owner) || p.memory.is_gone() => c.remove_context(&p),
+                    _ => {
+                        let process = c
+                            .processes
+                            .entry(caller.pid)
+                            .or_insert_with(|| {
+                                log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
+                                let ids = Owner { uid: caller.uid, gid: caller.gid };
+                                Arc::new(Process::new(caller.pid, ids, owner.clone(), &self.topology))
+                            })
+                            .clone();
+                        c.next_file += 1;
+                        let file = FileId(c.next_file);
+                        c.files.insert(file, (caller.pid, process));
+                        return Ok(file);
+                    }
+                }
+            };
+            // Torn down before the new context exists, so its files are not removed with the
+            // old one's.
+            if let Some(p) = stale {
+                log::info!("pid {}: the context of an earlier owner of this pid ends", caller.pid);
+                self.teardown(&p);
+            }
+        }
+    }
+
+    /// Closes a file; the last file of a live context tears it down.
     pub fn release(&self, file: FileId) {
         let gone = {
             let mut c = self.clients.lock();
-            let Some(pid) = c.files.remove(&file) else { return };
-            if c.files.values().any(|p| *p == pid) {
+            let Some((_, process)) = c.files.remove(&file) else { return };
+            if c.files.values().any(|(_, p)| Arc::ptr_eq(p, &process)) {
                 None
             } else {
-                c.processes.remove(&pid)
+                c.remove_context(&process)
             }
         };
         if let Some(process) = gone {
             self.teardown(&process);
+        }
+    }
+
+    /// The owners of the live contexts (for the owner watch).
+    fn owners(&self) -> Vec<Arc<OwnerProcess>> {
+        self.clients.lock().processes.values().map(|p| p.memory.clone()).collect()
+    }
+
+    /// Ends every context whose owner has exited or exec'd, as amdkfd does when the mm goes;
+    /// files still open on it (a child's, an SCM_RIGHTS holder's) then answer EBADF.
+    fn end_gone_contexts(&self) {
+        let live: Vec<Arc<Process>> = self.clients.lock().processes.values().cloned().collect();
+        for p in live.iter().filter(|p| p.memory.is_gone()) {
+            let ended = self.clients.lock().remove_context(p);
+            if let Some(p) = ended {
+                log::info!("process {}: its owner exited or exec'd; the context ends", p.pid);
+                self.teardown(&p);
+            }
         }
     }
 
@@ -218,24 +313,20 @@ impl Device {
     ///
     /// The device reads the caller's memory behind argument pointers through `user`, hands back
     /// the bytes to write there with the reply (`Reply::user_writes`), and reads and writes the
-    /// ranges a request registers (USERPTR) in process `req.caller.pid` until they are freed.
+    /// ranges a request registers (USERPTR) in the memory of the process the file's context is
+    /// bound to (its owner, see [`Device::open_bound`]) until they are freed or the owner goes.
     ///
     /// # Safety
     ///
-    /// If `req.caller.pid` is this process: every range a request registers (the CPU address of
-    /// a USERPTR allocation) is valid for the device's reads and writes for as long as the
-    /// registration lasts (until the buffer is freed or the process's last file closes), and no
-    /// Rust reference aliases memory the device writes. For any other process there is no
-    /// requirement: the kernel checks its addresses against that process's page tables.
+    /// If the context of `file` is bound to this process (the embedded device's clients,
+    /// simulated ones included): every range a request registers (the CPU address of a USERPTR
+    /// allocation) is valid for the device's reads and writes for as long as the registration
+    /// lasts (until the buffer is freed or the context ends), and no Rust reference aliases
+    /// memory the device writes. For any other owner there is no requirement: the kernel checks
+    /// its addresses against that process's page tables.
     pub unsafe fn ioctl(&self, file: FileId, req: &Request, user: &dyn UserMemory, responder: Responder) {
-        let process = {
-            let c = self.clients.lock();
-            match c.files.get(&file) {
-                // amdkfd: a KFD fd used from another process is EBADF.
-                Some(pid) if *pid == req.caller.pid => c.processes.get(pid).cloned(),
-                _ => None,
-            }
-        };
+        // amdkfd: a KFD fd used from another process, or after its process has gone, is EBADF.
+        let process = self.clients.lock().context(file, req.caller.pid);
         match process {
             // SAFETY: this function's contract, passed on.
             Some(p) => unsafe { ioctl::dispatch(self, &p, req, user, responder) },

@@ -3,6 +3,7 @@
 //! * [`device`]: the device, its client files and processes ([`client`]: who calls, on which file);
 //! * [`reply`]: the answer owed to every request, sent exactly once;
 //! * [`ioctl`]: the one ioctl table and its handlers, reached through [`device::Device::ioctl`];
+//! * [`owner`]: the client process a context is bound to (pidfd, its memory, its start time);
 //! * [`process`], [`memory`], [`queue`], [`event`]: the per-process KFD model;
 //! * [`engine`]: the soft command processor (AQL packets, soft kernels, signals);
 //! * [`topology`]: device profiles and the sysfs-shaped topology tree;
@@ -17,6 +18,7 @@ pub mod faults;
 pub mod frontend;
 pub mod ioctl;
 pub mod memory;
+pub mod owner;
 pub mod process;
 pub mod queue;
 pub mod reply;

@@ -9,6 +9,7 @@ use crate::memory::backing::{BackingFile, Owner};
 use crate::memory::offsets::OffsetSpace;
 use crate::memory::vm::GpuVm;
 use crate::memory::{Buffer, BufferKind};
+use crate::owner::OwnerProcess;
 use crate::queue::doorbell::Doorbells;
 use crate::queue::Queue;
 use crate::topology::Topology;
@@ -105,6 +106,9 @@ pub struct ProcessStats {
 pub struct Process {
     pub pid: u32,
     pub owner: Owner,
+    /// The process this context is bound to: its life ends the context, and USERPTR memory is
+    /// its memory. (A simulated client of the embedded device is bound to the process running it.)
+    pub memory: Arc<OwnerProcess>,
     inner: Mutex<ProcessInner>,
     vm: RwLock<GpuVm>,
     /// Bumped whenever the VM may change, so cached translations (the engine's TLBs) refill.
@@ -116,11 +120,12 @@ pub struct Process {
 const FIRST_RENDER_OFFSET: u64 = 1 << 32;
 
 impl Process {
-    pub fn new(pid: u32, owner: Owner, topology: &Topology) -> Process {
+    pub fn new(pid: u32, owner: Owner, memory: Arc<OwnerProcess>, topology: &Topology) -> Process {
         let devices = topology.gpus().iter().map(|g| (g.gpu_id, ProcessDevice::new(g.gpu_id))).collect();
         Process {
             pid,
             owner,
+            memory,
             inner: Mutex::new(ProcessInner {
                 devices,
                 buffers: BTreeMap::new(),

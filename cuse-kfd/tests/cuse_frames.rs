@@ -63,7 +63,10 @@ struct Kernel {
     next_unique: u64,
 }
 
-const PID: u32 = 4242;
+/// The caller: this test process (the device binds each context to a live process).
+fn pid() -> u32 {
+    std::process::id()
+}
 
 fn header(len: usize, opcode: u32, unique: u64, pid: u32) -> FuseInHeader {
     FuseInHeader { len: len as u32, opcode, unique, nodeid: 0, uid: 1000, gid: 1000, pid, total_extlen: 0, padding: 0 }
@@ -225,10 +228,10 @@ fn init_with_an_old_protocol_is_refused() {
 fn get_version_takes_one_retry_for_its_out_struct() {
     let mut k = Kernel::new();
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     let arg = 0x7000_0000;
     // Round 1: no data; the reply asks for an out iovec of 8 bytes at arg and no in iovec.
-    let f = k.ioctl_frame(10, PID, fh, AMDKFD_IOC_GET_VERSION, arg, &[], 0);
+    let f = k.ioctl_frame(10, pid(), fh, AMDKFD_IOC_GET_VERSION, arg, &[], 0);
     k.session.handle(&f);
     let r = k.sink.one();
     let mut expected = FuseOutHeader { len: 48, error: 0, unique: 10 }.as_bytes().to_vec();
@@ -236,7 +239,7 @@ fn get_version_takes_one_retry_for_its_out_struct() {
     expected.extend_from_slice(FuseIoctlIovec { base: arg, len: 8 }.as_bytes());
     assert_eq!(r, expected);
     // Round 2 with the out space: the answer, 1.18.
-    let f = k.ioctl_frame(12, PID, fh, AMDKFD_IOC_GET_VERSION, arg, &[], 8);
+    let f = k.ioctl_frame(12, pid(), fh, AMDKFD_IOC_GET_VERSION, arg, &[], 8);
     k.session.handle(&f);
     let r = k.sink.one();
     let mut expected = FuseOutHeader { len: 40, error: 0, unique: 12 }.as_bytes().to_vec();
@@ -249,7 +252,7 @@ fn create_signal_event(k: &mut Kernel, fh: u64, auto_reset: bool) -> u32 {
     let arg = 0x5000;
     let args =
         CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: u32::from(auto_reset), ..Default::default() };
-    let r = k.ioctl(PID, fh, AMDKFD_IOC_CREATE_EVENT, arg, &Mem::default().with(arg, args.as_bytes()));
+    let r = k.ioctl(pid(), fh, AMDKFD_IOC_CREATE_EVENT, arg, &Mem::default().with(arg, args.as_bytes()));
     let (res, data) = ioctl_result(&r);
     assert_eq!(res, 0);
     CreateEventArgs::read_from_bytes(data).unwrap().event_id
@@ -267,14 +270,14 @@ fn wait_events_on_an_unreadable_array_is_efault_with_fail_copied_back() {
     let ptr = 0x2000u64;
     let mut k = Kernel::with_unreadable(Some(ptr + 8));
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     let _ = create_signal_event(&mut k, fh, false);
     let arg = 0x1000u64;
     let mem = Mem::default().with(arg, wait_args(ptr, 1, 0).as_bytes());
-    let f = k.ioctl_frame(20, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &[], 0);
+    let f = k.ioctl_frame(20, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &[], 0);
     k.session.handle(&f);
     let _retry_for_the_struct = k.sink.one();
-    let f = k.ioctl_frame(22, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem.read(arg, 24), 24);
+    let f = k.ioctl_frame(22, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem.read(arg, 24), 24);
     k.session.handle(&f);
     let reply = k.sink.one();
     let (res, out) = ioctl_result(&reply);
@@ -287,13 +290,13 @@ fn wait_events_on_an_unreadable_array_is_efault_with_fail_copied_back() {
 fn wait_events_takes_two_hops_and_copies_event_data_back() {
     let mut k = Kernel::new();
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     let id = create_signal_event(&mut k, fh, false);
     let (arg, ptr) = (0x1000u64, 0x2000u64);
     let ev = EventData { event_id: id, payload: [1, 0, 0, 0], ..Default::default() };
     let mem = Mem::default().with(arg, wait_args(ptr, 1, 0).as_bytes()).with(ptr, ev.as_bytes());
     // Round 1: the argument struct in and out.
-    let f = k.ioctl_frame(20, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &[], 0);
+    let f = k.ioctl_frame(20, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &[], 0);
     k.session.handle(&f);
     let r = k.sink.one();
     let mut expected = FuseOutHeader { len: 64, error: 0, unique: 20 }.as_bytes().to_vec();
@@ -302,7 +305,7 @@ fn wait_events_takes_two_hops_and_copies_event_data_back() {
     expected.extend_from_slice(FuseIoctlIovec { base: arg, len: 24 }.as_bytes());
     assert_eq!(r, expected);
     // Round 2: with the struct, the events array it points at (48 bytes each), both ways.
-    let f = k.ioctl_frame(22, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem.read(arg, 24), 24);
+    let f = k.ioctl_frame(22, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem.read(arg, 24), 24);
     k.session.handle(&f);
     let r = k.sink.one();
     let mut expected = FuseOutHeader { len: 96, error: 0, unique: 22 }.as_bytes().to_vec();
@@ -313,7 +316,7 @@ fn wait_events_takes_two_hops_and_copies_event_data_back() {
     assert_eq!(r, expected);
     // Round 3: everything; an unsignaled event with timeout 0 is a TIMEOUT, data untouched.
     let data = [mem.read(arg, 24), mem.read(ptr, 48)].concat();
-    let f = k.ioctl_frame(24, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &data, 72);
+    let f = k.ioctl_frame(24, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &data, 72);
     k.session.handle(&f);
     let reply = k.sink.one();
     let (res, out) = ioctl_result(&reply);
@@ -323,14 +326,14 @@ fn wait_events_takes_two_hops_and_copies_event_data_back() {
     // Signaled: COMPLETE, and the event age the caller missed comes back in the payload.
     let set_arg = 0x3000;
     let r = k.ioctl(
-        PID,
+        pid(),
         fh,
         AMDKFD_IOC_SET_EVENT,
         set_arg,
         &Mem::default().with(set_arg, SetEventArgs { event_id: id, pad: 0 }.as_bytes()),
     );
     assert_eq!(ioctl_result(&r).0, 0);
-    let r = k.ioctl(PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem);
+    let r = k.ioctl(pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem);
     let (res, out) = ioctl_result(&r);
     assert_eq!(res, 0);
     assert_eq!(WaitEventsArgs::read_from_bytes(&out[..24]).unwrap().wait_result, KFD_IOC_WAIT_RESULT_COMPLETE);
@@ -345,7 +348,7 @@ fn park_wait(k: &mut Kernel, fh: u64, id: u32) -> (u64, Vec<u8>) {
     let ev = EventData { event_id: id, ..Default::default() };
     let data = [wait_args(ptr, 1, KFD_EVENT_TIMEOUT_INFINITE).as_bytes(), ev.as_bytes()].concat();
     let u = k.unique();
-    k.session.handle(&k.ioctl_frame(u, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &data, 72));
+    k.session.handle(&k.ioctl_frame(u, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &data, 72));
     (u, data)
 }
 
@@ -353,7 +356,7 @@ fn park_wait(k: &mut Kernel, fh: u64, id: u32) -> (u64, Vec<u8>) {
 fn interrupt_after_the_request_answers_eintr() {
     let mut k = Kernel::new();
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     let id = create_signal_event(&mut k, fh, false);
     let (u, _) = park_wait(&mut k, fh, id);
     std::thread::sleep(Duration::from_millis(20));
@@ -373,7 +376,7 @@ fn interrupt_after_the_request_answers_eintr() {
     let f = {
         let args = SetEventArgs { event_id: id, pad: 0 };
         let u = k.unique();
-        k.ioctl_frame(u, PID, fh, AMDKFD_IOC_SET_EVENT, set_arg, args.as_bytes(), 0)
+        k.ioctl_frame(u, pid(), fh, AMDKFD_IOC_SET_EVENT, set_arg, args.as_bytes(), 0)
     };
     k.session.handle(&f);
     let replies = {
@@ -396,7 +399,7 @@ fn interrupt_after_the_request_answers_eintr() {
 fn interrupt_before_the_request_is_kept_pending() {
     let mut k = Kernel::new();
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     let id = create_signal_event(&mut k, fh, false);
     let u = k.unique();
     k.session.handle(&frame(FUSE_INTERRUPT, u | 1, 0, &[FuseInterruptIn { unique: u }.as_bytes()]));
@@ -407,7 +410,7 @@ fn interrupt_before_the_request_is_kept_pending() {
         EventData { event_id: id, ..Default::default() }.as_bytes(),
     ]
     .concat();
-    k.session.handle(&k.ioctl_frame(u, PID, fh, AMDKFD_IOC_WAIT_EVENTS, arg, &data, 72));
+    k.session.handle(&k.ioctl_frame(u, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &data, 72));
     let r = k.sink.one();
     assert_eq!(FuseOutHeader::read_from_prefix(&r).unwrap().0.unique, u);
     assert_eq!(ioctl_result(&r).0, -libc::EINTR);
@@ -418,7 +421,7 @@ fn interrupt_before_the_request_is_kept_pending() {
 fn release_tears_the_context_down_and_fails_its_waits() {
     let mut k = Kernel::new();
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     let id = create_signal_event(&mut k, fh, false);
     let (u, _) = park_wait(&mut k, fh, id);
     assert_eq!(k.session.device().stats().processes, 1);
@@ -446,11 +449,11 @@ fn release_tears_the_context_down_and_fails_its_waits() {
 fn a_file_used_by_another_process_is_ebadf() {
     let mut k = Kernel::new();
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     let arg = 0x7000;
-    let r = k.ioctl(PID + 1, fh, AMDKFD_IOC_GET_VERSION, arg, &Mem::default());
+    let r = k.ioctl(pid() + 1, fh, AMDKFD_IOC_GET_VERSION, arg, &Mem::default());
     assert_eq!(ioctl_result(&r).0, -libc::EBADF);
-    let r = k.ioctl(PID, fh + 100, AMDKFD_IOC_GET_VERSION, arg, &Mem::default());
+    let r = k.ioctl(pid(), fh + 100, AMDKFD_IOC_GET_VERSION, arg, &Mem::default());
     let hdr = FuseOutHeader::read_from_prefix(&r).unwrap().0;
     assert_eq!(hdr.error, -libc::EBADF, "an unknown fh");
 }
@@ -463,17 +466,17 @@ fn error_reply(unique: u64, errno: i32) -> Vec<u8> {
 fn truncated_and_oversized_frames_are_answered_eio() {
     let k = Kernel::new();
     // The header says 80 bytes, 60 arrived.
-    let mut f = frame(FUSE_IOCTL, 30, PID, &[&[0; 20]]);
+    let mut f = frame(FUSE_IOCTL, 30, pid(), &[&[0; 20]]);
     f[0] = 80;
     k.session.handle(&f);
     assert_eq!(k.sink.take(), vec![error_reply(30, libc::EIO)]);
     // The header says 60, 70 arrived.
-    let mut f = frame(FUSE_IOCTL, 32, PID, &[&[0; 30]]);
+    let mut f = frame(FUSE_IOCTL, 32, pid(), &[&[0; 30]]);
     f[0] = 60;
     k.session.handle(&f);
     assert_eq!(k.sink.take(), vec![error_reply(32, libc::EIO)]);
     // Consistent length, but an ioctl body shorter than fuse_ioctl_in.
-    k.session.handle(&frame(FUSE_IOCTL, 34, PID, &[&[0; 16]]));
+    k.session.handle(&frame(FUSE_IOCTL, 34, pid(), &[&[0; 16]]));
     assert_eq!(k.sink.take(), vec![error_reply(34, libc::EIO)]);
     // in_size says 24 bytes of data, 8 follow.
     let io = FuseIoctlIn {
@@ -484,7 +487,7 @@ fn truncated_and_oversized_frames_are_answered_eio() {
         in_size: 24,
         out_size: 0,
     };
-    k.session.handle(&frame(FUSE_IOCTL, 36, PID, &[io.as_bytes(), &[0; 8]]));
+    k.session.handle(&frame(FUSE_IOCTL, 36, pid(), &[io.as_bytes(), &[0; 8]]));
     assert_eq!(k.sink.take(), vec![error_reply(36, libc::EIO)]);
     // Too short to even hold a header: nothing to answer.
     k.session.handle(&[1, 2, 3]);
@@ -496,10 +499,10 @@ fn unknown_opcodes_are_enosys_and_unknown_ioctls_enotty() {
     let mut k = Kernel::new();
     k.init();
     // FUSE_LOOKUP (1) never comes for a CUSE device; answer ENOSYS, not silence.
-    k.session.handle(&frame(1, 40, PID, &[b"name\0"]));
+    k.session.handle(&frame(1, 40, pid(), &[b"name\0"]));
     assert_eq!(k.sink.take(), vec![error_reply(40, libc::ENOSYS)]);
-    let fh = k.open(PID);
-    let f = k.ioctl_frame(42, PID, fh, ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x70, 8), 0x1000, &[], 0);
+    let fh = k.open(pid());
+    let f = k.ioctl_frame(42, pid(), fh, ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x70, 8), 0x1000, &[], 0);
     k.session.handle(&f);
     let reply = k.sink.one();
     let (res, data) = ioctl_result(&reply);
@@ -514,7 +517,7 @@ fn unknown_opcodes_are_enosys_and_unknown_ioctls_enotty() {
         in_size: 0,
         out_size: 0,
     };
-    k.session.handle(&frame(FUSE_IOCTL, 44, PID, &[io.as_bytes()]));
+    k.session.handle(&frame(FUSE_IOCTL, 44, pid(), &[io.as_bytes()]));
     assert_eq!(ioctl_result(&k.sink.one()).0, -libc::ENOTTY);
 }
 
@@ -522,10 +525,10 @@ fn unknown_opcodes_are_enosys_and_unknown_ioctls_enotty() {
 fn oversized_pointer_ranges_are_refused_not_retried() {
     let mut k = Kernel::new();
     k.init();
-    let fh = k.open(PID);
+    let fh = k.open(pid());
     // 4000 events of 48 bytes exceed the 128 KiB a CUSE ioctl can move.
     let data = wait_args(0x2000, 4000, 0);
-    let f = k.ioctl_frame(50, PID, fh, AMDKFD_IOC_WAIT_EVENTS, 0x1000, data.as_bytes(), 24);
+    let f = k.ioctl_frame(50, pid(), fh, AMDKFD_IOC_WAIT_EVENTS, 0x1000, data.as_bytes(), 24);
     k.session.handle(&f);
     assert_eq!(ioctl_result(&k.sink.one()).0, -libc::ENOMEM);
 }

@@ -76,7 +76,7 @@ struct Busy {
 
 impl Busy {
     fn start(rig: &Rig, pid: u32) -> Busy {
-        let file = Arc::new(rig.emb.open_as(fake_caller(pid)));
+        let file = Arc::new(rig.emb.open_as(fake_caller(pid)).expect("opening as a simulated client"));
         let runtime_dir = rig.kfd.runtime_dir().to_owned();
         let kfd = Kfd::new(Box::new(OtherProcess { file: Mutex::new(Some(file)), runtime_dir, pid }));
         let gpu = rig.gpu;

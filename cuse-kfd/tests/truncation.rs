@@ -97,7 +97,11 @@ impl Fx {
         let emb = Embedded::new(&config).expect("creating the device");
         let root = emb.device().backing().root().to_path_buf();
         let client = |pid| {
-            let t = Simulated { file: emb.open_as(fake_caller(pid)), emb: emb.clone(), root: root.clone() };
+            let t = Simulated {
+                file: emb.open_as(fake_caller(pid)).expect("opening as a simulated client"),
+                emb: emb.clone(),
+                root: root.clone(),
+            };
             Kfd::new(Box::new(t))
         };
         let (victim, bystander) = (client(VICTIM), client(BYSTANDER));

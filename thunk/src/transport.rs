@@ -37,7 +37,7 @@ pub struct EmbeddedTransport {
 impl EmbeddedTransport {
     pub fn new(config: &DeviceConfig) -> Result<EmbeddedTransport, cuse_kfd::device::DeviceError> {
         let embedded = Embedded::new(config)?;
-        let file = embedded.open();
+        let file = embedded.open().map_err(cuse_kfd::device::DeviceError::Open)?;
         Ok(EmbeddedTransport { file, runtime_dir: embedded.device().backing().root().to_owned(), embedded })
     }
 

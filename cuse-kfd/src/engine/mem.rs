@@ -3,11 +3,12 @@
 //! flushes, so the hot path does not take the VM lock per access.
 
 use crate::faults::Faults;
-use crate::memory::remote;
 use crate::memory::shm::{SharedRegion, ShmError};
 use crate::memory::vm::{GpuVa, RegionBacking, VmFault};
+use crate::owner::OwnerProcess;
 use crate::process::Process;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 const TLB_ENTRIES: usize = 8;
 
@@ -117,7 +118,7 @@ impl<'a> Mem<'a> {
     }
 
     /// Applies `f` to the atomic word at `va` in a shared file, or returns `Ok(None)` for a
-    /// USERPTR word (the caller then goes through process_vm_*).
+    /// USERPTR word (the caller then goes through the owner's memory file).
     fn with_word<R>(
         &mut self,
         va: u64,
@@ -150,9 +151,11 @@ impl<'a> Mem<'a> {
         }
     }
 
-    fn userptr_addr(&mut self, va: u64, len: u64) -> Result<(u32, u64), VmFault> {
+    fn userptr_addr(&mut self, va: u64, len: u64) -> Result<(Arc<OwnerProcess>, u64), VmFault> {
         match self.entry(va, len) {
-            Some(Entry { start, backing: RegionBacking::Userptr(c), .. }) => Ok((c.pid(), c.addr() + (va - start))),
+            Some(Entry { start, backing: RegionBacking::Userptr(c), .. }) => {
+                Ok((c.owner().clone(), c.addr() + (va - start)))
+            }
             _ => Err(VmFault::Unmapped { va: GpuVa(va) }),
         }
     }
@@ -163,11 +166,11 @@ impl<'a> Mem<'a> {
             return Ok(v);
         }
         let mut b = [0u8; 8];
-        let (pid, addr) = self.userptr_addr(va, 8)?;
+        let (memory, addr) = self.userptr_addr(va, 8)?;
         // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
         // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
         // the VM changes).
-        unsafe { remote::read(pid, addr, &mut b) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        unsafe { memory.read(addr, &mut b) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
         Ok(u64::from_ne_bytes(b))
     }
 
@@ -176,11 +179,11 @@ impl<'a> Mem<'a> {
         if let Some(()) = self.with_word(va, true, |r, off| shm(va, r.with_u64(off, |w| w.store(value, order))))? {
             return Ok(());
         }
-        let (pid, addr) = self.userptr_addr(va, 8)?;
+        let (memory, addr) = self.userptr_addr(va, 8)?;
         // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
         // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
         // the VM changes).
-        unsafe { remote::write(pid, addr, &value.to_ne_bytes()) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+        unsafe { memory.write(addr, &value.to_ne_bytes()) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 
     /// Atomically loads the u32 at `va` (PM4 and SDMA packets poll and write dwords).
@@ -190,11 +193,11 @@ impl<'a> Mem<'a> {
             return Ok(v);
         }
         let mut b = [0u8; 4];
-        let (pid, addr) = self.userptr_addr(va, 4)?;
+        let (memory, addr) = self.userptr_addr(va, 4)?;
         // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
         // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
         // the VM changes).
-        unsafe { remote::read(pid, addr, &mut b) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
+        unsafe { memory.read(addr, &mut b) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })?;
         Ok(u32::from_ne_bytes(b))
     }
 
@@ -204,15 +207,15 @@ impl<'a> Mem<'a> {
         if let Some(()) = self.with_sized_word(va, 4, true, atomic)? {
             return Ok(());
         }
-        let (pid, addr) = self.userptr_addr(va, 4)?;
+        let (memory, addr) = self.userptr_addr(va, 4)?;
         // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
         // device while the region is mapped (the TLB entry's region is mapped: the TLB empties when
         // the VM changes).
-        unsafe { remote::write(pid, addr, &value.to_ne_bytes()) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })
+        unsafe { memory.write(addr, &value.to_ne_bytes()) }.map_err(|_| VmFault::Userptr { va: GpuVa(va) })
     }
 
     /// Atomically adds `delta` to the i64 at `va`, returning the old value. On USERPTR memory
-    /// (reached through process_vm_*) the update is not atomic against the client.
+    /// (reached through the owner's memory file) the update is not atomic against the client.
     pub fn fetch_add_i64(&mut self, va: u64, delta: i64, order: Ordering) -> Result<i64, VmFault> {
         if let Some(old) = self.with_word(va, true, |r, off| shm(va, r.with_i64(off, |w| w.fetch_add(delta, order))))? {
             return Ok(old);

@@ -2,10 +2,19 @@
 //! use CUSE (no root). An [`EmbeddedFile`] is an open /dev/kfd: `ioctl` takes the caller's
 //! argument bytes and blocks until the reply, exactly as ioctl(2) on the real node.
 //!
-//! The device reads and writes through the pointers inside those bytes, and through the USERPTR
-//! ranges they register, in this very process (process_vm_readv/writev on our own pid). So the
-//! calls that hand it bytes are `unsafe`, with ioctl(2)'s own contract: see [`EmbeddedFile::ioctl`].
-//! Typed, safe wrappers that build their pointers from references they own live in the thunk.
+//! The device reads and writes through the pointers inside those bytes in this very process
+//! (process_vm_readv/writev on our own pid), and through the USERPTR ranges they register in
+//! the memory of the context's owner, which is this process too for [`Embedded::open`] and
+//! [`Embedded::open_as`]. So the calls that hand it bytes are `unsafe`, with ioctl(2)'s own
+//! contract: see [`EmbeddedFile::ioctl`]. Typed, safe wrappers that build their pointers from
+//! references they own live in the thunk.
+//!
+//! After fork(2) the child has a copy of the device but none of its threads (engine, timer,
+//! owner watch), and locks other threads held stay held. So, as amdkfd does with a KFD fd
+//! inherited by a child, a file used in a process other than the one that opened it answers
+//! EBADF without touching the device, closing it there does nothing, and dropping the last
+//! handle on the device there leaks the copy instead of joining threads that do not exist. A
+//! child that wants the device makes its own [`Embedded`].
 
 use crate::client::{Caller, FileId};
 use crate::device::{Device, DeviceConfig, DeviceError};
@@ -33,30 +42,67 @@ impl UserMemory for ProcessMemory {
 }
 
 /// A device living in this process.
-#[derive(Clone)]
 pub struct Embedded {
     device: Arc<Device>,
+    /// The process that made the device: only there may its last handle drop.
+    creator: u32,
+}
+
+impl Clone for Embedded {
+    fn clone(&self) -> Embedded {
+        Embedded { device: self.device.clone(), creator: self.creator }
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        leak_in_child(&self.device, self.creator);
+    }
+}
+
+/// In a forked child, a handle on the parent's device must never be the last one dropped
+/// (dropping the device joins threads the child does not have): leak one reference.
+fn leak_in_child(device: &Arc<Device>, creator: u32) {
+    if std::process::id() != creator {
+        std::mem::forget(Arc::clone(device));
+    }
 }
 
 impl Embedded {
     pub fn new(config: &DeviceConfig) -> Result<Embedded, DeviceError> {
-        Ok(Embedded { device: Device::new(config)? })
+        Ok(Embedded { device: Device::new(config)?, creator: std::process::id() })
     }
 
     pub fn device(&self) -> &Arc<Device> {
         &self.device
     }
 
-    /// Opens the device as this process.
-    pub fn open(&self) -> EmbeddedFile {
+    /// Opens the device as this process. ENODEV in a forked child of the process that made
+    /// the device (its threads are not there): the child makes its own [`Embedded`].
+    pub fn open(&self) -> Result<EmbeddedFile, Errno> {
         self.open_as(Caller::current())
     }
 
     /// Opens the device as another (simulated) client process. Pointers in its requests still
-    /// point into this process's memory.
-    pub fn open_as(&self, caller: Caller) -> EmbeddedFile {
-        let file = self.device.open(caller);
-        EmbeddedFile { device: self.device.clone(), file, caller, memory_pid: std::process::id() }
+    /// point into this process's memory, and its context is bound to this process's life.
+    pub fn open_as(&self, caller: Caller) -> Result<EmbeddedFile, Errno> {
+        self.open_bound(caller, std::process::id())
+    }
+
+    /// Opens the device as the real process `caller.pid` (a test's child, say): its exit or
+    /// exec ends the context and USERPTR memory is its own. This process makes the requests on
+    /// its behalf, so pointers in them still point into this process's memory.
+    pub fn open_process(&self, caller: Caller) -> Result<EmbeddedFile, Errno> {
+        self.open_bound(caller, caller.pid)
+    }
+
+    fn open_bound(&self, caller: Caller, owner_pid: u32) -> Result<EmbeddedFile, Errno> {
+        let me = std::process::id();
+        if me != self.creator {
+            return Err(Errno::ENODEV);
+        }
+        let file = self.device.open_bound(caller, owner_pid)?;
+        Ok(EmbeddedFile { device: self.device.clone(), file, caller, memory_pid: me, creator: self.creator })
     }
 }
 
@@ -92,6 +138,7 @@ pub struct EmbeddedFile {
     file: FileId,
     caller: Caller,
     memory_pid: u32,
+    creator: u32,
 }
 
 impl EmbeddedFile {
@@ -114,8 +161,10 @@ impl EmbeddedFile {
     /// Every pointer in `arg` is valid for what the request reads and writes through it (the
     /// amdkfd ABI of `cmd` says which), for as long as the request lasts; every range the request
     /// registers (a USERPTR allocation's CPU address) is valid for the device's reads and writes
-    /// for as long as the registration lasts (until the buffer is freed or the device's last file
-    /// of this process closes); and no Rust reference aliases memory the device writes.
+    /// for as long as the registration lasts (until the buffer is freed or the context ends: its
+    /// last file closes or its owner exits); and no Rust reference aliases memory the device
+    /// writes. The USERPTR ranges of a file opened with [`Embedded::open_process`] are in that
+    /// other process's memory: there they carry no requirement.
     pub unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
         // SAFETY: this function's contract.
         unsafe { self.ioctl_as(self.caller, cmd, arg) }
@@ -125,7 +174,9 @@ impl EmbeddedFile {
     ///
     /// # Safety
     ///
-    /// As for [`EmbeddedFile::ioctl`]: the pointers are this process's, whoever `caller` is.
+    /// As for [`EmbeddedFile::ioctl`]: the pointers are this process's, whoever `caller` is, and
+    /// so are the USERPTR ranges of the file's context unless it was opened with
+    /// [`Embedded::open_process`].
     pub unsafe fn ioctl_as(&self, caller: Caller, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
         // SAFETY: this function's contract; `wait` applies the reply before the pointers' memory
         // can go.
@@ -160,6 +211,12 @@ impl EmbeddedFile {
     unsafe fn start_as(&self, caller: Caller, cmd: u32, arg: &[u8]) -> PendingIoctl {
         let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
+        if std::process::id() != self.creator {
+            // An inherited file in a forked child (amdkfd: "Using KFD FD in child process not
+            // allowed"): answered here, the device's threads and locks are the parent's.
+            let _ = tx.send(Reply::error(Errno::EBADF));
+            return PendingIoctl { tag, rx, memory_pid: self.memory_pid };
+        }
         let responder = Responder::new(tag, move |r| {
             let _ = tx.send(r);
         });
@@ -168,21 +225,26 @@ impl EmbeddedFile {
         data.resize(size, 0);
         let req = Request { caller, cmd, data: &data, tag };
         // SAFETY: the pointers in `arg` are this process's (`memory_pid`) and this function's
-        // contract covers them and the ranges the request registers; when `caller` is another
-        // (simulated) process, the device touches that process's memory, no soundness concern.
+        // contract covers them and the ranges the request registers, which are in the memory of
+        // the context's owner: this process (`open`, `open_as`, covered by the contract) or
+        // another real process (`open_process`), no soundness concern.
         unsafe { self.device.ioctl(self.file, &req, &ProcessMemory(self.memory_pid), responder) };
         PendingIoctl { tag, rx, memory_pid: self.memory_pid }
     }
 
     /// Interrupts a started ioctl (as a signal to the caller would).
     pub fn interrupt(&self, pending: &PendingIoctl) -> bool {
-        self.device.interrupt(pending.tag)
+        std::process::id() == self.creator && self.device.interrupt(pending.tag)
     }
 }
 
 impl Drop for EmbeddedFile {
     fn drop(&mut self) {
-        self.device.release(self.file);
+        // In a forked child the file is the parent's: closing it there changes nothing.
+        if std::process::id() == self.creator {
+            self.device.release(self.file);
+        }
+        leak_in_child(&self.device, self.creator);
     }
 }
 

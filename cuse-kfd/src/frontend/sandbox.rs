@@ -25,10 +25,10 @@ pub const ALLOWED: &[(libc::c_long, &str)] = &[
     (libc::SYS_write, "replies, log lines on stderr"),
     (libc::SYS_readv, "std's vectored reads"),
     (libc::SYS_writev, "CUSE/FUSE replies (header and body)"),
-    (libc::SYS_pread64, "backing files at an offset"),
-    (libc::SYS_pwrite64, "backing files at an offset"),
+    (libc::SYS_pread64, "backing files at an offset; USERPTR memory through /proc/<pid>/mem"),
+    (libc::SYS_pwrite64, "backing files at an offset; USERPTR memory through /proc/<pid>/mem"),
     (libc::SYS_lseek, "std's file reads"),
-    (libc::SYS_openat, "backing files, /proc/<pid>/status, the topology tree"),
+    (libc::SYS_openat, "backing files, /proc/<pid>/{status,stat,mem} of a client, the topology tree"),
     (libc::SYS_openat2, "backing files beneath the runtime directory (RESOLVE_BENEATH)"),
     (libc::SYS_close, "every fd"),
     (libc::SYS_close_range, "std and glibc close fds in ranges"),
@@ -64,8 +64,8 @@ pub const ALLOWED: &[(libc::c_long, &str)] = &[
     (libc::SYS_mprotect, "the allocator, thread stack guards"),
     (libc::SYS_madvise, "the allocator, MADV_DONTFORK on shared mappings"),
     (libc::SYS_brk, "the allocator"),
-    (libc::SYS_process_vm_readv, "USERPTR memory of a client"),
-    (libc::SYS_process_vm_writev, "USERPTR memory of a client, ioctl replies when embedded"),
+    (libc::SYS_process_vm_readv, "ioctl pointer arguments of a client"),
+    (libc::SYS_process_vm_writev, "ioctl replies through a client's pointers"),
     // Threads, time, signals.
     (libc::SYS_clone, "threads (std falls back to clone when clone3 is refused)"),
     (libc::SYS_clone3, "threads (the engine may start more after set-up)"),
@@ -98,7 +98,7 @@ pub const ALLOWED: &[(libc::c_long, &str)] = &[
     (libc::SYS_prctl, "thread names (PR_SET_NAME)"),
     (libc::SYS_capget, "reading its own capabilities"),
     // Waiting and waking.
-    (libc::SYS_ppoll, "waits on fds"),
+    (libc::SYS_ppoll, "waits on fds; the owner watch polls the clients' pidfds"),
     (libc::SYS_pselect6, "waits on fds"),
     (libc::SYS_epoll_create1, "waits on fds"),
     (libc::SYS_epoll_ctl, "waits on fds"),
@@ -126,7 +126,7 @@ const ALLOWED_LEGACY: &[(libc::c_long, &str)] = &[
     (libc::SYS_open, "older code paths of glibc"),
     (libc::SYS_stat, "older code paths of glibc"),
     (libc::SYS_lstat, "older code paths of glibc"),
-    (libc::SYS_poll, "waits on fds"),
+    (libc::SYS_poll, "waits on fds; the owner watch polls the clients' pidfds"),
     (libc::SYS_select, "waits on fds"),
     (libc::SYS_epoll_wait, "waits on fds"),
     (libc::SYS_mkdir, "per-client directories"),
@@ -191,8 +191,9 @@ pub fn restrict_syscalls() -> Result<()> {
 ///   its group;
 /// * CAP_DAC_OVERRIDE: the backing store's client directories are the client's (mode 0700) and
 ///   the daemon creates and removes files in them;
-/// * CAP_SYS_PTRACE: process_vm_readv/writev on a client of another uid (USERPTR memory) and
-///   readlink of its /proc/<pid>/fd entries;
+/// * CAP_SYS_PTRACE: process_vm_readv/writev on a client of another uid (ioctl pointers),
+///   opening its /proc/<pid>/mem (USERPTR memory, see `owner.rs`) and readlink of its
+///   /proc/<pid>/fd entries;
 /// * CAP_SYS_ADMIN, only with `--sysfs-mount`: mounting the topology tree, and unmounting it at
 ///   shutdown.
 ///
@@ -369,7 +370,9 @@ mod tests {
             // What the daemon does keeps working: files, mappings, a new thread, /proc.
             let file = std::fs::read_to_string("/proc/thread-self/status").map(|s| s.contains("Seccomp:\t2"));
             let thread = std::thread::spawn(|| std::fs::metadata("/").is_ok()).join();
-            (sock, exec, file.ok(), thread.ok())
+            // Binding a client (owner.rs): pidfd_open, /proc/<pid>/{mem,stat}, poll, pread64.
+            let owner = crate::owner::OwnerProcess::open(std::process::id()).map(|o| !o.is_gone());
+            (sock, exec, file.ok(), thread.ok(), owner)
         })
         .join()
         .unwrap();
@@ -377,6 +380,7 @@ mod tests {
         assert_eq!(r.1, Err(nix::errno::Errno::EPERM), "execve");
         assert_eq!(r.2, Some(true), "/proc/thread-self/status of the filtered thread shows Seccomp 2");
         assert_eq!(r.3, Some(true), "a thread started under the filter");
+        assert_eq!(r.4, Ok(true), "a client bound by its pidfd and memory, alive");
     }
 
     #[test]

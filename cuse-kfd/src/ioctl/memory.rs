@@ -108,17 +108,19 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
                 return Err(Errno::EINVAL);
             }
             let mut probe = [0u8; 1];
-            // SAFETY: the range this request registers, which the contract of `Device::ioctl`
-            // (under which every handler runs) makes valid for the device; another process is
-            // no soundness concern.
+            let owner = &ctx.process.memory;
+            // SAFETY: the range this request registers, in the memory of the context's owner,
+            // which the contract of `Device::ioctl` (under which every handler runs) makes valid
+            // for the device when the owner is this process; another process is no soundness
+            // concern.
             unsafe {
-                remote::read(ctx.process.pid, cpu, &mut probe)?;
-                remote::read(ctx.process.pid, cpu + size - 1, &mut probe)?;
+                owner.read(cpu, &mut probe)?;
+                owner.read(cpu + size - 1, &mut probe)?;
             }
             // SAFETY: as for the probe: the range this request registers, valid for the device
             // while registered by the contract of `Device::ioctl`; the region backed by it is
             // `size` bytes long and unmapped when the buffer is freed.
-            (RegionBacking::Userptr(unsafe { remote::ClientAddr::new(ctx.process.pid, cpu) }), cpu)
+            (RegionBacking::Userptr(unsafe { remote::ClientAddr::new(owner.clone(), cpu) }), cpu)
         }
         BufferKind::Vram | BufferKind::Gtt => {
             if kind == BufferKind::Vram {

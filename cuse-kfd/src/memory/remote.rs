@@ -1,39 +1,48 @@
-//! Memory that lives in a client process (USERPTR buffers, ioctl pointer arguments), reached
-//! with process_vm_readv/writev: the kernel checks the address against the client's own page
-//! tables, so a bad pointer is EFAULT, never a read of the device's memory.
+//! Memory of the process making a request (ioctl pointer arguments), reached with
+//! process_vm_readv/writev while it is blocked in that request, so the pid is certainly its:
+//! the kernel checks the address against the client's own page tables, so a bad pointer is
+//! EFAULT, never a read of the device's memory. USERPTR buffers, which outlive the request, go
+//! through the owner's memory instead (see [`crate::owner`]), from a [`ClientAddr`].
 //!
 //! Reaching another process is no concern of Rust's soundness: its memory is not ours. When the
 //! client is this very process (the embedded front end), the same calls read and write our own
-//! memory at any address, so both functions are `unsafe`; the contract is the one
+//! memory at any address, so both functions are `unsafe`, and so are the owner's
+//! ([`OwnerProcess::read`], [`OwnerProcess::write`]); the contract is the one
 //! [`crate::Device::ioctl`] passes on from its caller, for argument pointers and for the USERPTR
 //! ranges a request registers.
 
+use crate::owner::OwnerProcess;
 use nix::errno::Errno;
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 use std::io::{IoSlice, IoSliceMut};
+use std::sync::Arc;
 
-/// Where a USERPTR buffer starts: an address in a client process. Only a registration, under
-/// the contract of [`crate::Device::ioctl`], makes one, so a region backed by it may be read and
-/// written with [`read`] and [`write`] (within the region's length, while the region is mapped).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a USERPTR buffer starts: an address in the memory of the process its context is bound
+/// to. Only a registration, under the contract of [`crate::Device::ioctl`], makes one, so a
+/// region backed by it may be read and written with the owner's [`OwnerProcess::read`] and
+/// [`OwnerProcess::write`] (within the region's length, while the region is mapped). Once the
+/// owner has exited or exec'd every such access is EFAULT (a VM fault), never an access to its
+/// new image or to a process that got the pid later.
+#[derive(Debug, Clone)]
 pub struct ClientAddr {
-    pid: u32,
+    owner: Arc<OwnerProcess>,
     addr: u64,
 }
 
 impl ClientAddr {
     /// # Safety
     ///
-    /// If `pid` is this process, the memory from `addr` on, as far as the region this value
+    /// If `owner` is this process, the memory from `addr` on, as far as the region this value
     /// backs reaches, is valid for the device's reads and writes while that region is mapped,
     /// and no Rust reference aliases it. For any other process there is no requirement.
-    pub unsafe fn new(pid: u32, addr: u64) -> ClientAddr {
-        ClientAddr { pid, addr }
+    pub unsafe fn new(owner: Arc<OwnerProcess>, addr: u64) -> ClientAddr {
+        ClientAddr { owner, addr }
     }
 
-    pub fn pid(&self) -> u32 {
-        self.pid
+    /// The process whose memory this is.
+    pub fn owner(&self) -> &Arc<OwnerProcess> {
+        &self.owner
     }
 
     pub fn addr(&self) -> u64 {

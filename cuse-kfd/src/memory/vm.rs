@@ -5,7 +5,7 @@
 //! command processor reaches client memory only through here.
 
 use super::backing::BackingFile;
-use super::remote::{self, ClientAddr};
+use super::remote::ClientAddr;
 use super::shm::ShmError;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -76,7 +76,8 @@ impl VmFault {
 pub enum RegionBacking {
     /// A shared backing file, from byte `offset`.
     File { file: Arc<BackingFile>, offset: usize },
-    /// The client's own memory (USERPTR).
+    /// The client's own memory (USERPTR), reached through its owner's bound memory: a fault
+    /// once the owner has exited or exec'd.
     Userptr(ClientAddr),
 }
 
@@ -169,11 +170,10 @@ impl GpuVm {
                 RegionBacking::File { file, offset } => {
                     file.region().read(offset + off as usize, dst).map_err(|e| VmFault::from_shm(e, at))?
                 }
-                RegionBacking::Userptr(at_client) => {
-                    let (pid, addr) = (at_client.pid(), at_client.addr());
+                RegionBacking::Userptr(client) => {
                     // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
                     // device while the region is mapped (this region, just looked up in the VM, is mapped).
-                    unsafe { remote::read(pid, addr + off, dst) }.map_err(|_| VmFault::Userptr { va: at })?
+                    unsafe { client.owner().read(client.addr() + off, dst) }.map_err(|_| VmFault::Userptr { va: at })?
                 }
             }
             done += n;
@@ -194,11 +194,11 @@ impl GpuVm {
                 RegionBacking::File { file, offset } => {
                     file.region().write(offset + off as usize, src).map_err(|e| VmFault::from_shm(e, at))?
                 }
-                RegionBacking::Userptr(at_client) => {
-                    let (pid, addr) = (at_client.pid(), at_client.addr());
+                RegionBacking::Userptr(client) => {
                     // SAFETY: inside a USERPTR region, whose `ClientAddr` contract keeps it valid for the
                     // device while the region is mapped (this region, just looked up in the VM, is mapped).
-                    unsafe { remote::write(pid, addr + off, src) }.map_err(|_| VmFault::Userptr { va: at })?
+                    unsafe { client.owner().write(client.addr() + off, src) }
+                        .map_err(|_| VmFault::Userptr { va: at })?
                 }
             }
             done += n;

@@ -70,7 +70,9 @@ impl Rig {
     /// Opens the device as this (real) process: pointers and USERPTR pages are its own.
     pub fn open(&self) -> Client {
         match &self.dev {
-            RigDevice::Embedded(emb) => self.client(ClientFile::Embedded(emb.open())),
+            RigDevice::Embedded(emb) => {
+                self.client(ClientFile::Embedded(emb.open().expect("opening the embedded device")))
+            }
             RigDevice::Node(node) => {
                 let f = std::fs::OpenOptions::new()
                     .read(true)
@@ -85,7 +87,14 @@ impl Rig {
     /// Opens the device as another simulated process (`pid` is not a real process; its
     /// pointer arguments still point into this process).
     pub fn open_as(&self, pid: u32) -> Client {
-        self.client(ClientFile::Embedded(self.emb().open_as(fake_caller(pid))))
+        self.client(ClientFile::Embedded(self.emb().open_as(fake_caller(pid)).expect("opening as a simulated client")))
+    }
+
+    /// Opens the embedded device as the real process `pid` (a child of the test): the context
+    /// is bound to that process's life and memory.
+    pub fn open_process(&self, pid: u32) -> Client {
+        let file = self.emb().open_process(fake_caller(pid)).expect("opening as a real process");
+        self.client(ClientFile::Embedded(file))
     }
 
     fn client(&self, file: ClientFile) -> Client {

@@ -270,20 +270,32 @@ unsafe fn ioctl<T: FromBytes + IntoBytes + Immutable>(
 struct Global {
     thunk: Option<Arc<Thunk>>,
     count: u32,
+    /// The process that opened `thunk`.
+    opener: u32,
 }
 
-static GLOBAL: Mutex<Global> = Mutex::new(Global { thunk: None, count: 0 });
+static GLOBAL: Mutex<Global> = Mutex::new(Global { thunk: None, count: 0, opener: 0 });
 
 /// `hsaKmtOpenKFD`: opens the device the environment names (`CUSE_KFD_EMBEDDED=1` for an
 /// embedded one, else `CUSE_KFD_DEVICE` or /dev/kfd) on first call; later calls count.
+///
+/// In a forked child the parent's instance is not the child's (libhsakmt's is_forked_child):
+/// its device answers EBADF there, so the child's first call opens its own, leaving the
+/// parent's copy untouched (not closed: that would be the parent's device).
 pub fn open_kfd() -> Result<Opened> {
     let mut g = GLOBAL.lock();
-    if g.count > 0 {
+    let me = std::process::id();
+    if g.count > 0 && g.opener == me {
         g.count += 1;
         return Ok(Opened::Again);
     }
+    if let Some(inherited) = g.thunk.take() {
+        std::mem::forget(inherited);
+    }
+    g.count = 0;
     g.thunk = Some(Arc::new(Thunk::open_default()?));
     g.count = 1;
+    g.opener = me;
     Ok(Opened::First)
 }
 

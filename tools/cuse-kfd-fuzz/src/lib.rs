@@ -14,15 +14,56 @@ use cuse_kfd::ioctl::{Request, UserMemory};
 use cuse_kfd::reply::Responder;
 use cuse_kfd::{Caller, Device, DeviceConfig, DeviceStats, FileId};
 use nix::errno::Errno;
+use nix::libc;
 use parking_lot::Mutex;
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, OnceLock};
 use uapi::fuse::*;
 use uapi::IntoBytes;
 
 /// Operations one input runs at most (longer inputs are cut: keeps each run fast).
 pub const MAX_OPS: usize = 64;
-/// Simulated pids: above pid_max, so no real process has them.
-const PID_BASE: u32 = 7_000_000;
+/// How many client processes the inputs choose from.
+const CLIENTS: usize = 4;
+
+/// The client processes of the inputs: children of this process that only wait for it to end.
+/// A context is bound to the process that opens it (its pidfd and its memory), so the clients
+/// must be live processes; and they must not be this one, whose memory USERPTR addresses and
+/// pointers drawn from the input would then reach. They reach a stand-in's copy of ours instead.
+fn stand_ins() -> &'static [u32; CLIENTS] {
+    static PIDS: OnceLock<[u32; CLIENTS]> = OnceLock::new();
+    PIDS.get_or_init(|| {
+        // The stand-ins read the pipe until this process, the only holder of its write end,
+        // ends (CLOEXEC: programs this process runs do not keep it open).
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("a pipe for the stand-ins");
+        let pids = std::array::from_fn(|_| {
+            // SAFETY: the child calls only async-signal-safe functions (close, read, _exit) on
+            // descriptors it owns and a byte of its own stack, so the locks other threads of
+            // this process held at the fork do not matter.
+            match unsafe { nix::unistd::fork() }.expect("forking a stand-in client") {
+                nix::unistd::ForkResult::Child => {
+                    let mut byte = 0u8;
+                    // SAFETY: as above: raw close, read into `byte` (until EOF or an error) and _exit, so the child never
+                    // returns into the code of the process it was forked from.
+                    unsafe {
+                        libc::close(w.as_raw_fd());
+                        while libc::read(r.as_raw_fd(), (&raw mut byte).cast(), 1) > 0 {}
+                        libc::_exit(0)
+                    }
+                }
+                nix::unistd::ForkResult::Parent { child } => child.as_raw() as u32,
+            }
+        });
+        // Held open for the life of this process.
+        std::mem::forget(w);
+        pids
+    })
+}
+
+/// The `n`th client process of an input (`n` modulo [`CLIENTS`]).
+fn client_pid(n: u8) -> u32 {
+    stand_ins()[usize::from(n) % CLIENTS]
+}
 
 /// A request number: a row of the device's table at its own size or another, or any number.
 #[derive(Arbitrary, Debug, Clone, PartialEq, Eq)]
@@ -310,9 +351,7 @@ pub fn encode<T: Encode>(ops: &[T]) -> Vec<u8> {
 /// every input leaves it empty, which the runners check.
 pub fn device() -> &'static Arc<Device> {
     static DEVICE: OnceLock<Arc<Device>> = OnceLock::new();
-    DEVICE.get_or_init(|| {
-        Device::new(&DeviceConfig::default()).expect("creating the device")
-    })
+    DEVICE.get_or_init(|| Device::new(&DeviceConfig::default()).expect("creating the device"))
 }
 
 /// One input at a time on the shared device (tests run on several threads).
@@ -339,7 +378,7 @@ impl UserMemory for FuzzMemory {
 }
 
 fn caller(pid: u8) -> Caller {
-    let pid = PID_BASE + u32::from(pid % 4);
+    let pid = client_pid(pid);
     Caller { pid, tid: pid, uid: 0, gid: 0 }
 }
 
@@ -354,7 +393,7 @@ pub fn run_dispatch(ops: &[DispatchOp]) {
         match op {
             DispatchOp::Open { pid } => {
                 let c = caller(*pid);
-                files.push((device.open(c), c));
+                files.push((device.open(c).expect("opening as a stand-in client"), c));
             }
             DispatchOp::Close { file } if !files.is_empty() => {
                 let (f, _) = files.remove(usize::from(*file) % files.len());
@@ -368,9 +407,10 @@ pub fn run_dispatch(ops: &[DispatchOp]) {
                 // Replies (parked ones later, from other threads) are dropped: a reply that is
                 // never sent would answer EIO and log, which is all a front end could notice.
                 let responder = Responder::new(tag, |_| {});
-                // SAFETY: every caller is a PID_BASE pid (above pid_max), never this process: the
-                // device reads argument pointers only through `memory` (a copy), and the USERPTR
-                // ranges it touches belong to that other pid, no soundness concern.
+                // SAFETY: every context is bound to a stand-in (`Device::open` binds it to the
+                // caller's pid), never this process: the device reads argument pointers only
+                // through `memory` (a copy), and the USERPTR ranges it touches are in that other
+                // process's memory, no soundness concern.
                 unsafe { device.ioctl(f, &Request { caller: c, cmd: cmd.value(), data, tag }, &memory, responder) };
             }
             DispatchOp::Interrupt { back } if !tags.is_empty() => {
@@ -437,7 +477,7 @@ pub fn run_frames(ops: &[FrameOp]) {
     let fh = |files: &[u64], i: u8| if files.is_empty() { u64::from(i) } else { files[usize::from(i) % files.len()] };
     for op in ops {
         unique += 2;
-        let pid = |p: u8| PID_BASE + u32::from(p % 4);
+        let pid = client_pid;
         let f = match op {
             FrameOp::Open { pid: p } => {
                 frame(FUSE_OPEN, unique, pid(*p), &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()])

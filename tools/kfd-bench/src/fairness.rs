@@ -93,7 +93,7 @@ pub fn run() {
     // The busy process: a ring of 2^28-item ATOMIC_ADD dispatches (each would take the engine
     // seconds to minutes in one go).
     let me = Caller::current();
-    let file = emb.open_as(Caller { pid: BUSY_PID, tid: BUSY_PID, ..me });
+    let file = emb.open_as(Caller { pid: BUSY_PID, tid: BUSY_PID, ..me }).expect("opening as the busy process");
     let busy = Kfd::new(Box::new(OtherProcess { file, runtime_dir: emb.device().backing().root().to_path_buf() }));
     let code = kernel(&busy, gpu, SOFT_KERNEL_ATOMIC_ADD_U64);
     let counter = busy.alloc(gpu, 4096, Kind::Gtt).expect("counter");

@@ -39,7 +39,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 10] = [
+pub const DEVICE_TESTS: [DeviceTest; 11] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -91,6 +91,14 @@ pub const DEVICE_TESTS: [DeviceTest; 10] = [
         args: &[],
         what: "the backing store against hostile clients: uid 65534 swapping its directories for symlinks \
                reaches nothing, a 4 MiB tmpfs runtime directory answers ENOMEM at allocation",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "identity_node",
+        // The output of the passing test too: how soon the context ended.
+        args: &["--show-output"],
+        what: "identity through the node: a context ends within 100 ms of its owner's exit while a child \
+               holds the fd, whose ioctls answer EBADF",
     },
     DeviceTest {
         package: "cuse-kfd",

@@ -204,7 +204,15 @@ impl Session {
         let h = &req.header;
         let pid = self.procfs.tgid(h.pid).unwrap_or(h.pid);
         let caller = Caller { pid, tid: h.pid, uid: h.uid, gid: h.gid };
-        let file = self.device.open(caller);
+        // Refused (a pid-0 caller from another pid namespace, a caller gone meanwhile): open(2)
+        // fails with the device's errno.
+        let file = match self.device.open(caller) {
+            Ok(file) => file,
+            Err(e) => {
+                self.sink.send(frame::reply_err(h.unique, e));
+                return;
+            }
+        };
         self.files.lock().insert(file.0, pid);
         let out = FuseOpenOut { fh: file.0, open_flags: FOPEN_DIRECT_IO | FOPEN_NONSEEKABLE, padding: 0 };
         self.sink.send(frame::reply_struct(h.unique, &out));
@@ -321,9 +329,11 @@ impl Session {
             sink.send(final_reply(unique, reply, args_out as usize, out_ranges));
         });
         let request = ioctl::Request { caller, cmd: io.cmd, data: &data[..args_in as usize], tag: unique };
-        // SAFETY: the caller is the process the kernel names for this ioctl(2). Another process's
-        // memory is no soundness concern; if it is this daemon itself, its ioctl(2) call, an
-        // unsafe call, carries the contract for its pointers and USERPTR ranges.
+        // SAFETY: the caller is the process the kernel names for this ioctl(2), and the file's
+        // context is bound (`Device::open`) to the process that opened it, which alone may use
+        // it (EBADF otherwise). Another process's memory is no soundness concern; if it is this
+        // daemon itself, its ioctl(2) call, an unsafe call, carries the contract for its
+        // pointers and USERPTR ranges.
         unsafe { self.device.ioctl(FileId(io.fh), &request, &staged, responder) };
         // An interrupt that came while the request was between the check above and parking
         // found nothing to end and was kept: end the parked wait now (a no-op if it finished).
@@ -385,7 +395,6 @@ mod tests {
     use uapi::kfd::{EventData, WaitEventsArgs};
     use uapi::{FromBytes, IntoBytes};
 
-    const PID: u32 = 77;
     const ARG: u64 = 0x7000_0000;
     const EVENTS: u64 = 0x7100_0000;
 
@@ -421,9 +430,14 @@ mod tests {
         fh: u64,
     }
 
+    /// The caller: this process (the device binds a context to a live process).
     fn frame(opcode: u32, unique: u64, parts: &[&[u8]]) -> Vec<u8> {
+        frame_from(std::process::id(), opcode, unique, parts)
+    }
+
+    fn frame_from(pid: u32, opcode: u32, unique: u64, parts: &[&[u8]]) -> Vec<u8> {
         let len = std::mem::size_of::<FuseInHeader>() + parts.iter().map(|p| p.len()).sum::<usize>();
-        let h = FuseInHeader { len: len as u32, opcode, unique, pid: PID, uid: 1000, gid: 1000, ..Default::default() };
+        let h = FuseInHeader { len: len as u32, opcode, unique, pid, uid: 1000, gid: 1000, ..Default::default() };
         let mut v = h.as_bytes().to_vec();
         parts.iter().for_each(|p| v.extend_from_slice(p));
         v
@@ -471,6 +485,18 @@ mod tests {
 
     fn wait_args(n: u32) -> Vec<u8> {
         WaitEventsArgs { events_ptr: EVENTS, num_events: n, timeout: 0, ..Default::default() }.as_bytes().to_vec()
+    }
+
+    /// M7: a caller FUSE cannot name in the daemon's pid namespace arrives as pid 0; its open
+    /// is refused with EPERM and makes no file and no context.
+    #[test]
+    fn m7_a_pid_0_caller_is_refused() {
+        let rig = Rig::new(None);
+        rig.session.handle(&frame_from(0, FUSE_OPEN, 9, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]));
+        let reply = rig.sink.0.lock().pop().unwrap();
+        let head = FuseOutHeader::read_from_prefix(&reply).unwrap().0;
+        assert_eq!((head.unique, head.error), (9, -(Errno::EPERM as i32)));
+        assert_eq!((rig.session.device().stats().files, rig.session.device().stats().processes), (1, 1));
     }
 
     #[test]

@@ -390,10 +390,11 @@ impl Harness {
 
     fn open(&mut self, p: usize) -> Check {
         let caller = self.caller(p);
+        let refused = |e| (Kind::Errno, format!("open as pid {} refused: {e}", caller.pid));
         let proc = &mut self.procs[p];
         if proc.thunk_mode {
             if proc.thunk.is_none() {
-                let file: SharedFile = Arc::new(Mutex::new(Some(self.emb.open_as(caller))));
+                let file: SharedFile = Arc::new(Mutex::new(Some(self.emb.open_as(caller).map_err(refused)?)));
                 let transport = SimTransport {
                     file: file.clone(),
                     device: self.emb.device().clone(),
@@ -413,7 +414,7 @@ impl Harness {
             if proc.files.is_empty() {
                 proc.model = Model::new();
             }
-            proc.files.push(self.emb.open_as(caller));
+            proc.files.push(self.emb.open_as(caller).map_err(refused)?);
         }
         Ok(())
     }
