@@ -13,7 +13,7 @@
 
 mod support;
 
-use cuse_kfd::{DeviceConfig, Embedded, EmbeddedFile};
+use cuse_kfd::{DeviceConfig, Embedded};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -22,44 +22,14 @@ use support::raw::fake_caller;
 use thunk::queue::packet;
 use thunk::queue::AqlQueue;
 use thunk::signal::Signals;
-use thunk::transport::Transport;
-use thunk::{Errno, Kfd};
+use thunk::transport::EmbeddedTransport;
+use thunk::Kfd;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::FromBytes;
 
 const VICTIM: u32 = 5_000_100;
 const BYSTANDER: u32 = 5_000_200;
-
-/// A client of the embedded device under a simulated pid (its memory is this process's).
-struct Simulated {
-    file: EmbeddedFile,
-    emb: Embedded,
-    root: PathBuf,
-}
-
-impl Transport for Simulated {
-    unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        // SAFETY: this method's contract, passed on.
-        unsafe { self.file.ioctl(cmd, arg) }
-    }
-
-    fn runtime_dir(&self) -> &Path {
-        &self.root
-    }
-
-    fn pid(&self) -> u32 {
-        self.file.caller().pid
-    }
-
-    fn kick(&self) {
-        self.emb.device().kick();
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
 
 /// What the victim damages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,10 +66,7 @@ impl Fx {
         let config = DeviceConfig { runtime_dir: root, ..DeviceConfig::default() };
         let emb = Embedded::new(&config).expect("creating the device");
         let root = emb.device().backing().root().to_path_buf();
-        let client = |pid| {
-            let t = Simulated { file: emb.open_as(fake_caller(pid)), emb: emb.clone(), root: root.clone() };
-            Kfd::new(Box::new(t))
-        };
+        let client = |pid| Kfd::new(Box::new(EmbeddedTransport::open_as(&emb, fake_caller(pid))));
         let (victim, bystander) = (client(VICTIM), client(BYSTANDER));
         let gpu = victim.gpu_ids().expect("GET_PROCESS_APERTURES_NEW")[0];
         Fx { emb, root, gpu, victim, bystander }
