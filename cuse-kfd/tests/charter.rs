@@ -245,7 +245,11 @@ const STRESS_SLOTS: u64 = 256;
 
 #[test]
 fn b04_eight_producers_four_queues_every_packet_consumed_exactly_once() {
-    let rig = Rig::new();
+    let stall = Duration::from_secs(30);
+    // A producer preempted between taking its slot and publishing the packet leaves the write
+    // index over an INVALID header for as long as it waits for a CPU (over the default 500 ms
+    // on a loaded machine): the grace is b05's subject, here it is the stall limit.
+    let rig = Rig::with_engine(EngineConfig { invalid_packet_grace: stall, ..EngineConfig::default() });
     let per_queue = PRODUCERS * PER_QUEUE;
     let total = per_queue * QUEUES as u64;
     // seen[q * per_queue + index] counts how often packet `index` of queue `q` ran.
@@ -255,7 +259,6 @@ fn b04_eight_producers_four_queues_every_packet_consumed_exactly_once() {
     // rewritten only once packet i - 256 was consumed (the producer waits for room first).
     let kargs: Vec<_> = (0..QUEUES).map(|_| rig.alloc(STRESS_SLOTS * 16, Kind::Gtt)).collect();
     let kernel = rig.kernel(SOFT_KERNEL_ATOMIC_ADD_U64);
-    let stall = Duration::from_secs(30);
     let start = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..PRODUCERS {

@@ -13,7 +13,7 @@
 
 mod support;
 
-use cuse_kfd::{DeviceConfig, Embedded, EmbeddedFile};
+use cuse_kfd::{DeviceConfig, Embedded};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -22,44 +22,14 @@ use support::raw::fake_caller;
 use thunk::queue::packet;
 use thunk::queue::AqlQueue;
 use thunk::signal::Signals;
-use thunk::transport::Transport;
-use thunk::{Errno, Kfd};
+use thunk::transport::EmbeddedTransport;
+use thunk::Kfd;
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::FromBytes;
 
 const VICTIM: u32 = 5_000_100;
 const BYSTANDER: u32 = 5_000_200;
-
-/// A client of the embedded device under a simulated pid (its memory is this process's).
-struct Simulated {
-    file: EmbeddedFile,
-    emb: Embedded,
-    root: PathBuf,
-}
-
-impl Transport for Simulated {
-    unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        // SAFETY: this method's contract, passed on.
-        unsafe { self.file.ioctl(cmd, arg) }
-    }
-
-    fn runtime_dir(&self) -> &Path {
-        &self.root
-    }
-
-    fn pid(&self) -> u32 {
-        self.file.caller().pid
-    }
-
-    fn kick(&self) {
-        self.emb.device().kick();
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
 
 /// What the victim damages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,11 +67,7 @@ impl Fx {
         let emb = Embedded::new(&config).expect("creating the device");
         let root = emb.device().backing().root().to_path_buf();
         let client = |pid| {
-            let t = Simulated {
-                file: emb.open_as(fake_caller(pid)).expect("opening as a simulated client"),
-                emb: emb.clone(),
-                root: root.clone(),
-            };
+            let t = EmbeddedTransport::open_as(&emb, fake_caller(pid)).expect("opening as a simulated client");
             Kfd::new(Box::new(t))
         };
         let (victim, bystander) = (client(VICTIM), client(BYSTANDER));

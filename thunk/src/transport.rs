@@ -41,6 +41,14 @@ impl EmbeddedTransport {
         Ok(EmbeddedTransport { file, runtime_dir: embedded.device().backing().root().to_owned(), embedded })
     }
 
+    /// Another client of `embedded`'s device, known to it as `caller` (tests and benchmarks
+    /// simulate several processes in one; their memory is this process's).
+    pub fn open_as(embedded: &Embedded, caller: cuse_kfd::Caller) -> Result<EmbeddedTransport, Errno> {
+        let file = embedded.open_as(caller)?;
+        let runtime_dir = embedded.device().backing().root().to_owned();
+        Ok(EmbeddedTransport { file, runtime_dir, embedded: embedded.clone() })
+    }
+
     pub fn embedded(&self) -> &Embedded {
         &self.embedded
     }

@@ -4,46 +4,20 @@
 //! 50 ms.
 
 use crate::stats::{bench, ns, percentile, ratio};
-use cuse_kfd::{Caller, EmbeddedFile};
-use std::path::{Path, PathBuf};
+use cuse_kfd::Caller;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use thunk::memory::{GpuMemory, Kind};
 use thunk::queue::{packet, AqlQueue};
 use thunk::signal::Signals;
-use thunk::transport::{EmbeddedTransport, Transport};
-use thunk::{Errno, Kfd};
+use thunk::transport::EmbeddedTransport;
+use thunk::Kfd;
 use uapi::soft::*;
 use uapi::IntoBytes;
 
 const ROUND_TRIPS: usize = 2_000;
 /// A pid no real process can have (above the kernel's 2^22 limit): the busy client.
 const BUSY_PID: u32 = 5_000_000;
-
-/// A second process on the same embedded device.
-struct OtherProcess {
-    file: EmbeddedFile,
-    runtime_dir: PathBuf,
-}
-
-impl Transport for OtherProcess {
-    unsafe fn ioctl(&self, cmd: u32, arg: &mut [u8]) -> Result<(), Errno> {
-        // SAFETY: this method's contract, passed on (the busy pid's memory is this process's).
-        unsafe { self.file.ioctl(cmd, arg) }
-    }
-
-    fn runtime_dir(&self) -> &Path {
-        &self.runtime_dir
-    }
-
-    fn pid(&self) -> u32 {
-        self.file.caller().pid
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
 
 /// A soft kernel descriptor of `builtin` in a fresh code buffer.
 fn kernel(kfd: &Kfd, gpu: u32, builtin: u32) -> GpuMemory {
@@ -93,8 +67,9 @@ pub fn run() {
     // The busy process: a ring of 2^28-item ATOMIC_ADD dispatches (each would take the engine
     // seconds to minutes in one go).
     let me = Caller::current();
-    let file = emb.open_as(Caller { pid: BUSY_PID, tid: BUSY_PID, ..me }).expect("opening as the busy process");
-    let busy = Kfd::new(Box::new(OtherProcess { file, runtime_dir: emb.device().backing().root().to_path_buf() }));
+    let file = EmbeddedTransport::open_as(&emb, Caller { pid: BUSY_PID, tid: BUSY_PID, ..me })
+        .expect("opening as the busy process");
+    let busy = Kfd::new(Box::new(file));
     let code = kernel(&busy, gpu, SOFT_KERNEL_ATOMIC_ADD_U64);
     let counter = busy.alloc(gpu, 4096, Kind::Gtt).expect("counter");
     let args = busy.alloc(gpu, 4096, Kind::Gtt).expect("kernel arguments");
