@@ -285,8 +285,37 @@ impl BackingStore {
     /// Removes everything left of client `pid` (its files are normally gone already). Files
     /// still mapped somewhere stay valid; dropping them later removes nothing new.
     pub fn remove_client(&self, pid: u32) {
-        self.clients.lock().remove(&pid);
-        remove_beneath(self.root_fd.as_raw_fd(), OsStr::new(&pid.to_string()), 0);
+        // Each file went with its BackingFile; only the directories are left, and only empty
+        // ones go: a new context under the same pid (an owner that exec'd and opened again while
+        // the old context was being torn down) may already have files in them.
+        let mut clients = self.clients.lock();
+        let name = pid.to_string();
+        let spaces = [MmapSpace::Kfd, MmapSpace::Render];
+        let removed = open_dir(Some(self.root_fd.as_raw_fd()), Path::new(&name)).and_then(|dir| {
+            // All or nothing: a context that keeps the entry keeps both of its directories.
+            let empty = |space: MmapSpace| {
+                open_dir(Some(dir.as_raw_fd()), Path::new(space.dir_name()))
+                    .and_then(|d| list(d.as_raw_fd()))
+                    .map_or(true, |names| names.is_empty())
+            };
+            if !spaces.into_iter().all(empty) {
+                return Err(Errno::ENOTEMPTY);
+            }
+            for space in spaces {
+                remove_beneath(dir.as_raw_fd(), OsStr::new(space.dir_name()), 0);
+            }
+            nix::unistd::unlinkat(Some(self.root_fd.as_raw_fd()), name.as_str(), UnlinkatFlags::RemoveDir)
+        });
+        match removed {
+            Ok(()) | Err(Errno::ENOENT) => {
+                clients.remove(&pid);
+            }
+            Err(Errno::ENOTEMPTY) => log::debug!("pid {pid}: backing directories still in use, kept"),
+            Err(e) => {
+                log::warn!("cannot remove the backing directories of pid {pid}: {e}");
+                clients.remove(&pid);
+            }
+        }
     }
 }
 

@@ -158,3 +158,20 @@ fn stale_client_directories_are_removed_on_start() {
 fn tempdir_outside() -> PathBuf {
     nix::unistd::mkdtemp(&std::env::temp_dir().join("backing-target-XXXXXX")).unwrap()
 }
+
+/// A context torn down while a new context of the same pid (its owner exec'd and opened
+/// again) already has files: the new context's files and directories stay.
+#[test]
+fn removing_a_client_keeps_the_files_of_a_newer_context_of_its_pid() {
+    let store = BackingStore::private().unwrap();
+    let root = store.root().to_owned();
+    let newer = store.create(9, me(), MmapSpace::Render, 0x2000, 4096).unwrap();
+    store.remove_client(9);
+    assert!(newer.path().exists(), "a file of the newer context was removed");
+    // The newer context goes on creating files in the same directories.
+    let more = store.create(9, me(), MmapSpace::Kfd, 0x10, 4096).unwrap();
+    assert!(more.path().exists());
+    drop((newer, more));
+    store.remove_client(9);
+    assert!(!root.join("9").exists(), "empty directories are removed");
+}
