@@ -49,26 +49,7 @@ pub fn run() {
     ratio("doorbell_to_packet_p50_vs_pingpong", ns(p50), ns(base_p50));
 
     // Empty soft-kernel dispatch: submit to the completion signal reaching 0.
-    let code = kfd.alloc(gpu, 4096, Kind::Gtt).expect("code");
-    let desc = SoftKernelDescriptor {
-        magic: SOFT_KERNEL_MAGIC,
-        version: SOFT_KERNEL_VERSION,
-        builtin: SOFT_KERNEL_NOP,
-        ..Default::default()
-    };
-    code.write(0, desc.as_bytes());
-    let sig = Signals::new(&kfd, gpu, 1).expect("signal");
-    let mut lat = Vec::with_capacity(LATENCY_ITERS);
-    for _ in 0..LATENCY_ITERS {
-        sig.value(0).store(1, Ordering::Relaxed);
-        let p = packet::dispatch(code.va(), 0, [1, 1, 1], [1, 1, 1], sig.handle(0), false);
-        let t0 = Instant::now();
-        q.submit(&p);
-        while sig.value(0).load(Ordering::Acquire) != 0 {
-            std::hint::spin_loop();
-        }
-        lat.push(t0.elapsed());
-    }
+    let mut lat = empty_dispatch_round_trips(&kfd, gpu, &q, LATENCY_ITERS);
     let p50 = percentile(&mut lat, 50);
     bench("empty_dispatch_p50", ns(p50), "ns");
     bench("empty_dispatch_p99", ns(percentile(&mut lat, 99)), "ns");
@@ -152,4 +133,30 @@ pub fn schedstat(tid: u32, i: usize) -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().nth(i)?.parse().ok())
         .unwrap_or(0)
+}
+
+/// `n` round trips of an empty soft-kernel dispatch on `q`: submit to its completion signal
+/// reaching 0.
+pub(crate) fn empty_dispatch_round_trips(kfd: &Kfd, gpu: u32, q: &AqlQueue, n: usize) -> Vec<Duration> {
+    let code = kfd.alloc(gpu, 4096, Kind::Gtt).expect("code");
+    let desc = SoftKernelDescriptor {
+        magic: SOFT_KERNEL_MAGIC,
+        version: SOFT_KERNEL_VERSION,
+        builtin: SOFT_KERNEL_NOP,
+        ..Default::default()
+    };
+    code.write(0, desc.as_bytes());
+    let sig = Signals::new(kfd, gpu, 1).expect("signal");
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        sig.value(0).store(1, Ordering::Relaxed);
+        let p = packet::dispatch(code.va(), 0, [1, 1, 1], [1, 1, 1], sig.handle(0), false);
+        let t0 = Instant::now();
+        q.submit(&p);
+        while sig.value(0).load(Ordering::Acquire) != 0 {
+            std::hint::spin_loop();
+        }
+        lat.push(t0.elapsed());
+    }
+    lat
 }

@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use thunk::memory::{GpuMemory, Kind};
 use thunk::queue::{packet, AqlQueue};
-use thunk::signal::Signals;
 use thunk::transport::EmbeddedTransport;
 use thunk::Kfd;
 use uapi::soft::*;
@@ -33,23 +32,10 @@ fn kernel(kfd: &Kfd, gpu: u32, builtin: u32) -> GpuMemory {
     code
 }
 
-/// Empty-dispatch round trips (submit to completion signal 0) on a fresh queue.
+/// Empty-dispatch round trips on a fresh queue.
 fn round_trips(kfd: &Kfd, gpu: u32) -> Vec<Duration> {
     let q = AqlQueue::new(kfd, gpu, 64).expect("queue");
-    let code = kernel(kfd, gpu, SOFT_KERNEL_NOP);
-    let sig = Signals::new(kfd, gpu, 1).expect("signal");
-    let mut lat = Vec::with_capacity(ROUND_TRIPS);
-    for _ in 0..ROUND_TRIPS {
-        sig.value(0).store(1, Ordering::Relaxed);
-        let p = packet::dispatch(code.va(), 0, [1, 1, 1], [1, 1, 1], sig.handle(0), false);
-        let t0 = Instant::now();
-        q.submit(&p);
-        while sig.value(0).load(Ordering::Acquire) != 0 {
-            std::hint::spin_loop();
-        }
-        lat.push(t0.elapsed());
-    }
-    lat
+    crate::engine::empty_dispatch_round_trips(kfd, gpu, &q, ROUND_TRIPS)
 }
 
 pub fn run() {
