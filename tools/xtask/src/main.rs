@@ -5,6 +5,7 @@
 
 mod bench;
 mod device;
+mod disk;
 mod fuzz;
 mod packages;
 mod steps;
@@ -82,9 +83,22 @@ fn test(ctx: &mut Ctx, rest: &[&str]) -> ExitCode {
         }
     };
     ctx.no_install = no_install;
+    let target = ctx.target_dir();
+    let disk = match disk::free_bytes(&target) {
+        // Only the whole gate is refused up front; one tier needs a fraction of it.
+        Ok(free) if names.is_empty() => match disk::verdict(&target, free, disk::FULL_RUN_BYTES) {
+            Ok(line) => line,
+            Err(why) => {
+                eprintln!("xtask test: {why}");
+                return ExitCode::FAILURE;
+            }
+        },
+        Ok(free) => format!("{:.1} GiB free", free as f64 / (1u64 << 30) as f64),
+        Err(e) => format!("free space unknown ({e})"),
+    };
     let packages = if no_install { "not checked (--no-install)".to_owned() } else { packages::ensure() };
     let records = tiers::run(ctx, &tiers, std::env::var("CI").ok().as_deref());
-    let preface = [format!("packages: {packages}")];
+    let preface = [format!("packages: {packages}"), format!("disk: {disk}")];
     status(steps::print_summary("tier", &preface, &records))
 }
 
@@ -145,7 +159,9 @@ USAGE:
         skip a tier: when the environment variable CI is set (not empty, not `false` or `0`),
         a tier that would be skipped (no clippy, no rustfmt, no root for the device tier)
         FAILS, with the reason. The unit+integration tier runs every crate's tests even after
-        one fails (--no-fail-fast) and names each failed target.
+        one fails (--no-fail-fast) and names each failed target. A full run (no TIER named)
+        first checks the free space under the target directory and stops at once, saying so,
+        when it is below what a run from a clean clone writes (16 GiB with margin).
 
         The device tier needs root. It runs its test binaries natively when /dev/cuse exists
         or `modprobe cuse` makes it; otherwise it boots a virtme-ng VM (QEMU, TCG) with a
