@@ -102,3 +102,32 @@ fn vadd_stops_at_the_first_gfx_dispatch_with_the_reason() {
     let pm4_ib = text.lines().filter(|l| l.contains("PM4_IB packet")).count();
     println!("PM4_IB packets before the stop: {pm4_ib}");
 }
+
+/// A build is reused while its source, the shared header, its flags and hipcc stay the same,
+/// and redone when the source changes.
+#[test]
+fn a_build_is_cached_until_its_source_changes() {
+    let dir = hip_corpus::out_dir().join("cache-test");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("twice.hip");
+    let text = |k: u32| {
+        format!(
+            "#include <hip/hip_runtime.h>\n__global__ void twice(int *p) {{ p[threadIdx.x] *= {k}; }}\n\
+             int main() {{ return 0; }}\n"
+        )
+    };
+    std::fs::write(&source, text(2)).unwrap();
+    let p = hip_corpus::Program { name: "twice".into(), source: source.clone(), flags: vec!["-O2".into()] };
+    let out = dir.join("out");
+    let first = hip_corpus::build(&p, "gfx90a", &out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.compiled, "the first build compiles");
+    let again = hip_corpus::build(&p, "gfx90a", &out).unwrap();
+    assert!(!again.compiled, "an unchanged source is not compiled again");
+    std::fs::write(&source, text(3)).unwrap();
+    let changed = hip_corpus::build(&p, "gfx90a", &out).unwrap();
+    assert!(changed.compiled, "a changed source is compiled again");
+    let o1 = hip_corpus::Program { flags: vec!["-O1".into()], ..p };
+    assert!(hip_corpus::build(&o1, "gfx90a", &out).unwrap().compiled, "other flags are another build");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
