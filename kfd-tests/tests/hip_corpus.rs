@@ -74,10 +74,12 @@ fn the_o0_program_is_built_without_optimisation() {
 }
 
 /// A HIP program on the embedded device today (default profile gfx90a), with the real ROCr:
-/// HIP's first hipMemcpy loads HIP's blit code object, and ROCr copies its code into VRAM with
-/// its own blit kernel (CopyAligned, a legacy amd_kernel_code_t with the code at offset 256) on
-/// its utility queue. The device refuses that dispatch with a queue error naming the kernel
-/// object and the missing shader core, ROCr's queue callback reports
+/// HIP's first hipMemcpy loads HIP's blit code object, and freezing it copies the code into VRAM
+/// with ROCr's own blit kernel (ROCR-Runtime rocm-5.2.3 amd_loader_context.cpp
+/// RegionMemory::Freeze -> GpuAgent::DmaCopy -> the BlitDevToDev kernel CopyAligned, a legacy
+/// amd_kernel_code_t with the code at offset 256) on its utility queue; the PM4_IB code-cache
+/// invalidate would only follow that copy. The device refuses the dispatch with a queue error
+/// naming the kernel object and the missing shader core, ROCr's queue callback reports
 /// HSA_STATUS_ERROR_INVALID_CODE_OBJECT, and the program aborts, well within the limit.
 #[test]
 fn vadd_stops_at_the_first_gfx_dispatch_with_the_reason() {
