@@ -170,6 +170,25 @@ fn rocr_queue_errors_reach_the_callback() {
     check("queue_error", Transport::Embedded);
 }
 
+/// With `RUST_LOG` set, the embedded device inside the program's process logs why each queue
+/// stopped to stderr (libhsakmt.so.1 starts the log; nothing else in the process would).
+#[test]
+fn rocr_queue_error_reasons_are_logged_with_rust_log() {
+    let exe = program("queue_error");
+    let mut cmd = Transport::Embedded.command(&exe);
+    cmd.env("RUST_LOG", "warn").env_remove("HSAKMT_LOG");
+    let (ok, text) = run_bounded(cmd, &exe, RUN_LIMIT, String::new);
+    assert!(ok, "queue_error failed:\n{text}");
+    let logged =
+        |what: &str| text.lines().any(|l| l.contains("WARN") && l.contains("cuse_kfd::engine") && l.contains(what));
+    assert!(logged("queue error 32: unknown packet type 7"), "the undefined packet's reason is not logged:\n{text}");
+    assert!(
+        logged("queue error 8: kernel object at 0x")
+            && logged("running it needs a shader core, which this device does not have yet"),
+        "the GFX dispatch's reason is not logged:\n{text}"
+    );
+}
+
 /// Every program against a `cuse-kfd serve` node through the kernel's CUSE, over our libhsakmt.
 #[test]
 #[ignore = "device tier"]

@@ -41,6 +41,13 @@ pub const HSA_SIGNAL_CONDITION_GTE: u32 = 3;
 
 // hsa_amd_packet_type_t (AmdFormat of a vendor-specific packet)
 pub const HSA_AMD_PACKET_TYPE_BARRIER_VALUE: u8 = 2;
+/// ROCr's own vendor packet format (not in hsa_ext_amd.h): an INDIRECT_BUFFER to a PM4 stream.
+/// ROCR-Runtime rocm-5.2.3 src/core/runtime/amd_aql_queue.cpp, `AqlQueue::ExecutePM4`:
+/// `constexpr uint32_t AMD_AQL_FORMAT_PM4_IB = 0x1`, stored in `ven_hdr`.
+pub const AMD_AQL_FORMAT_PM4_IB: u8 = 1;
+/// `dw_cnt_remain` of a PM4_IB packet: the dwords after it (8 reserved, 2 of the completion
+/// signal), the value ROCr always writes.
+pub const AMD_AQL_PM4_IB_DW_CNT_REMAIN: u32 = 10;
 
 abi_struct!(
     /// `hsa_kernel_dispatch_packet_t`.
@@ -88,6 +95,20 @@ abi_struct!(
 abi_struct!(
     /// `hsa_amd_vendor_packet_header_t`.
     AmdVendorPacketHeader = 4 { header: u16, amd_format: u8, reserved: u8 }
+);
+abi_struct!(
+    /// ROCr's `amd_aql_pm4_ib` (ROCR-Runtime rocm-5.2.3 src/core/runtime/amd_aql_queue.cpp,
+    /// `AqlQueue::ExecutePM4`, gfx9 and later): the vendor header with format
+    /// [`AMD_AQL_FORMAT_PM4_IB`], a 4-dword PM4 INDIRECT_BUFFER command, `dw_cnt_remain`
+    /// ([`AMD_AQL_PM4_IB_DW_CNT_REMAIN`]), 8 reserved dwords (ROCr zeroes them) and the completion
+    /// signal where every AQL packet has it.
+    AmdAqlPm4IbPacket = 64 {
+        header: AmdVendorPacketHeader,
+        ib_jump_cmd: [u32; 4],
+        dw_cnt_remain: u32,
+        reserved: [u32; 8],
+        completion_signal: u64,
+    }
 );
 abi_struct!(
     /// `hsa_amd_barrier_value_packet_t`: waits until `(signal & mask) cond value`.

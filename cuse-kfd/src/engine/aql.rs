@@ -7,9 +7,10 @@
 //! advances with release; then its completion signal is decremented.
 
 use super::fault::{QueueFault, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
-use super::kernels::{self, Ran, Work};
+use super::kernels::{self, Ran};
 use super::mem::{Mem, Tlb};
-use super::runner::{LazyNow, PollCtx, Polled, PropsCache};
+use super::ring::pm4_ib::{self, IbProgress, IbRun};
+use super::runner::{Interrupt, LazyNow, PollCtx, Polled, PropsCache};
 use super::{signal, HwQueue};
 use crate::clock;
 use crate::faults::Faults;
@@ -46,6 +47,50 @@ enum Step {
     /// Started and not finished within this pass: it stays at the read index and goes on in
     /// the next pass.
     Sliced(Work),
+    /// Started and waiting on a poll (a WAIT_REG_MEM in a PM4_IB): it stays at the read index
+    /// and goes on once the poll holds.
+    Waiting(Work),
+}
+
+/// A packet that runs over several passes.
+enum Work {
+    /// A soft kernel's remaining work-items.
+    Kernel(kernels::Work),
+    /// The rest of a PM4_IB packet's indirect buffer.
+    Pm4(IbRun),
+}
+
+/// How far [`Work::resume`] got.
+enum Resumed {
+    Finished,
+    /// Out of time: goes on in the next pass.
+    Paused,
+    /// Waiting on a poll.
+    Blocked,
+}
+
+impl Work {
+    fn resume(
+        &mut self,
+        mem: &mut Mem,
+        deadline: Instant,
+        interrupts: &mut Vec<Interrupt>,
+    ) -> Result<Resumed, QueueFault> {
+        Ok(match self {
+            Work::Kernel(w) => {
+                if w.resume(mem, deadline)? {
+                    Resumed::Finished
+                } else {
+                    Resumed::Paused
+                }
+            }
+            Work::Pm4(ib) => match ib.resume(mem, deadline, interrupts)? {
+                IbProgress::Finished => Resumed::Finished,
+                IbProgress::Paused => Resumed::Paused,
+                IbProgress::Blocked => Resumed::Blocked,
+            },
+        })
+    }
 }
 
 /// The packet at the read index, started in an earlier pass and not finished.
@@ -188,12 +233,17 @@ impl QueueRunner {
             let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
             if let Some(mut c) = self.current.take() {
                 // The packet this queue was running when its last pass ended.
-                match c.work.resume(mem, deadline) {
-                    Ok(true) => {}
-                    Ok(false) => {
+                match c.work.resume(mem, deadline, &mut out.interrupts) {
+                    Ok(Resumed::Finished) => {}
+                    Ok(Resumed::Paused) => {
                         self.current = Some(c);
                         out.progressed = true;
                         sliced = true;
+                        break;
+                    }
+                    Ok(Resumed::Blocked) => {
+                        self.current = Some(c);
+                        out.pending = true;
                         break;
                     }
                     Err(f) => {
@@ -254,7 +304,7 @@ impl QueueRunner {
             let signal = u64::from_le_bytes(packet[56..64].try_into().expect("8 bytes"));
             let start_ts = if signal != 0 { clock::gpu_clock_counter() } else { 0 };
             let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
-            let step = match run_packet(mem, ptype, &packet, now, deadline) {
+            let step = match run_packet(mem, ptype, &packet, now, deadline, &mut out.interrupts) {
                 Ok(s) => s,
                 Err(f) => {
                     failure = Some(f);
@@ -272,6 +322,11 @@ impl QueueRunner {
                 self.current = Some(Current { work, first, signal, start_ts, trace_start });
                 out.progressed = true;
                 sliced = true;
+                break;
+            }
+            if let Step::Waiting(work) = step {
+                self.current = Some(Current { work, first, signal, start_ts, trace_start });
+                out.pending = true;
                 break;
             }
             if let Err(f) = self.consume(mem, slot, (first, signal, start_ts, trace_start), step, &mut out, now, ctx) {
@@ -339,7 +394,9 @@ impl QueueRunner {
                 }
             }
             Step::Running(until) => self.in_flight.push_back(InFlight { until, signal, start_ts }),
-            Step::Blocked | Step::Sliced(_) => unreachable!("a packet that has not finished is not consumed"),
+            Step::Blocked | Step::Sliced(_) | Step::Waiting(_) => {
+                unreachable!("a packet that has not finished is not consumed")
+            }
         }
         Ok(())
     }
@@ -432,6 +489,7 @@ fn run_packet(
     packet: &[u8; AQL_PACKET_SIZE],
     now: &LazyNow,
     deadline: Instant,
+    interrupts: &mut Vec<Interrupt>,
 ) -> Result<Step, QueueFault> {
     match ptype {
         HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
@@ -447,13 +505,26 @@ fn run_packet(
             Ok(if ready { Step::Done(Vec::new()) } else { Step::Blocked })
         }
         HSA_PACKET_TYPE_VENDOR_SPECIFIC => {
-            let p = AmdBarrierValuePacket::read_from_bytes(packet).expect("64 bytes");
-            if p.header.amd_format != HSA_AMD_PACKET_TYPE_BARRIER_VALUE {
+            let format = AmdVendorPacketHeader::read_from_bytes(&packet[..4]).expect("4 bytes").amd_format;
+            if format == AMD_AQL_FORMAT_PM4_IB {
+                let p = AmdAqlPm4IbPacket::read_from_bytes(packet).expect("64 bytes");
+                let mut ib = pm4_ib::start(mem, &p)?;
+                return Ok(match ib.resume(mem, deadline, interrupts)? {
+                    IbProgress::Finished => Step::Done(Vec::new()),
+                    IbProgress::Paused => Step::Sliced(Work::Pm4(ib)),
+                    IbProgress::Blocked => Step::Waiting(Work::Pm4(ib)),
+                });
+            }
+            if format != HSA_AMD_PACKET_TYPE_BARRIER_VALUE {
                 return Err(QueueFault::invalid(
                     ERROR_INVALID_PACKET_FORMAT,
-                    format!("unknown AMD vendor packet format {}", p.header.amd_format),
+                    format!(
+                        "unknown AMD vendor packet format {format} (this device runs {AMD_AQL_FORMAT_PM4_IB}, PM4_IB, \
+                         and {HSA_AMD_PACKET_TYPE_BARRIER_VALUE}, BARRIER_VALUE)"
+                    ),
                 ));
             }
+            let p = AmdBarrierValuePacket::read_from_bytes(packet).expect("64 bytes");
             if p.signal == 0 {
                 return Err(QueueFault::invalid(
                     ERROR_INVALID_PACKET_FORMAT,
@@ -481,18 +552,12 @@ fn run_packet(
             mem.read(p.kernel_object, &mut raw)?;
             let desc = SoftKernelDescriptor::read_from_bytes(&raw).expect("64 bytes");
             if desc.magic != SOFT_KERNEL_MAGIC {
-                return Err(QueueFault::invalid(
-                    ERROR_INVALID_CODE_OBJECT,
-                    format!(
-                        "kernel object at {:#x} is not a soft kernel descriptor: this device cannot run GFX code objects",
-                        p.kernel_object
-                    ),
-                ));
+                return Err(QueueFault::invalid(ERROR_INVALID_CODE_OBJECT, gfx_refusal(p.kernel_object, &raw)));
             }
             match kernels::run(mem, &p, &desc, deadline)? {
                 Ran::Done { events } => Ok(Step::Done(events)),
                 Ran::Running(d) => Ok(Step::Running(now.get() + d)),
-                Ran::Sliced(work) => Ok(Step::Sliced(work)),
+                Ran::Sliced(work) => Ok(Step::Sliced(Work::Kernel(work))),
             }
         }
         HSA_PACKET_TYPE_AGENT_DISPATCH => Err(QueueFault::invalid(
@@ -501,6 +566,20 @@ fn run_packet(
         )),
         t => Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("unknown packet type {t}"))),
     }
+}
+
+/// Why a dispatch of the GFX kernel at `kernel_object` (its first 64 bytes `raw`) cannot run.
+/// Both kernel formats keep `kernel_code_entry_byte_offset` at byte 16: the 64-byte kernel
+/// descriptor of code object v3+ (LLVM AMDGPUUsage, "Kernel Descriptor") and the legacy
+/// `amd_kernel_code_t` (ROCr's amd_kernel_code.h) that ROCr's own blit kernels sit behind, with
+/// their code at offset 256 (ROCR-Runtime rocm-5.2.3 amd_gpu_agent.cpp, AssembleShader).
+fn gfx_refusal(kernel_object: u64, raw: &[u8; 64]) -> String {
+    let entry = i64::from_le_bytes(raw[16..24].try_into().expect("8 bytes"));
+    format!(
+        "kernel object at {kernel_object:#x} is GFX code (entry at {:#x}, offset {entry}): running it needs a \
+         shader core, which this device does not have yet",
+        kernel_object.wrapping_add_signed(entry)
+    )
 }
 
 /// Whether packet `read_index`, at or past the doorbell target, is published below the write

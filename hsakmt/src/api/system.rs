@@ -10,9 +10,13 @@ use thunk::hsakmt::{self, Opened, Status, SvmAttribute};
 /// `hsaKmtOpenKFD`: opens the device on first call (`CUSE_KFD_EMBEDDED=1`: an embedded one;
 /// else the node `CUSE_KFD_DEVICE`, default /dev/kfd); later calls count and answer
 /// `HSAKMT_STATUS_KERNEL_ALREADY_OPENED`.
+///
+/// The first call also starts the log (stderr) of this library and of the embedded device it
+/// may hold: the filter is `HSAKMT_LOG`, else `RUST_LOG` (so `RUST_LOG=warn cuse-kfd run
+/// --embedded` shows the device's queue errors), else errors only.
 pub extern "C" fn hsaKmtOpenKFD() -> HSAKMT_STATUS {
     let mut logger = env_logger::Builder::new();
-    if let Some(filter) = thunk::secure_env::var("HSAKMT_LOG") {
+    if let Some(filter) = log_filter(thunk::secure_env::var) {
         logger.parse_filters(&filter);
     }
     let _ = logger.try_init();
@@ -20,6 +24,11 @@ pub extern "C" fn hsaKmtOpenKFD() -> HSAKMT_STATUS {
         Opened::First => Ok(()),
         Opened::Again => Err(Status::KernelAlreadyOpened),
     })
+}
+
+/// The log filter from the environment `var` reads: `HSAKMT_LOG` first, then `RUST_LOG`.
+fn log_filter(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    var("HSAKMT_LOG").or_else(|| var("RUST_LOG"))
 }
 
 /// `hsaKmtCloseKFD`: drops one reference; the last closes the device.
@@ -289,4 +298,19 @@ pub unsafe extern "C" fn hsaKmtSVMGetAttr(
         // SAFETY: `nattr` entries, as read above.
         unsafe { ptr::write_array(attrs, out) }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+
+    #[test]
+    fn the_log_filter_is_hsakmt_log_then_rust_log() {
+        let env = |set: &'static [(&'static str, &'static str)]| {
+            move |name: &str| set.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(log_filter(env(&[])), None);
+        assert_eq!(log_filter(env(&[("RUST_LOG", "warn")])).as_deref(), Some("warn"));
+        assert_eq!(log_filter(env(&[("HSAKMT_LOG", "debug"), ("RUST_LOG", "warn")])).as_deref(), Some("debug"));
+    }
 }

@@ -9,7 +9,7 @@ pub struct Package {
 }
 
 /// Every package the tests need.
-pub const REQUIRED: [Package; 8] = [
+pub const REQUIRED: [Package; 11] = [
     // /usr/include/linux/kfd_ioctl.h (KFD 1.11 on bookworm) and linux/fuse.h.
     Package { name: "linux-libc-dev", why: "linux/kfd_ioctl.h for the uapi ABI test" },
     // /usr/include/libdrm/drm.h: kfd_ioctl.h includes <drm/drm.h>.
@@ -27,6 +27,13 @@ pub const REQUIRED: [Package; 8] = [
     Package { name: "libfuse3-dev", why: "libfuse3 and fusermount3 for FUSE mounts" },
     // cc: compiles the ABI test's C program and the C clients.
     Package { name: "gcc", why: "the C compiler for the ABI test and C clients" },
+    // /usr/bin/hipcc (5.2.3) over clang-15; pulls clang-tools-15 (clang-offload-bundler, which
+    // unbundles the corpus's code objects) and llvm-15 (llvm-objdump-15).
+    Package { name: "hipcc", why: "hipcc builds the HIP corpus (kfd-tests/hip)" },
+    // /usr/include/hip and libamdhip64.so.5: the HIP runtime the corpus programs link.
+    Package { name: "libamdhip64-dev", why: "HIP headers and runtime for the HIP corpus" },
+    // /usr/lib/x86_64-linux-gnu/amdgcn/bitcode: ocml/ockl, which every device compile links.
+    Package { name: "rocm-device-libs", why: "the device libraries hipcc links into GPU code" },
 ];
 
 /// The packages the device tier needs when it boots a VM (the running kernel has no CUSE).

@@ -14,6 +14,7 @@
 //! moves past the packet that called it; IBs nest up to [`MAX_IB_DEPTH`] deep.
 
 mod pm4;
+pub mod pm4_ib;
 mod sdma;
 
 use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};

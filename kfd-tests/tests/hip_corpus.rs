@@ -1,0 +1,135 @@
+//! The HIP corpus (kfd-tests/hip, built by `kfd_tests::hip_corpus` into target/hip-corpus): every
+//! program compiles with Debian's hipcc for gfx90a and gfx1030 and yields an AMDGPU code object
+//! for its target; and what a HIP program does on the embedded device today, with the real ROCr.
+//!
+//! hipcc, libamdhip64-dev and rocm-device-libs are needed (`cargo xtask test` installs them).
+
+use kfd_tests::hip_corpus::{self, Built, TARGETS};
+use kfd_tests::program::run_bounded;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What every program must cover, by file name.
+const PROGRAMS: [&str; 12] = [
+    "grid3d",
+    "histogram",
+    "int64_f64",
+    "math",
+    "matmul",
+    "memset_d2d",
+    "printf",
+    "reduce_O0",
+    "saxpy",
+    "streams",
+    "vadd",
+    "warp",
+];
+
+/// hipcc processes at once: the machine's cores, at most four (each needs a few hundred MiB).
+fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+fn build_all() -> Vec<Built> {
+    hip_corpus::build_all(&hip_corpus::out_dir(), jobs()).unwrap_or_else(|e| panic!("building the HIP corpus: {e}"))
+}
+
+#[test]
+fn every_program_builds_for_both_targets_with_its_code_object() {
+    let t0 = Instant::now();
+    let built = build_all();
+    let took = t0.elapsed();
+    let names: Vec<String> = hip_corpus::programs().unwrap().into_iter().map(|p| p.name).collect();
+    assert_eq!(names, PROGRAMS, "kfd-tests/hip holds exactly the programs listed here");
+    assert_eq!(built.len(), PROGRAMS.len() * TARGETS.len());
+    for b in &built {
+        assert!(b.exe.is_file(), "{}", b.exe.display());
+        hip_corpus::check_code_object(&b.code_object, b.target).unwrap();
+        let source = std::fs::read_to_string(hip_corpus::source_dir().join(format!("{}.hip", b.name))).unwrap();
+        assert!(source.contains(&format!("verdict(\"{}\")", b.name)), "{} prints PASS under its own name", b.name);
+        println!(
+            "{:<12} {:<8} {:>6.1} s {}",
+            b.name,
+            b.target,
+            b.took.as_secs_f64(),
+            if b.compiled { "compiled" } else { "cached" }
+        );
+    }
+    let compiled = built.iter().filter(|b| b.compiled).count();
+    println!(
+        "BUILD hip-corpus: {} builds ({compiled} compiled, {} cached) in {:.1} s with {} jobs",
+        built.len(),
+        built.len() - compiled,
+        took.as_secs_f64(),
+        jobs()
+    );
+}
+
+#[test]
+fn the_o0_program_is_built_without_optimisation() {
+    let p = hip_corpus::programs().unwrap().into_iter().find(|p| p.name == "reduce_O0").unwrap();
+    assert_eq!(p.flags, ["-O0"]);
+    let vadd = hip_corpus::programs().unwrap().into_iter().find(|p| p.name == "vadd").unwrap();
+    assert_eq!(vadd.flags, ["-O2"]);
+}
+
+/// A HIP program on the embedded device today (default profile gfx90a), with the real ROCr:
+/// HIP's first hipMemcpy loads HIP's blit code object, and freezing it copies the code into VRAM
+/// with ROCr's own blit kernel (ROCR-Runtime rocm-5.2.3 amd_loader_context.cpp
+/// RegionMemory::Freeze -> GpuAgent::DmaCopy -> the BlitDevToDev kernel CopyAligned, a legacy
+/// amd_kernel_code_t with the code at offset 256) on its utility queue; the PM4_IB code-cache
+/// invalidate would only follow that copy. The device refuses the dispatch with a queue error
+/// naming the kernel object and the missing shader core, ROCr's queue callback reports
+/// HSA_STATUS_ERROR_INVALID_CODE_OBJECT, and the program aborts, well within the limit.
+#[test]
+fn vadd_stops_at_the_first_gfx_dispatch_with_the_reason() {
+    let vadd = hip_corpus::programs().unwrap().into_iter().find(|p| p.name == "vadd").unwrap();
+    let b = hip_corpus::build(&vadd, "gfx90a", &hip_corpus::out_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = kfd_tests::launcher::cargo_run();
+    cmd.args(["--embedded", "--"]).arg(&b.exe).env("RUST_LOG", "warn,cuse_kfd::engine=debug").env_remove("HSAKMT_LOG");
+    let t0 = Instant::now();
+    let (ok, text) = run_bounded(cmd, Path::new(&b.exe), Duration::from_secs(300), String::new);
+    println!("--- vadd on the embedded device, {:.1} s:\n{text}", t0.elapsed().as_secs_f64());
+    assert!(!ok && !text.contains("killed after"), "vadd must fail, not pass or hang:\n{text}");
+    assert!(!text.contains("PASS vadd"), "{text}");
+    let refusal = text
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains("queue error 8: kernel object at 0x"))
+        .unwrap_or_else(|| panic!("no queue error naming a kernel object:\n{text}"));
+    assert!(
+        refusal.contains(", offset 256): running it needs a shader core, which this device does not have yet"),
+        "the first refused dispatch is not ROCr's blit kernel: {refusal}"
+    );
+    assert!(text.contains("HSA_STATUS_ERROR_INVALID_CODE_OBJECT"), "ROCr's callback did not report it:\n{text}");
+    let pm4_ib = text.lines().filter(|l| l.contains("PM4_IB packet")).count();
+    println!("PM4_IB packets before the stop: {pm4_ib}");
+}
+
+/// A build is reused while its source, the shared header, its flags and hipcc stay the same,
+/// and redone when the source changes.
+#[test]
+fn a_build_is_cached_until_its_source_changes() {
+    let dir = hip_corpus::out_dir().join("cache-test");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("twice.hip");
+    let text = |k: u32| {
+        format!(
+            "#include <hip/hip_runtime.h>\n__global__ void twice(int *p) {{ p[threadIdx.x] *= {k}; }}\n\
+             int main() {{ return 0; }}\n"
+        )
+    };
+    std::fs::write(&source, text(2)).unwrap();
+    let p = hip_corpus::Program { name: "twice".into(), source: source.clone(), flags: vec!["-O2".into()] };
+    let out = dir.join("out");
+    let first = hip_corpus::build(&p, "gfx90a", &out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.compiled, "the first build compiles");
+    let again = hip_corpus::build(&p, "gfx90a", &out).unwrap();
+    assert!(!again.compiled, "an unchanged source is not compiled again");
+    std::fs::write(&source, text(3)).unwrap();
+    let changed = hip_corpus::build(&p, "gfx90a", &out).unwrap();
+    assert!(changed.compiled, "a changed source is compiled again");
+    let o1 = hip_corpus::Program { flags: vec!["-O1".into()], ..p };
+    assert!(hip_corpus::build(&o1, "gfx90a", &out).unwrap().compiled, "other flags are another build");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
