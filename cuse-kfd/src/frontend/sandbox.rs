@@ -55,6 +55,7 @@ pub const ALLOWED: &[(libc::c_long, &str)] = &[
     (libc::SYS_fchownat, "giving a backing file or directory to its client"),
     (libc::SYS_fchmod, "backing file modes"),
     (libc::SYS_fchmodat, "backing file and directory modes"),
+    (libc::SYS_fsetxattr, "the ACL that lets a client's uid, and no other, search its directory"),
     (libc::SYS_memfd_create, "anonymous backing memory"),
     (libc::SYS_flock, "advisory locks on backing files"),
     // Memory: the allocator and the shared mappings of backing files.
