@@ -55,6 +55,7 @@ pub const ALLOWED: &[(libc::c_long, &str)] = &[
     (libc::SYS_fchownat, "giving a backing file or directory to its client"),
     (libc::SYS_fchmod, "backing file modes"),
     (libc::SYS_fchmodat, "backing file and directory modes"),
+    (libc::SYS_fsetxattr, "the ACL that lets a client's uid, and no other, search its directory"),
     (libc::SYS_memfd_create, "anonymous backing memory"),
     (libc::SYS_flock, "advisory locks on backing files"),
     // Memory: the allocator and the shared mappings of backing files.
@@ -187,10 +188,14 @@ pub fn restrict_syscalls() -> Result<()> {
 }
 
 /// The capabilities the running daemon keeps, and why:
-/// * CAP_CHOWN: backing files and client directories are given to their client, the node to
-///   its group;
-/// * CAP_DAC_OVERRIDE: the backing store's client directories are the client's (mode 0700) and
-///   the daemon creates and removes files in them;
+/// * CAP_CHOWN: backing files are given to their client (`fchown`), the node to its group;
+/// * CAP_DAC_OVERRIDE: not for the backing store (its directories are the daemon's, and it works
+///   on its files through descriptors it holds), but for /proc of a client of another uid:
+///   opening `/proc/<pid>/mem` read-write (`owner.rs`; the file is 0600 and owned by the
+///   client's uid, and the VFS permission check comes before the ptrace check, so
+///   CAP_SYS_PTRACE alone gets EACCES), and walking the client's `/proc/<pid>/fd/` (0500) to
+///   readlink a drm fd (`ioctl/memory.rs`). Without it every open of the node by another uid
+///   fails with EACCES (the device tier's backing_hostile and confinement show it);
 /// * CAP_SYS_PTRACE: process_vm_readv/writev on a client of another uid (ioctl pointers),
 ///   opening its /proc/<pid>/mem (USERPTR memory, see `owner.rs`) and readlink of its
 ///   /proc/<pid>/fd entries;

@@ -30,6 +30,9 @@
 //!   a private one, 0700), `<pid>/`, `<pid>/kfd/` and `<pid>/render/` (0711: a client can reach
 //!   a file it knows the name of, list nothing, and create, rename or remove nothing). Only the
 //!   files belong to the client (its uid and gid, mode 0600).
+//! - A client of another uid than the daemon's gets `<pid>/` at 0700 plus a POSIX access ACL
+//!   `user:<its uid>:--x` (shown as 0710): its own uid reaches its files, every other uid cannot
+//!   even stat them (EACCES). On a file system without ACLs the directory stays 0711.
 //! - Every operation below the runtime directory goes through directory descriptors: `openat2`
 //!   with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, `mkdirat`, `fchown`/`fchmod` on the new file's
 //!   descriptor, `unlinkat` on the held descriptor of the directory a file was made in. A path
@@ -182,13 +185,14 @@ impl BackingStore {
         &self.root
     }
 
-    /// The directory of `space` of client `pid`, made on first use.
-    fn client_dir(&self, pid: u32, space: MmapSpace) -> io::Result<Arc<OwnedFd>> {
+    /// The directory of `space` of client `pid`, made on first use (for `owner`).
+    fn client_dir(&self, pid: u32, owner: Owner, space: MmapSpace) -> io::Result<Arc<OwnedFd>> {
         let mut clients = self.clients.lock();
         let dirs = match clients.entry(pid) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 let dir = make_dir(self.root_fd.as_raw_fd(), OsStr::new(&pid.to_string()), CLIENT_DIR_MODE)?;
+                restrict_to(&dir, owner)?;
                 let kfd = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Kfd.dir_name()), CLIENT_DIR_MODE)?;
                 let render = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Render.dir_name()), CLIENT_DIR_MODE)?;
                 e.insert(ClientDirs { kfd: Arc::new(kfd), render: Arc::new(render) })
@@ -242,7 +246,7 @@ impl BackingStore {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty backing file cannot be mapped"));
         }
         let size = libc::off_t::try_from(len).map_err(|_| io::Error::from(Errno::EFBIG))?;
-        let dir = self.client_dir(pid, space)?;
+        let dir = self.client_dir(pid, owner, space)?;
         let name = file_name(offset);
         let how = OpenHow::new()
             .flags(OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
@@ -352,6 +356,53 @@ fn chown_if_needed(fd: &OwnedFd, owner: Owner) -> nix::Result<()> {
         Some(nix::unistd::Uid::from_raw(owner.uid)),
         Some(nix::unistd::Gid::from_raw(owner.gid)),
     )
+}
+
+/// Lets only `owner`'s uid (besides the daemon) search a client's directory, when the client is
+/// of another uid: mode 0700 and the POSIX access ACL `user::rwx user:<uid>:--x group::---
+/// mask::--x other::---`, as the xattr `system.posix_acl_access` (its layout:
+/// include/uapi/linux/posix_acl_xattr.h, v6.1: a version word 2, then entries of tag, perm and
+/// id, sorted by tag). Where the file system has no ACLs (EOPNOTSUPP), the directory stays 0711.
+fn restrict_to(dir: &OwnedFd, owner: Owner) -> io::Result<()> {
+    const ACL_USER_OBJ: u16 = 0x01;
+    const ACL_USER: u16 = 0x02;
+    const ACL_GROUP_OBJ: u16 = 0x04;
+    const ACL_MASK: u16 = 0x10;
+    const ACL_OTHER: u16 = 0x20;
+    const UNDEFINED_ID: u32 = u32::MAX;
+    let me = nix::unistd::geteuid().as_raw();
+    if me != 0 || owner.uid == me {
+        return Ok(());
+    }
+    let entries = [
+        (ACL_USER_OBJ, 7u16, UNDEFINED_ID),
+        (ACL_USER, 1, owner.uid),
+        (ACL_GROUP_OBJ, 0, UNDEFINED_ID),
+        (ACL_MASK, 1, UNDEFINED_ID),
+        (ACL_OTHER, 0, UNDEFINED_ID),
+    ];
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in entries {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&perm.to_le_bytes());
+        acl.extend_from_slice(&id.to_le_bytes());
+    }
+    nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::from_bits_truncate(0o700))?;
+    // SAFETY: `dir` is an open descriptor; the name is a NUL-terminated string and the value
+    // a buffer of the length given, both alive for the call, which only reads them.
+    let r = unsafe {
+        libc::fsetxattr(dir.as_raw_fd(), c"system.posix_acl_access".as_ptr(), acl.as_ptr().cast(), acl.len(), 0)
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+        return Err(e);
+    }
+    log::warn!("the runtime directory's file system has no ACLs: client directories stay searchable by every uid");
+    nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::from_bits_truncate(CLIENT_DIR_MODE))?;
+    Ok(())
 }
 
 /// Opens directory `name` beneath `parent` (or `name` itself, when `parent` is `None`),

@@ -90,6 +90,12 @@ impl Rig {
         self.client(ClientFile::Embedded(self.emb().open_as(fake_caller(pid)).expect("opening as a simulated client")))
     }
 
+    /// Opens the device as simulated process `pid` of user and group `uid`.
+    pub fn open_as_uid(&self, pid: u32, uid: u32) -> Client {
+        let caller = Caller { uid, gid: uid, ..fake_caller(pid) };
+        self.client(ClientFile::Embedded(self.emb().open_as(caller).expect("opening as a simulated client")))
+    }
+
     /// Opens the embedded device as the real process `pid` (a child of the test): the context
     /// is bound to that process's life and memory.
     pub fn open_process(&self, pid: u32) -> Client {

@@ -39,7 +39,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 11] = [
+pub const DEVICE_TESTS: [DeviceTest; 12] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -91,6 +91,13 @@ pub const DEVICE_TESTS: [DeviceTest; 11] = [
         args: &[],
         what: "the backing store against hostile clients: uid 65534 swapping its directories for symlinks \
                reaches nothing, a 4 MiB tmpfs runtime directory answers ENOMEM at allocation",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "cross_uid",
+        // The output of the passing test too: what the intruder tried.
+        args: &["--show-output"],
+        what: "two clients of uids 65534 and 65533: the second cannot open, stat, list or map the first's                backing files, and every ioctl naming the first's handles or ids is refused with amdkfd's errno",
     },
     DeviceTest {
         package: "kfd-tests",

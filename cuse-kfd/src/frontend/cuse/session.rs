@@ -7,6 +7,7 @@
 //! ioctl writes are fetched too, so bytes it does not write go back to the caller unchanged.
 
 use super::frame::{self, Op, Request};
+use super::interrupts::{Interrupts, Verdict};
 use crate::client::{Caller, FileId};
 use crate::device::Device;
 use crate::ioctl::{self, Direction, UserMemory, UserRange};
@@ -14,16 +15,16 @@ use crate::memory::PAGE_SIZE;
 use crate::reply::{Reply, Responder, UserWrite};
 use nix::errno::Errno;
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use uapi::fuse::*;
 use uapi::ioctl::{ioc_dir, ioc_size, IOC_READ, IOC_WRITE};
+use uapi::FromBytes;
 
 /// Largest transfer in each direction (CUSE negotiates no max_pages: 32 pages).
 pub const MAX_TRANSFER: u32 = 128 * 1024;
-/// Interrupts kept for requests not seen yet; older ones are forgotten.
-const MAX_PENDING_INTERRUPTS: usize = 1024;
 
 /// Where reply frames go: the /dev/cuse fd, or a test's capture.
 pub trait FrameSink: Send + Sync {
@@ -97,6 +98,22 @@ impl UserMemory for Staged<'_> {
     }
 }
 
+/// The session's sink: every reply passes here, so the interrupt bookkeeping learns when a
+/// request leaves the daemon, whichever thread answers it.
+struct Tracked {
+    inner: Arc<dyn FrameSink>,
+    interrupts: Arc<Interrupts>,
+}
+
+impl FrameSink for Tracked {
+    fn send(&self, frame: Vec<u8>) {
+        if let Ok((head, _)) = FuseOutHeader::read_from_prefix(&frame) {
+            self.interrupts.answered(head.unique);
+        }
+        self.inner.send(frame);
+    }
+}
+
 pub struct Session {
     device: Arc<Device>,
     sink: Arc<dyn FrameSink>,
@@ -105,7 +122,7 @@ pub struct Session {
     initialized: AtomicBool,
     /// Open files: fh -> the process that opened it.
     files: Mutex<HashMap<u64, u32>>,
-    pending_interrupts: Mutex<VecDeque<u64>>,
+    interrupts: Arc<Interrupts>,
 }
 
 fn iov(base: u64, len: u64) -> FuseIoctlIovec {
@@ -114,6 +131,8 @@ fn iov(base: u64, len: u64) -> FuseIoctlIovec {
 
 impl Session {
     pub fn new(device: Arc<Device>, sink: Arc<dyn FrameSink>, procfs: Box<dyn Procfs>, devname: &str) -> Session {
+        let interrupts = Arc::new(Interrupts::default());
+        let sink = Arc::new(Tracked { inner: sink, interrupts: interrupts.clone() });
         Session {
             device,
             sink,
@@ -121,7 +140,7 @@ impl Session {
             devname: devname.to_string(),
             initialized: AtomicBool::new(false),
             files: Mutex::new(HashMap::new()),
-            pending_interrupts: Mutex::new(VecDeque::new()),
+            interrupts,
         }
     }
 
@@ -145,7 +164,40 @@ impl Session {
                 return;
             }
         };
+        // Registered before anything else happens to it: an interrupt for it from now on is
+        // recognised, and one that raced ahead is claimed.
+        if !matches!(req.op, Op::Interrupt(_)) {
+            let (_, expired) = self.interrupts.register(req.header.unique, self.process_of(&req), Instant::now());
+            self.requeue(expired);
+        }
         self.request(&req);
+    }
+
+    /// The process a request is from: its file's owner, or for a request without an open file
+    /// (OPEN, INIT, a stranger's fh) the calling thread.
+    fn process_of(&self, req: &Request) -> u32 {
+        let fh = match &req.op {
+            Op::Ioctl(io, _) => io.fh,
+            Op::Release(r) => r.fh,
+            Op::Read(r) => r.fh,
+            Op::Write(w, _) => w.fh,
+            Op::Poll(p) => p.fh,
+            _ => return req.header.pid,
+        };
+        self.files.lock().get(&fh).copied().unwrap_or(req.header.pid)
+    }
+
+    /// Hands interrupts the session does not keep back to the kernel, which sends each again
+    /// while its request lives (see [`super::interrupts`]).
+    fn requeue(&self, frames: Vec<u64>) {
+        for f in frames {
+            self.sink.send(frame::reply_err(f, Errno::EAGAIN));
+        }
+    }
+
+    /// Interrupts waiting for their request (see [`super::interrupts`]).
+    pub fn pending_interrupts(&self) -> usize {
+        self.interrupts.pending()
     }
 
     fn request(&self, req: &Request) {
@@ -162,7 +214,7 @@ impl Session {
             }
             Op::Ioctl(io, data) => self.ioctl(req, io, data),
             // No reply to an interrupt: the interrupted request answers EINTR.
-            Op::Interrupt(i) => self.interrupt(i.unique),
+            Op::Interrupt(i) => self.interrupt(i.unique, unique),
             // Reading the node reads nothing: all state is behind ioctls and backing files.
             Op::Read(_) => self.sink.send(frame::reply(unique, 0, &[])),
             // A write is the cooperative wake path: "a doorbell was rung".
@@ -218,28 +270,18 @@ impl Session {
         self.sink.send(frame::reply_struct(h.unique, &out));
     }
 
-    fn interrupt(&self, unique: u64) {
-        // The lock is held across the attempt: a request that parks meanwhile looks here after
-        // parking (see `ioctl`), so it finds either its wait ended or the interrupt kept.
-        let mut p = self.pending_interrupts.lock();
-        if !self.device.interrupt(unique) {
-            // Not parked (yet): the request may still be on its way to us.
-            if p.len() >= MAX_PENDING_INTERRUPTS {
-                p.pop_front();
+    fn interrupt(&self, unique: u64, frame: u64) {
+        let (verdict, requeue) = self.interrupts.interrupt(unique, frame, Instant::now());
+        match verdict {
+            // Marked first, then ended: a request that parks meanwhile looks at the mark after
+            // parking (see `ioctl`), so one of the two ends its wait.
+            Verdict::Deliver => {
+                self.device.interrupt(unique);
             }
-            p.push_back(unique);
+            Verdict::Stale { pid } => log::debug!("interrupt for request {unique} of process {pid}, already answered"),
+            Verdict::Pending => {}
         }
-    }
-
-    fn take_interrupt(&self, unique: u64) -> bool {
-        let mut p = self.pending_interrupts.lock();
-        match p.iter().position(|u| *u == unique) {
-            Some(i) => {
-                p.remove(i);
-                true
-            }
-            None => false,
-        }
+        self.requeue(requeue);
     }
 
     fn ioctl(&self, req: &Request, io: &FuseIoctlIn, data: &[u8]) {
@@ -320,7 +362,7 @@ impl Session {
             }
             at += r.len as usize;
         }
-        if self.take_interrupt(unique) {
+        if self.interrupts.is_interrupted(unique) {
             self.sink.send(frame::reply_ioctl(unique, -(Errno::EINTR as i32), &[]));
             return;
         }
@@ -336,10 +378,9 @@ impl Session {
         // pointers and USERPTR ranges.
         unsafe { self.device.ioctl(FileId(io.fh), &request, &staged, responder) };
         // An interrupt that came while the request was between the check above and parking
-        // found nothing to end and was kept: end the parked wait now (a no-op if it finished).
-        let mut p = self.pending_interrupts.lock();
-        if let Some(i) = p.iter().position(|u| *u == unique) {
-            p.remove(i);
+        // found nothing to end and only marked it: end the parked wait now (a no-op if it
+        // finished; the mark is gone with the reply).
+        if self.interrupts.is_interrupted(unique) {
             self.device.interrupt(unique);
         }
     }
@@ -393,7 +434,7 @@ mod tests {
     use crate::device::DeviceConfig;
     use uapi::ioctl::{AMDKFD_IOC_DESTROY_EVENT, AMDKFD_IOC_GET_VERSION, AMDKFD_IOC_WAIT_EVENTS};
     use uapi::kfd::{EventData, WaitEventsArgs};
-    use uapi::{FromBytes, IntoBytes};
+    use uapi::IntoBytes;
 
     const ARG: u64 = 0x7000_0000;
     const EVENTS: u64 = 0x7100_0000;
@@ -557,5 +598,135 @@ mod tests {
         let r = rig.round(AMDKFD_IOC_WAIT_EVENTS, FUSE_IOCTL_UNRESTRICTED, &wait_args(n), 24);
         assert_eq!(retry(&r), None);
         assert_eq!(FuseIoctlOut::read_from_prefix(&r[16..]).unwrap().0.result, -(Errno::ENOMEM as i32));
+    }
+
+    /// A FUSE_INTERRUPT as `fuse_read_interrupt` (fs/fuse/dev.c, v6.6) writes it: the header's
+    /// unique is the request's with FUSE_INT_REQ_BIT set, and it names no process.
+    fn interrupt_frame(unique: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&48u32.to_le_bytes()); // len: header 40 + fuse_interrupt_in 8
+        v.extend_from_slice(&36u32.to_le_bytes()); // opcode: FUSE_INTERRUPT
+        v.extend_from_slice(&(unique | 1).to_le_bytes()); // unique | FUSE_INT_REQ_BIT
+        v.extend_from_slice(&[0; 8]); // nodeid
+        v.extend_from_slice(&[0; 12]); // uid, gid, pid: none
+        v.extend_from_slice(&[0; 4]); // total_extlen, padding
+        v.extend_from_slice(&unique.to_le_bytes()); // fuse_interrupt_in.unique
+        v
+    }
+
+    /// The reply that hands interrupt frame `frame` back to the kernel: a bare header, -EAGAIN.
+    fn requeue_frame(frame: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&16u32.to_le_bytes()); // len
+        v.extend_from_slice(&(-11i32).to_le_bytes()); // error: -EAGAIN
+        v.extend_from_slice(&frame.to_le_bytes()); // the interrupt frame's unique
+        v
+    }
+
+    /// GET_VERSION with its out space: runs in one round.
+    fn get_version(pid: u32, fh: u64, unique: u64) -> Vec<u8> {
+        let io = FuseIoctlIn {
+            fh,
+            flags: FUSE_IOCTL_UNRESTRICTED,
+            cmd: AMDKFD_IOC_GET_VERSION,
+            arg: ARG,
+            in_size: 0,
+            out_size: 8,
+        };
+        frame_from(pid, FUSE_IOCTL, unique, &[io.as_bytes()])
+    }
+
+    /// The ioctl result in a final reply to `unique`.
+    fn ioctl_result(reply: &[u8], unique: u64) -> i32 {
+        let (head, rest) = FuseOutHeader::read_from_prefix(reply).unwrap();
+        assert_eq!((head.unique, head.error), (unique, 0));
+        let out = FuseIoctlOut::read_from_prefix(rest).unwrap().0;
+        assert_eq!(out.flags & FUSE_IOCTL_RETRY, 0);
+        out.result
+    }
+
+    /// Client B: another live process (the device binds contexts to live processes).
+    struct ClientB {
+        child: std::process::Child,
+        fh: u64,
+    }
+
+    impl ClientB {
+        fn open(rig: &Rig) -> ClientB {
+            let child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+            let open = FuseOpenIn { flags: 2, open_flags: 0 };
+            rig.session.handle(&frame_from(child.id(), FUSE_OPEN, 6, &[open.as_bytes()]));
+            let opened = rig.sink.0.lock().pop().unwrap();
+            ClientB { fh: FuseOpenOut::read_from_bytes(&opened[16..]).unwrap().fh, child }
+        }
+
+        fn pid(&self) -> u32 {
+            self.child.id()
+        }
+    }
+
+    impl Drop for ClientB {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// L2: client B's interrupt races ahead of its request (another reader has read the request
+    /// and not registered it yet); then client A sends 1100 requests, each followed by an
+    /// interrupt read before its reply and handled after (stale), more than the old global
+    /// FIFO of 1024 held. B's request, when it is registered, is still interrupted; A's stale
+    /// interrupts are dropped without a reply and the pending set holds B's alone.
+    #[test]
+    fn l2_stale_interrupts_of_one_client_do_not_evict_anothers() {
+        let rig = Rig::new(None);
+        let b = ClientB::open(&rig);
+        let a = std::process::id();
+        rig.session.handle(&interrupt_frame(1000));
+        for n in 0..1100u64 {
+            let u = 2000 + 2 * n;
+            rig.session.handle(&get_version(a, rig.fh, u));
+            rig.session.handle(&interrupt_frame(u));
+        }
+        let sent = std::mem::take(&mut *rig.sink.0.lock());
+        assert_eq!(sent.len(), 1100, "one reply per request of A, none for its stale interrupts");
+        for (n, reply) in sent.iter().enumerate() {
+            assert_eq!(ioctl_result(reply, 2000 + 2 * n as u64), 0);
+        }
+        assert_eq!(rig.session.pending_interrupts(), 1);
+        rig.session.handle(&get_version(b.pid(), b.fh, 1000));
+        let reply = rig.sink.0.lock().pop().unwrap();
+        assert_eq!(ioctl_result(&reply, 1000), -(Errno::EINTR as i32), "B's interrupt was kept");
+        assert_eq!(rig.session.pending_interrupts(), 0);
+    }
+
+    /// L2: interrupts for uniques the session never saw (stale beyond what it remembers) stay
+    /// bounded: those pushed out are handed back to the kernel (-EAGAIN, byte-exact), oldest
+    /// first, never dropped. B's racing interrupt is pushed out by the flood, sent again by the
+    /// kernel (its request lives), and still ends B's request.
+    #[test]
+    fn l2_unknown_interrupts_stay_bounded_and_go_back_to_the_kernel() {
+        let rig = Rig::new(None);
+        let b = ClientB::open(&rig);
+        rig.session.handle(&interrupt_frame(1000));
+        let flood = 2000u64;
+        for n in 0..flood {
+            rig.session.handle(&interrupt_frame(100_000 + 2 * n));
+            assert!(rig.session.pending_interrupts() <= super::super::interrupts::MAX_PENDING);
+        }
+        let sent = std::mem::take(&mut *rig.sink.0.lock());
+        let kept = super::super::interrupts::MAX_PENDING as u64;
+        let expected: Vec<Vec<u8>> = std::iter::once(1001)
+            .chain((0..flood + 1 - kept - 1).map(|n| (100_000 + 2 * n) | 1))
+            .map(requeue_frame)
+            .collect();
+        assert_eq!(sent, expected);
+        // The kernel queues B's again (its request is still in the daemon) and a reader reads it.
+        rig.session.handle(&interrupt_frame(1000));
+        rig.session.handle(&get_version(b.pid(), b.fh, 1000));
+        let sent = std::mem::take(&mut *rig.sink.0.lock());
+        let reply = sent.last().unwrap();
+        assert_eq!(ioctl_result(reply, 1000), -(Errno::EINTR as i32));
+        assert!(rig.session.pending_interrupts() <= super::super::interrupts::MAX_PENDING);
     }
 }
