@@ -2,11 +2,13 @@
 
 use super::{Ctx, Handled};
 use crate::event::page::{EventPage, EVENT_PAGE_SIZE};
+use crate::event::registry::WaitRegistry;
 use crate::event::wait::{WaitSlot, Waiter};
 use crate::memory::backing::MmapSpace;
 use crate::memory::handle_gpu_id;
 use crate::memory::vm::RegionBacking;
 use crate::memory::BufferKind;
+use crate::quota::{Charge, Resource};
 use nix::errno::Errno;
 use std::time::Duration;
 use uapi::kfd::*;
@@ -47,7 +49,13 @@ pub fn create(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
             events.set_page(EventPage::new(file, 0).ok_or(Errno::ENOMEM)?)?;
         }
     }
-    let created = ctx.process.events().create(a.event_type, a.auto_reset != 0)?;
+    let charge = Charge::of(Resource::Events, 1);
+    ctx.device.ledger().charge(ctx.process.account, &charge)?;
+    let created = ctx
+        .process
+        .events()
+        .create(a.event_type, a.auto_reset != 0)
+        .inspect_err(|_| ctx.device.ledger().release(ctx.process.account, &charge))?;
     a.event_id = created.event_id;
     a.event_trigger_data = created.event_id;
     if let Some(slot) = created.slot {
@@ -60,6 +68,9 @@ pub fn create(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
 pub fn destroy(ctx: &Ctx, a: &mut DestroyEventArgs) -> Result<(), Errno> {
     let mut done = Vec::new();
     let r = ctx.process.events().destroy(a.event_id, &mut done);
+    if r.is_ok() {
+        ctx.device.ledger().release(ctx.process.account, &Charge::of(Resource::Events, 1));
+    }
     ctx.device.deliver(done);
     r
 }
@@ -88,7 +99,14 @@ pub fn wait(ctx: &Ctx, a: &mut WaitEventsArgs) -> Handled {
     if data.iter().any(|d| events.get(d.event_id).is_none()) {
         return Err(Errno::EINVAL).into();
     }
+    // A parked wait holds daemon memory until it ends: charged here, given back when it ends
+    // (by the registry, see `WaitRegistry::deliver`) or now if it does not park.
+    let charge = WaitRegistry::charge();
+    if let Err(e) = ctx.device.ledger().charge(ctx.process.account, &charge) {
+        return Err(e).into();
+    }
     let Some(reply) = ctx.take_pending() else {
+        ctx.device.ledger().release(ctx.process.account, &charge);
         return Err(Errno::EIO).into();
     };
     let tag = reply.tag();
@@ -109,7 +127,9 @@ pub fn wait(ctx: &Ctx, a: &mut WaitEventsArgs) -> Handled {
     if let Some(parked) = events.begin_wait(waiter, &mut done) {
         let timeout = (a.timeout != KFD_EVENT_TIMEOUT_INFINITE).then(|| Duration::from_millis(u64::from(a.timeout)));
         // Registered before the lock drops, so no completion can race ahead of it.
-        ctx.device.park_wait(ctx.process.pid, parked, tag, timeout);
+        ctx.device.park_wait(ctx.process, parked, tag, timeout);
+    } else {
+        ctx.device.ledger().release(ctx.process.account, &charge);
     }
     drop(events);
     ctx.device.deliver(done);

@@ -47,8 +47,11 @@ impl Rig {
     }
 
     pub fn with_gpus(gpus: usize) -> Rig {
-        let config = DeviceConfig { gpus, ..DeviceConfig::default() };
-        let emb = Embedded::new(&config).expect("creating the device");
+        Rig::with_config(&DeviceConfig { gpus, ..DeviceConfig::default() })
+    }
+
+    pub fn with_config(config: &DeviceConfig) -> Rig {
+        let emb = Embedded::new(config).expect("creating the device");
         let root = emb.device().backing().root().to_owned();
         Rig { dev: RigDevice::Embedded(emb), root }
     }
@@ -88,6 +91,13 @@ impl Rig {
     /// pointer arguments still point into this process).
     pub fn open_as(&self, pid: u32) -> Client {
         self.client(ClientFile::Embedded(self.emb().open_as(fake_caller(pid)).expect("opening as a simulated client")))
+    }
+
+    /// Opens the device as simulated process `pid` of user `uid` (and its gid: a test that is
+    /// not root makes no file another user's, so any uid works).
+    pub fn open_as_user(&self, pid: u32, uid: u32) -> Client {
+        let caller = Caller { uid, ..fake_caller(pid) };
+        self.client(ClientFile::Embedded(self.emb().open_as(caller).expect("opening as a simulated client")))
     }
 
     /// Opens the embedded device as the real process `pid` (a child of the test): the context
