@@ -151,3 +151,14 @@ fn quota_timer_holds_no_deadline_of_a_completed_wait() {
 fn quota_timer_holds_no_deadline_of_a_million_completed_waits() {
     timed_waits_completed_early(1_000_000);
 }
+
+#[test]
+fn quota_a_refused_first_event_makes_no_event_page() {
+    let rig = rig(Overrides::default().with(Resource::Events, 0), Overrides::default());
+    let c = rig.open_as_user(7301, UID_A);
+    let files = count_files(&rig.client_dir(c.pid()));
+    assert_eq!(c.try_create_event(KFD_IOC_EVENT_SIGNAL, false, 0).err(), Some(Errno::ENOSPC));
+    assert_eq!(count_files(&rig.client_dir(c.pid())), files, "the event page of a refused event");
+    assert_eq!(rig.stats().events, 0);
+    assert_eq!(rig.emb().device().ledger().uid_usage(UID_A), Amounts::default());
+}

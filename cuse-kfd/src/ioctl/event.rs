@@ -36,6 +36,17 @@ fn set_client_page(ctx: &Ctx, handle: u64) -> Result<(), Errno> {
 }
 
 pub fn create(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
+    // Charged before anything is made (the event page included), given back on any failure.
+    let charge = Charge::of(Resource::Events, 1);
+    ctx.device.ledger().charge(ctx.process.account, &charge)?;
+    let r = create_charged(ctx, a);
+    if r.is_err() {
+        ctx.device.ledger().release(ctx.process.account, &charge);
+    }
+    r
+}
+
+fn create_charged(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
     if a.event_page_offset != 0 {
         set_client_page(ctx, a.event_page_offset)?;
     }
@@ -49,13 +60,7 @@ pub fn create(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
             events.set_page(EventPage::new(file, 0).ok_or(Errno::ENOMEM)?)?;
         }
     }
-    let charge = Charge::of(Resource::Events, 1);
-    ctx.device.ledger().charge(ctx.process.account, &charge)?;
-    let created = ctx
-        .process
-        .events()
-        .create(a.event_type, a.auto_reset != 0)
-        .inspect_err(|_| ctx.device.ledger().release(ctx.process.account, &charge))?;
+    let created = ctx.process.events().create(a.event_type, a.auto_reset != 0)?;
     a.event_id = created.event_id;
     a.event_trigger_data = created.event_id;
     if let Some(slot) = created.slot {
