@@ -78,11 +78,6 @@ impl Resource {
 pub struct Amounts([u64; 6]);
 
 impl Amounts {
-    /// The same amount of everything.
-    pub const fn all(n: u64) -> Amounts {
-        Amounts([n; 6])
-    }
-
     pub fn get(&self, r: Resource) -> u64 {
         self.0[r.index()]
     }
@@ -216,7 +211,7 @@ impl QuotaConfig {
     /// answer ENOMEM beyond it); counted objects have the caps above per process and
     /// [`DEFAULT_UID_PROCESSES`] times as many per uid.
     pub fn resolve(&self, vram: u64, gtt: u64) -> QuotaLimits {
-        let process = Amounts::all(0)
+        let process = Amounts::default()
             .with(Resource::Buffers, DEFAULT_PROCESS_BUFFERS)
             .with(Resource::Vram, vram)
             .with(Resource::Gtt, gtt)

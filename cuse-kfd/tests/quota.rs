@@ -162,3 +162,38 @@ fn quota_a_refused_first_event_makes_no_event_page() {
     assert_eq!(rig.stats().events, 0);
     assert_eq!(rig.emb().device().ledger().uid_usage(UID_A), Amounts::default());
 }
+
+#[test]
+fn quota_an_exiting_process_gives_back_everything_it_held() {
+    let rig = Rig::new();
+    let device = rig.emb().device().clone();
+    let mut owner = std::process::Command::new("sleep").arg("30").spawn().expect("spawning sleep");
+    let pid = owner.id();
+    let c = rig.open_process(pid);
+    let uid = cuse_kfd::Caller::current().uid;
+    c.alloc(Mem::Vram, MIB);
+    c.alloc(Mem::Gtt, MIB);
+    c.create_queue();
+    let ev = c.signal_event(false);
+    let parked = c.start_wait(&[ev], false, 3_600_000);
+    let held = device.ledger().uid_usage(uid);
+    let counts = |r: Resource| held.get(r);
+    assert_eq!(
+        Resource::ALL.map(counts),
+        [4, MIB, MIB + u64::from(RING_SIZE) + 4096, 1, 1, 1],
+        "buffers (two of them the queue's), vram, gtt, queues, events, waits"
+    );
+    assert_eq!(device.armed_timeouts(), 1);
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let since = std::time::Instant::now();
+    while device.process(pid).is_some() {
+        assert!(since.elapsed() < std::time::Duration::from_secs(5), "the context of {pid} never ended");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(parked.finish().wait_result, KFD_IOC_WAIT_RESULT_FAIL, "the wait ended with its process");
+    assert_eq!(device.ledger().uid_usage(uid), Amounts::default());
+    assert!(device.ledger().report().processes.is_empty());
+    assert_eq!(device.armed_timeouts(), 0);
+    assert_eq!(device.vram_available(rig.gpu()), Some(rig.vram_size()));
+}
