@@ -83,16 +83,15 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let gpu = a.gpu_id;
-    // Charged first and given back on any later failure: a refused ALLOC leaves nothing.
+    let index = inner.next_buffer_index;
+    let next_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;
+    // Charged first and given back if the backing cannot be made: a refused ALLOC leaves nothing.
     let charge = Charge::buffer(kind, gpu, size);
     ctx.device.ledger().charge(ctx.process.account, &charge)?;
-    let made = make_backing(ctx, &mut inner, kind, gpu, size, a.size, a.mmap_offset).and_then(|(backing, offset)| {
-        let index = inner.next_buffer_index;
-        inner.next_buffer_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;
-        Ok((backing, offset, make_handle(gpu, index)))
-    });
-    let (backing, mmap_offset, handle) =
-        made.inspect_err(|_| ctx.device.ledger().release(ctx.process.account, &charge))?;
+    let (backing, mmap_offset) = make_backing(ctx, &mut inner, kind, gpu, size, a.size, a.mmap_offset)
+        .inspect_err(|_| ctx.device.ledger().release(ctx.process.account, &charge))?;
+    inner.next_buffer_index = next_index;
+    let handle = make_handle(gpu, index);
     inner.buffers.insert(handle, Buffer::new(handle, gpu, kind, va, size, a.flags, mmap_offset, backing));
     a.handle = handle;
     a.mmap_offset = mmap_offset;
