@@ -11,6 +11,7 @@ use crate::ioctl::{self, Request, UserMemory};
 use crate::memory::backing::{BackingStore, Owner};
 use crate::owner::{OwnerProcess, OwnerWatch};
 use crate::process::Process;
+use crate::quota::{Ledger, QuotaConfig};
 use crate::reply::{Reply, Responder};
 use crate::topology::{Profile, Topology, DEFAULT_PROFILE};
 use crate::trace::Trace;
@@ -32,6 +33,8 @@ pub struct DeviceConfig {
     pub runtime_dir: Option<PathBuf>,
     /// The command processor's tuning.
     pub engine: EngineConfig,
+    /// Per-process and per-uid limits (see [`crate::quota`]).
+    pub quotas: QuotaConfig,
 }
 
 impl Default for DeviceConfig {
@@ -41,6 +44,7 @@ impl Default for DeviceConfig {
             gpus: 1,
             runtime_dir: None,
             engine: EngineConfig::default(),
+            quotas: QuotaConfig::default(),
         }
     }
 }
@@ -103,14 +107,11 @@ pub struct Device {
     trace: Arc<Trace>,
     backing: BackingStore,
     clients: Mutex<Clients>,
-    /// Parked waits by front-end tag, shared with the engine, which completes them too.
+    /// Parked waits by front-end tag (and their timeouts), shared with the engine, which
+    /// completes them too.
     waits: Arc<WaitRegistry>,
-    timer: Timer,
-    /// VRAM allocated per gpu_id over all processes.
-    vram_used: Mutex<HashMap<u32, u64>>,
-    /// GTT (system memory) allocated over all processes, and its limit.
-    gtt_used: Mutex<u64>,
-    gtt_limit: u64,
+    /// VRAM and GTT in use, and what every process and uid holds against its quotas.
+    ledger: Arc<Ledger>,
     /// Ends contexts whose owner exits or execs.
     _watch: OwnerWatch,
 }
@@ -131,7 +132,8 @@ impl Device {
         topology.write_tree(backing.root()).map_err(DeviceError::RuntimeDir)?;
         let faults = Arc::new(Faults::default());
         let trace = Arc::new(Trace::default());
-        let waits = Arc::new(WaitRegistry::default());
+        let vram = topology.gpus().iter().map(|g| (g.gpu_id, g.profile.vram_size)).collect();
+        let ledger = Arc::new(Ledger::new(&config.quotas, vram, gtt_limit()));
         Ok(Arc::new_cyclic(|weak: &Weak<Device>| {
             let w = weak.clone();
             let timer = Timer::new(Box::new(move |pid, wait| {
@@ -139,6 +141,7 @@ impl Device {
                     dev.end_wait(pid, wait, WaitOutcome::Timeout);
                 }
             }));
+            let waits = Arc::new(WaitRegistry::new(timer, ledger.clone()));
             let (w1, w2) = (weak.clone(), weak.clone());
             let watch = OwnerWatch::new(
                 Box::new(move || w1.upgrade().map(|d| d.owners()).unwrap_or_default()),
@@ -157,10 +160,7 @@ impl Device {
                 backing,
                 clients: Mutex::new(Clients::default()),
                 waits,
-                timer,
-                vram_used: Mutex::new(HashMap::new()),
-                gtt_used: Mutex::new(0),
-                gtt_limit: gtt_limit(),
+                ledger,
                 _watch: watch,
             }
         }))
@@ -236,7 +236,8 @@ impl Device {
                             .or_insert_with(|| {
                                 log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
                                 let ids = Owner { uid: caller.uid, gid: caller.gid };
-                                Arc::new(Process::new(caller.pid, ids, owner.clone(), &self.topology))
+                                let account = self.ledger.open(caller.pid, caller.uid);
+                                Arc::new(Process::new(caller.pid, ids, owner.clone(), account, &self.topology))
                             })
                             .clone();
                         c.next_file += 1;
@@ -292,11 +293,10 @@ impl Device {
     fn teardown(&self, process: &Arc<Process>) {
         log::info!("tearing down process {}", process.pid);
         self.engine.remove(|q| Arc::ptr_eq(&q.process, process));
-        let (completions, freed) = process.teardown();
+        let completions = process.teardown();
         self.deliver(completions);
-        for (kind, gpu, size) in freed {
-            self.unreserve(kind, gpu, size);
-        }
+        // Gives back everything the context still held against the device and its quotas.
+        self.ledger.close(process.account);
         self.backing.remove_client(process.pid);
     }
 
@@ -348,12 +348,16 @@ impl Device {
         self.waits.new_id()
     }
 
-    /// Registers a parked wait for interrupts and, if finite, its timeout.
-    pub(crate) fn park_wait(&self, pid: u32, wait: WaitId, tag: u64, timeout: Option<std::time::Duration>) {
-        self.waits.park(tag, pid, wait);
-        if let Some(t) = timeout {
-            self.timer.arm(std::time::Instant::now() + t, pid, wait);
-        }
+    /// Registers a parked wait of `process` for interrupts and, if finite, its timeout; the
+    /// caller charged [`WaitRegistry::charge`] to its account, given back when the wait ends.
+    pub(crate) fn park_wait(&self, process: &Process, wait: WaitId, tag: u64, timeout: Option<std::time::Duration>) {
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        self.waits.park(tag, process.pid, wait, process.account, deadline);
+    }
+
+    /// Wait deadlines the timer holds (at most one per parked timed wait).
+    pub fn armed_timeouts(&self) -> usize {
+        self.waits.armed()
     }
 
     fn end_wait(&self, pid: u32, wait: WaitId, outcome: WaitOutcome) -> bool {
@@ -369,58 +373,15 @@ impl Device {
         self.waits.deliver(completions);
     }
 
-    /// Reserves `size` bytes of VRAM on `gpu_id`; ENOMEM past the profile's VRAM size.
-    pub(crate) fn reserve_vram(&self, gpu_id: u32, size: u64) -> Result<(), Errno> {
-        let total = self.topology.gpu(gpu_id).ok_or(Errno::EINVAL)?.profile.vram_size;
-        let mut used = self.vram_used.lock();
-        let u = used.entry(gpu_id).or_insert(0);
-        match u.checked_add(size) {
-            Some(n) if n <= total => {
-                *u = n;
-                Ok(())
-            }
-            _ => Err(Errno::ENOMEM),
-        }
-    }
-
-    /// Reserves `size` bytes of GTT; ENOMEM past the limit (half of system memory, as the
-    /// amdgpu GTT default).
-    pub(crate) fn reserve_gtt(&self, size: u64) -> Result<(), Errno> {
-        let mut used = self.gtt_used.lock();
-        match used.checked_add(size) {
-            Some(n) if n <= self.gtt_limit => {
-                *used = n;
-                Ok(())
-            }
-            _ => Err(Errno::ENOMEM),
-        }
-    }
-
-    /// Gives back what `reserve_vram` or `reserve_gtt` took for a buffer of `kind`.
-    pub(crate) fn unreserve(&self, kind: crate::memory::BufferKind, gpu_id: u32, size: u64) {
-        match kind {
-            crate::memory::BufferKind::Vram => self.release_vram(&[(gpu_id, size)]),
-            crate::memory::BufferKind::Gtt => {
-                let mut used = self.gtt_used.lock();
-                *used = used.saturating_sub(size);
-            }
-            _ => {}
-        }
-    }
-
-    pub(crate) fn release_vram(&self, freed: &[(u32, u64)]) {
-        let mut used = self.vram_used.lock();
-        for (gpu, size) in freed {
-            if let Some(u) = used.get_mut(gpu) {
-                *u = u.saturating_sub(*size);
-            }
-        }
+    /// The device's memory in use and every process's and uid's usage against its quotas:
+    /// handlers charge what they make here and release what they free.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     /// VRAM not yet allocated on `gpu_id`.
     pub fn vram_available(&self, gpu_id: u32) -> Option<u64> {
-        let total = self.topology.gpu(gpu_id)?.profile.vram_size;
-        Some(total.saturating_sub(self.vram_used.lock().get(&gpu_id).copied().unwrap_or(0)))
+        self.ledger.vram_available(None, gpu_id)
     }
 
     pub fn stats(&self) -> DeviceStats {

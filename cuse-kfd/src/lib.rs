@@ -5,6 +5,7 @@
 //! * [`ioctl`]: the one ioctl table and its handlers, reached through [`device::Device::ioctl`];
 //! * [`owner`]: the client process a context is bound to (pidfd, its memory, its start time);
 //! * [`process`], [`memory`], [`queue`], [`event`]: the per-process KFD model;
+//! * [`quota`]: what each process and uid may hold, and what the device holds in all;
 //! * [`engine`]: the soft command processor (AQL packets, soft kernels, signals);
 //! * [`topology`]: device profiles and the sysfs-shaped topology tree;
 //! * [`frontend`]: the ways in: CUSE, embedded, the topology filesystem, the control socket.
@@ -21,6 +22,7 @@ pub mod memory;
 pub mod owner;
 pub mod process;
 pub mod queue;
+pub mod quota;
 pub mod reply;
 pub mod topology;
 pub mod trace;

@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the device as /dev/<NAME> through CUSE (needs root and a kernel with CUSE).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run an unmodified ROCm program on our device (e.g. `cuse-kfd run --embedded -- rocminfo`):
     /// the `cuse-kfd-run` executable beside this one; `cuse-kfd run --help` shows its options.
     #[command(disable_help_flag = true)]
@@ -92,6 +92,19 @@ struct ServeArgs {
     /// crash-at=ioctl:NAME.
     #[arg(long = "fault", value_name = "SPEC")]
     faults: Vec<String>,
+    /// Per-process limits, e.g. `vram=8G,queues=64`: RES is buffers, vram, gtt (bytes, with a
+    /// K/M/G/T suffix), queues, events or waits (parked WAIT_EVENTS); N may be `unlimited`. A
+    /// request past a limit gets amdkfd's errno for the shortage (ENOMEM for buffers, memory
+    /// and waits; ENOSPC for queues and events) and changes nothing. Defaults: all of the
+    /// device's VRAM and GTT (half of RAM), 32768 buffers, 1024 queues, 8192 events, 4096
+    /// waits. `cuse-kfd status` shows the limits and each process's and uid's usage.
+    #[arg(long, value_name = "RES=N[,RES=N...]", value_parser = cuse_kfd::quota::Overrides::parse)]
+    process_limit: Option<cuse_kfd::quota::Overrides>,
+    /// Per-uid limits, over all processes of a uid, in the syntax of --process-limit.
+    /// Defaults: all of the device's VRAM and GTT, and four processes' worth of the counted
+    /// objects (131072 buffers, 4096 queues, 32768 events, 16384 waits).
+    #[arg(long, value_name = "RES=N[,RES=N...]", value_parser = cuse_kfd::quota::Overrides::parse)]
+    uid_limit: Option<cuse_kfd::quota::Overrides>,
     /// Record ioctls and packets from the start (`cuse-kfd status --trace FILE` exports them).
     #[arg(long)]
     trace: bool,
@@ -119,7 +132,7 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     let r = match cli.command {
-        Command::Serve(a) => serve(a),
+        Command::Serve(a) => serve(*a),
         Command::Topology { profile, gpus, write } => topology(&profile, gpus, write.as_deref()),
         Command::Status { name, runtime_dir, trace } => status(&name, runtime_dir, trace.as_deref()),
         Command::Run { args } => run(&args),
@@ -255,6 +268,10 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         profile: a.profile.clone(),
         gpus: a.gpus,
         runtime_dir: Some(runtime_dir.clone()),
+        quotas: cuse_kfd::quota::QuotaConfig {
+            process: a.process_limit.unwrap_or_default(),
+            uid: a.uid_limit.unwrap_or_default(),
+        },
         ..Default::default()
     };
     let device = Device::new(&config).map_err(|e| e.to_string())?;
@@ -352,7 +369,7 @@ mod tests {
     fn serve_args(args: &[&str]) -> ServeArgs {
         let argv = ["cuse-kfd", "serve"].iter().chain(args).copied();
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Serve(a) => a,
+            Command::Serve(a) => *a,
             _ => unreachable!("parsed as serve"),
         }
     }
@@ -365,6 +382,34 @@ mod tests {
         let a = serve_args(&["--mode", "0666", "--group", "44"]);
         assert_eq!((a.mode, a.group.as_str()), (0o666, "44"));
         assert!(serve_args(&["--no-sandbox"]).no_sandbox);
+    }
+
+    #[test]
+    fn quota_limits_come_from_the_command_line_and_its_help_states_the_defaults() {
+        use cuse_kfd::quota::{self, Overrides, Resource};
+        let a = serve_args(&["--process-limit", "vram=8G,queues=64", "--uid-limit", "waits=10"]);
+        assert_eq!(
+            a.process_limit,
+            Some(Overrides::default().with(Resource::Vram, 8 << 30).with(Resource::Queues, 64))
+        );
+        assert_eq!(a.uid_limit, Some(Overrides::default().with(Resource::Waits, 10)));
+        assert_eq!(serve_args(&[]).process_limit, None);
+        assert!(Cli::try_parse_from(["cuse-kfd", "serve", "--uid-limit", "bogus=1"]).is_err());
+        let mut cli = <Cli as clap::CommandFactory>::command();
+        let help = cli.find_subcommand_mut("serve").expect("serve").render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let n = |base: u64, times: u64| base * times;
+        for times in [1, quota::DEFAULT_UID_PROCESSES] {
+            for (base, name) in [
+                (quota::DEFAULT_PROCESS_BUFFERS, "buffers"),
+                (quota::DEFAULT_PROCESS_QUEUES, "queues"),
+                (quota::DEFAULT_PROCESS_EVENTS, "events"),
+                (quota::DEFAULT_PROCESS_WAITS, "waits"),
+            ] {
+                let said = format!("{} {name}", n(base, times));
+                assert!(help.contains(&said), "the help must say {said:?}: {help}");
+            }
+        }
     }
 
     #[test]

@@ -8,10 +8,11 @@ use crate::event::EventTable;
 use crate::memory::backing::{BackingFile, Owner};
 use crate::memory::offsets::OffsetSpace;
 use crate::memory::vm::GpuVm;
-use crate::memory::{Buffer, BufferKind};
+use crate::memory::Buffer;
 use crate::owner::OwnerProcess;
 use crate::queue::doorbell::Doorbells;
 use crate::queue::Queue;
+use crate::quota::AccountId;
 use crate::topology::Topology;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::collections::BTreeMap;
@@ -109,6 +110,8 @@ pub struct Process {
     /// The process this context is bound to: its life ends the context, and USERPTR memory is
     /// its memory. (A simulated client of the embedded device is bound to the process running it.)
     pub memory: Arc<OwnerProcess>,
+    /// What its objects are charged to (see [`crate::quota`]); closed by the device's teardown.
+    pub account: AccountId,
     inner: Mutex<ProcessInner>,
     vm: RwLock<GpuVm>,
     /// Bumped whenever the VM may change, so cached translations (the engine's TLBs) refill.
@@ -120,12 +123,13 @@ pub struct Process {
 const FIRST_RENDER_OFFSET: u64 = 1 << 32;
 
 impl Process {
-    pub fn new(pid: u32, owner: Owner, memory: Arc<OwnerProcess>, topology: &Topology) -> Process {
+    pub fn new(pid: u32, owner: Owner, memory: Arc<OwnerProcess>, account: AccountId, topology: &Topology) -> Process {
         let devices = topology.gpus().iter().map(|g| (g.gpu_id, ProcessDevice::new(g.gpu_id))).collect();
         Process {
             pid,
             owner,
             memory,
+            account,
             inner: Mutex::new(ProcessInner {
                 devices,
                 buffers: BTreeMap::new(),
@@ -179,25 +183,24 @@ impl Process {
     }
 
     /// Frees everything: waiters complete with FAIL, queues and buffers go, the VM empties.
-    /// Returns the completions to deliver and the freed buffers as (kind, gpu_id, size).
-    pub fn teardown(&self) -> (Vec<Completion>, Vec<(BufferKind, u32, u64)>) {
+    /// Returns the completions to deliver. (Their charges go when the device closes the
+    /// account.)
+    pub fn teardown(&self) -> Vec<Completion> {
         let mut inner = self.inner();
         let mut done = Vec::new();
         self.events().teardown(&mut done);
         inner.queues.clear();
-        let mut freed = Vec::new();
         let mut vm = self.vm_mut();
         for (_, b) in std::mem::take(&mut inner.buffers) {
             for gpu in &b.mapped_on {
                 vm.unmap(*gpu, b.va);
             }
-            freed.push((b.kind, b.gpu_id, b.size));
         }
         *vm = GpuVm::default();
         for d in inner.devices.values_mut() {
             d.doorbells = None;
             d.mmio_page = None;
         }
-        (done, freed)
+        done
     }
 }

@@ -308,6 +308,33 @@ fn status_reports_a_clients_queue_and_the_trace_exports() {
     assert!(json.contains("\"name\":\"CREATE_QUEUE\"") && json.contains("\"name\":\"barrier-AND\""), "{json}");
 }
 
+/// Issue 13 item 8: `serve --process-limit/--uid-limit` bound a client through the kernel, and
+/// `status` shows the limits and the usage.
+#[test]
+#[ignore = "device tier"]
+fn quota_serve_limits_bound_a_client_and_status_shows_them() {
+    let bin = tier();
+    let limits = ["--process-limit", "queues=1,vram=1M", "--uid-limit", "events=5"];
+    let d = Daemon::start_with(&bin, "kfd-t-quota", &limits);
+    let kfd = Kfd::open_node(&d.node).unwrap();
+    let gpu = kfd.gpu_ids().unwrap()[0];
+    let _q = AqlQueue::new(&kfd, gpu, 64).unwrap();
+    assert_eq!(AqlQueue::new(&kfd, gpu, 64).err(), Some(Errno::ENOSPC), "the second queue");
+    let _v = kfd.alloc(gpu, 1 << 20, Kind::Vram).unwrap();
+    assert_eq!(kfd.alloc(gpu, 4096, Kind::Vram).err(), Some(Errno::ENOMEM), "past 1 MiB of VRAM");
+    let out = std::process::Command::new(&bin).args(["status", "--runtime-dir"]).arg(&d.runtime_dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line =
+        |prefix: &str| text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {text}"));
+    let process = line("limits per process: ");
+    assert!(process.contains("vram=1048576") && process.contains(" queues=1 "), "{process}");
+    assert!(line("limits per uid: ").contains(" events=5 "), "{text}");
+    let uid = nix::unistd::getuid().as_raw();
+    let usage = line(&format!("uid {uid} usage "));
+    assert!(usage.contains(" vram=1048576 ") && usage.contains(" queues=1 "), "{usage}");
+}
+
 #[test]
 #[ignore = "device tier"]
 fn an_injected_daemon_crash_gives_clients_connection_errors() {

@@ -1,23 +1,72 @@
 //! Wait timeouts: one thread sleeping until the earliest deadline, not a thread per wait.
+//!
+//! Deadlines are keyed by (deadline, wait) in an ordered map with an index by wait, so a wait
+//! that ends before its deadline (completed, interrupted, torn down) takes its entry out at
+//! once: the timer never holds more entries than there are parked timed waits. (A binary heap
+//! with lazy deletion would keep a completed wait's entry until its deadline passed, up to the
+//! longest timeout, ~49 days, of waits at the rate clients can complete them; compacting it
+//! would need the same index anyway.)
 
 use super::wait::WaitId;
 use parking_lot::{Condvar, Mutex};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 type Fire = Box<dyn Fn(u32, WaitId) + Send + Sync>;
 
+/// The armed deadlines.
+#[derive(Debug, Default)]
+struct Deadlines {
+    /// (deadline, wait) -> pid.
+    by_time: BTreeMap<(Instant, WaitId), u32>,
+    /// wait -> its deadline.
+    by_wait: HashMap<WaitId, Instant>,
+}
+
+impl Deadlines {
+    /// Arms `wait`; returns whether it is now the earliest. Re-arming a wait moves it.
+    fn arm(&mut self, deadline: Instant, pid: u32, wait: WaitId) -> bool {
+        self.cancel(wait);
+        let earliest = self.by_time.first_key_value().is_none_or(|((d, _), _)| deadline < *d);
+        self.by_time.insert((deadline, wait), pid);
+        self.by_wait.insert(wait, deadline);
+        earliest
+    }
+
+    fn cancel(&mut self, wait: WaitId) -> bool {
+        match self.by_wait.remove(&wait) {
+            Some(d) => self.by_time.remove(&(d, wait)).is_some(),
+            None => false,
+        }
+    }
+
+    fn earliest(&self) -> Option<Instant> {
+        self.by_time.first_key_value().map(|((d, _), _)| *d)
+    }
+
+    /// Takes the earliest entry if its deadline is at or before `now`.
+    fn pop_due(&mut self, now: Instant) -> Option<(u32, WaitId)> {
+        let entry = self.by_time.first_entry().filter(|e| e.key().0 <= now)?;
+        let ((_, wait), pid) = entry.remove_entry();
+        self.by_wait.remove(&wait);
+        Some((pid, wait))
+    }
+
+    fn len(&self) -> usize {
+        debug_assert_eq!(self.by_time.len(), self.by_wait.len());
+        self.by_time.len()
+    }
+}
+
 #[derive(Default)]
 struct State {
-    heap: BinaryHeap<Reverse<(Instant, u32, WaitId)>>,
+    deadlines: Deadlines,
     stop: bool,
 }
 
-/// Calls `fire(pid, wait)` once each armed deadline passes (a wait that completed meanwhile
-/// is simply not found by then).
+/// Calls `fire(pid, wait)` once each armed deadline passes, unless the wait is cancelled first.
 pub struct Timer {
     shared: Arc<(Mutex<State>, Condvar)>,
     thread: Option<JoinHandle<()>>,
@@ -36,16 +85,20 @@ impl Timer {
 
     pub fn arm(&self, deadline: Instant, pid: u32, wait: WaitId) {
         let (lock, cv) = &*self.shared;
-        let mut st = lock.lock();
-        let earliest = st.heap.peek().is_none_or(|Reverse((d, _, _))| deadline < *d);
-        st.heap.push(Reverse((deadline, pid, wait)));
-        if earliest {
+        if lock.lock().deadlines.arm(deadline, pid, wait) {
             cv.notify_one();
         }
     }
 
+    /// Forgets the deadline of `wait` (it ended first); returns whether it was armed.
+    pub fn cancel(&self, wait: WaitId) -> bool {
+        // The thread may sleep toward this deadline; waking it early costs one spurious look.
+        self.shared.0.lock().deadlines.cancel(wait)
+    }
+
+    /// How many deadlines are armed.
     pub fn armed(&self) -> usize {
-        self.shared.0.lock().heap.len()
+        self.shared.0.lock().deadlines.len()
     }
 }
 
@@ -57,16 +110,14 @@ fn run(shared: &(Mutex<State>, Condvar), fire: &(dyn Fn(u32, WaitId) + Send + Sy
             return;
         }
         let now = Instant::now();
-        match st.heap.peek().copied() {
-            Some(Reverse((deadline, pid, wait))) if deadline <= now => {
-                st.heap.pop();
-                drop(st);
-                fire(pid, wait);
-                st = lock.lock();
-            }
-            Some(Reverse((deadline, _, _))) => {
-                _ = cv.wait_for(&mut st, deadline - now);
-            }
+        if let Some((pid, wait)) = st.deadlines.pop_due(now) {
+            drop(st);
+            fire(pid, wait);
+            st = lock.lock();
+            continue;
+        }
+        match st.deadlines.earliest() {
+            Some(deadline) => _ = cv.wait_for(&mut st, deadline - now),
             None => cv.wait(&mut st),
         }
     }
@@ -84,5 +135,45 @@ impl Drop for Timer {
                 let _ = t.join();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn cancelled_deadlines_leave_no_entry() {
+        let mut d = Deadlines::default();
+        let t0 = Instant::now();
+        assert!(d.arm(t0 + Duration::from_secs(10), 1, 1));
+        assert!(d.arm(t0 + Duration::from_secs(5), 1, 2), "an earlier deadline is the earliest");
+        assert!(!d.arm(t0 + Duration::from_secs(5), 2, 3), "a tie is not earlier");
+        assert!(d.cancel(2));
+        assert!(!d.cancel(2), "cancelled once");
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.earliest(), Some(t0 + Duration::from_secs(5)));
+        assert_eq!(d.pop_due(t0 + Duration::from_secs(4)), None);
+        assert_eq!(d.pop_due(t0 + Duration::from_secs(20)), Some((2, 3)));
+        d.arm(t0 + Duration::from_secs(1), 1, 1);
+        assert_eq!(d.len(), 1, "re-arming moves a wait");
+        assert_eq!(d.pop_due(t0 + Duration::from_secs(20)), Some((1, 1)));
+        assert_eq!(d.len(), 0);
+    }
+
+    #[test]
+    fn a_cancelled_wait_never_fires() {
+        let fired = Arc::new(Mutex::new(Vec::new()));
+        let f = fired.clone();
+        let timer = Timer::new(Box::new(move |pid, wait| f.lock().push((pid, wait))));
+        let now = Instant::now();
+        timer.arm(now + Duration::from_millis(30), 7, 1);
+        timer.arm(now + Duration::from_millis(10), 7, 2);
+        assert!(timer.cancel(1));
+        assert_eq!(timer.armed(), 1);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(*fired.lock(), vec![(7, 2)]);
+        assert_eq!(timer.armed(), 0);
     }
 }

@@ -19,7 +19,11 @@ fn event_type(t: u32) -> &'static str {
 }
 
 /// A text report of every process's buffers, queues (read/write index, state, error) and
-/// events. Stable line formats, so tests and scripts can read it.
+/// events, the quotas in force and what each process and uid holds against them. Stable line
+/// formats, so tests and scripts can read it: a `process PID uid UID` line starts each
+/// process's indented lines; `limits per process|per uid: RES=N ...`, `  usage RES=N ...`
+/// (a process's) and `uid UID usage RES=N ...` lines use the resource names of
+/// `--process-limit` (bytes for vram and gtt).
 pub fn status(device: &Device) -> String {
     let mut out = String::new();
     let s = device.stats();
@@ -35,10 +39,16 @@ pub fn status(device: &Device) -> String {
         s.events,
         s.waiters
     );
+    let ledger = device.ledger();
+    let limits = ledger.limits();
+    let _ = writeln!(out, "limits per process: {}", limits.process);
+    let _ = writeln!(out, "limits per uid: {}", limits.uid);
+    let _ = writeln!(out, "wait timeouts armed: {}", device.armed_timeouts());
     let mut procs = device.processes();
     procs.sort_by_key(|p| p.pid);
     for p in procs {
         let _ = writeln!(out, "process {} uid {}", p.pid, p.owner.uid);
+        let _ = writeln!(out, "  usage {}", ledger.usage(p.account));
         let inner = p.inner();
         for b in inner.buffers.values() {
             let gpus: Vec<String> = b.mapped_on.iter().map(|g| format!("{g:#x}")).collect();
@@ -88,6 +98,9 @@ pub fn status(device: &Device) -> String {
                 e.waiters.len()
             );
         }
+    }
+    for (uid, usage) in ledger.report().uids {
+        let _ = writeln!(out, "uid {uid} usage {usage}");
     }
     out
 }

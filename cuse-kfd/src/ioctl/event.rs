@@ -2,11 +2,13 @@
 
 use super::{Ctx, Handled};
 use crate::event::page::{EventPage, EVENT_PAGE_SIZE};
+use crate::event::registry::WaitRegistry;
 use crate::event::wait::{WaitSlot, Waiter};
 use crate::memory::backing::MmapSpace;
 use crate::memory::handle_gpu_id;
 use crate::memory::vm::RegionBacking;
 use crate::memory::BufferKind;
+use crate::quota::{Charge, Resource};
 use nix::errno::Errno;
 use std::time::Duration;
 use uapi::kfd::*;
@@ -34,6 +36,17 @@ fn set_client_page(ctx: &Ctx, handle: u64) -> Result<(), Errno> {
 }
 
 pub fn create(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
+    // Charged before anything is made (the event page included), given back on any failure.
+    let charge = Charge::of(Resource::Events, 1);
+    ctx.device.ledger().charge(ctx.process.account, &charge)?;
+    let r = create_charged(ctx, a);
+    if r.is_err() {
+        ctx.device.ledger().release(ctx.process.account, &charge);
+    }
+    r
+}
+
+fn create_charged(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
     if a.event_page_offset != 0 {
         set_client_page(ctx, a.event_page_offset)?;
     }
@@ -60,6 +73,9 @@ pub fn create(ctx: &Ctx, a: &mut CreateEventArgs) -> Result<(), Errno> {
 pub fn destroy(ctx: &Ctx, a: &mut DestroyEventArgs) -> Result<(), Errno> {
     let mut done = Vec::new();
     let r = ctx.process.events().destroy(a.event_id, &mut done);
+    if r.is_ok() {
+        ctx.device.ledger().release(ctx.process.account, &Charge::of(Resource::Events, 1));
+    }
     ctx.device.deliver(done);
     r
 }
@@ -88,7 +104,14 @@ pub fn wait(ctx: &Ctx, a: &mut WaitEventsArgs) -> Handled {
     if data.iter().any(|d| events.get(d.event_id).is_none()) {
         return Err(Errno::EINVAL).into();
     }
+    // A parked wait holds daemon memory until it ends: charged here, given back when it ends
+    // (by the registry, see `WaitRegistry::deliver`) or now if it does not park.
+    let charge = WaitRegistry::charge();
+    if let Err(e) = ctx.device.ledger().charge(ctx.process.account, &charge) {
+        return Err(e).into();
+    }
     let Some(reply) = ctx.take_pending() else {
+        ctx.device.ledger().release(ctx.process.account, &charge);
         return Err(Errno::EIO).into();
     };
     let tag = reply.tag();
@@ -109,7 +132,9 @@ pub fn wait(ctx: &Ctx, a: &mut WaitEventsArgs) -> Handled {
     if let Some(parked) = events.begin_wait(waiter, &mut done) {
         let timeout = (a.timeout != KFD_EVENT_TIMEOUT_INFINITE).then(|| Duration::from_millis(u64::from(a.timeout)));
         // Registered before the lock drops, so no completion can race ahead of it.
-        ctx.device.park_wait(ctx.process.pid, parked, tag, timeout);
+        ctx.device.park_wait(ctx.process, parked, tag, timeout);
+    } else {
+        ctx.device.ledger().release(ctx.process.account, &charge);
     }
     drop(events);
     ctx.device.deliver(done);

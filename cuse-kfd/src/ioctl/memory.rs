@@ -6,6 +6,7 @@ use crate::memory::vm::{GpuVa, RegionBacking};
 use crate::memory::{handle_gpu_id, make_handle, remote, Buffer, BufferKind, PAGE_SIZE};
 use crate::process::{ProcessInner, GPUVM_BASE, GPUVM_LIMIT};
 use crate::queue::doorbell::{Doorbells, DOORBELL_SLICE_SIZE};
+use crate::quota::Charge;
 use nix::errno::Errno;
 use std::sync::{Arc, Weak};
 use uapi::kfd::*;
@@ -82,16 +83,43 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let gpu = a.gpu_id;
-    let (backing, mmap_offset) = match kind {
+    let index = inner.next_buffer_index;
+    let next_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;
+    // Charged first and given back if the backing cannot be made: a refused ALLOC leaves nothing.
+    let charge = Charge::buffer(kind, gpu, size);
+    ctx.device.ledger().charge(ctx.process.account, &charge)?;
+    let (backing, mmap_offset) = make_backing(ctx, &mut inner, kind, gpu, size, a.size, a.mmap_offset)
+        .inspect_err(|_| ctx.device.ledger().release(ctx.process.account, &charge))?;
+    inner.next_buffer_index = next_index;
+    let handle = make_handle(gpu, index);
+    inner.buffers.insert(handle, Buffer::new(handle, gpu, kind, va, size, a.flags, mmap_offset, backing));
+    a.handle = handle;
+    a.mmap_offset = mmap_offset;
+    Ok(())
+}
+
+/// The backing of a new buffer of `kind` and (page-rounded) `size` on `gpu`, and its mmap
+/// offset; `asked` is the size the caller gave, `cpu` its mmap_offset argument (for USERPTR,
+/// the CPU address of its pages).
+fn make_backing(
+    ctx: &Ctx,
+    inner: &mut ProcessInner,
+    kind: BufferKind,
+    gpu: u32,
+    size: u64,
+    asked: u64,
+    cpu: u64,
+) -> Result<(RegionBacking, u64), Errno> {
+    Ok(match kind {
         BufferKind::Doorbell => {
-            if a.size != DOORBELL_SLICE_SIZE {
+            if asked != DOORBELL_SLICE_SIZE {
                 return Err(Errno::EINVAL);
             }
-            let db = doorbells(ctx, &mut inner, gpu)?;
+            let db = doorbells(ctx, inner, gpu)?;
             (RegionBacking::File { file: db.file.clone(), offset: 0 }, db.mmap_offset)
         }
         BufferKind::MmioRemap => {
-            if a.size != PAGE_SIZE {
+            if asked != PAGE_SIZE {
                 return Err(Errno::EINVAL);
             }
             let offset = KFD_MMAP_TYPE_MMIO | (u64::from(gpu) << KFD_MMAP_GPU_ID_SHIFT);
@@ -102,8 +130,6 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
             (RegionBacking::File { file: dev.mmio_page.clone().expect("created above"), offset: 0 }, offset)
         }
         BufferKind::Userptr => {
-            // For USERPTR, mmap_offset carries the CPU address of the client's pages.
-            let cpu = a.mmap_offset;
             if !cpu.is_multiple_of(PAGE_SIZE) || cpu.checked_add(size).is_none() {
                 return Err(Errno::EINVAL);
             }
@@ -123,31 +149,16 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
             (RegionBacking::Userptr(unsafe { remote::ClientAddr::new(owner.clone(), cpu) }), cpu)
         }
         BufferKind::Vram | BufferKind::Gtt => {
-            if kind == BufferKind::Vram {
-                ctx.device.reserve_vram(gpu, size)?;
-            } else {
-                ctx.device.reserve_gtt(size)?;
-            }
-            let offset = inner.render_offsets.alloc(size).ok_or(Errno::ENOMEM);
-            match offset.and_then(|o| make_file(ctx, MmapSpace::Render, o, size, kind == BufferKind::Vram)) {
-                Ok(file) => (RegionBacking::File { file, offset: 0 }, offset?),
+            let offset = inner.render_offsets.alloc(size).ok_or(Errno::ENOMEM)?;
+            match make_file(ctx, MmapSpace::Render, offset, size, kind == BufferKind::Vram) {
+                Ok(file) => (RegionBacking::File { file, offset: 0 }, offset),
                 Err(e) => {
-                    if let Ok(o) = offset {
-                        inner.render_offsets.free(o, size, Weak::new());
-                    }
-                    ctx.device.unreserve(kind, gpu, size);
+                    inner.render_offsets.free(offset, size, Weak::new());
                     return Err(e);
                 }
             }
         }
-    };
-    let index = inner.next_buffer_index;
-    inner.next_buffer_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;
-    let handle = make_handle(gpu, index);
-    inner.buffers.insert(handle, Buffer::new(handle, gpu, kind, va, size, a.flags, mmap_offset, backing));
-    a.handle = handle;
-    a.mmap_offset = mmap_offset;
-    Ok(())
+    })
 }
 
 pub fn free(ctx: &Ctx, a: &mut FreeMemoryOfGpuArgs) -> Result<(), Errno> {
@@ -160,7 +171,7 @@ pub fn free(ctx: &Ctx, a: &mut FreeMemoryOfGpuArgs) -> Result<(), Errno> {
         return Err(Errno::EBUSY);
     }
     let b = inner.buffers.remove(&a.handle).expect("looked up above");
-    ctx.device.unreserve(b.kind, b.gpu_id, b.size);
+    ctx.device.ledger().release(ctx.process.account, &Charge::buffer(b.kind, b.gpu_id, b.size));
     Ok(())
 }
 
@@ -239,6 +250,7 @@ pub fn unmap(ctx: &Ctx, a: &mut UnmapMemoryFromGpuArgs) -> Result<(), Errno> {
 }
 
 pub fn available(ctx: &Ctx, a: &mut GetAvailableMemoryArgs) -> Result<(), Errno> {
-    a.available = ctx.device.vram_available(a.gpu_id).ok_or(Errno::EINVAL)?;
+    // The device's free VRAM, bounded by what this process's and its uid's quotas still allow.
+    a.available = ctx.device.ledger().vram_available(Some(ctx.process.account), a.gpu_id).ok_or(Errno::EINVAL)?;
     Ok(())
 }

@@ -6,6 +6,7 @@ use super::Ctx;
 use crate::memory::vm::GpuVa;
 use crate::queue::doorbell::Doorbells;
 use crate::queue::{Queue, QueueProps, QueueType};
+use crate::quota::{Charge, Resource};
 use nix::errno::Errno;
 use std::sync::Arc;
 use uapi::kfd::*;
@@ -75,9 +76,16 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
         return Err(Errno::ENOSPC);
     }
     let id = (0..KFD_MAX_NUM_OF_QUEUES_PER_PROCESS).find(|id| !inner.queues.contains_key(id)).ok_or(Errno::ENOMEM)?;
-    let db = doorbells(ctx, &mut inner, a.gpu_id)?;
-    let index = db.alloc().ok_or(Errno::ENOMEM)?;
-    let doorbell_offset = db.mmap_offset | Doorbells::byte_offset(index);
+    // The process's and its uid's queue quotas (ENOSPC, as pqm_create_queue past its count);
+    // given back if the doorbell cannot be had.
+    let charge = Charge::of(Resource::Queues, 1);
+    ctx.device.ledger().charge(ctx.process.account, &charge)?;
+    let doorbell = doorbells(ctx, &mut inner, a.gpu_id).and_then(|db| {
+        let index = db.alloc().ok_or(Errno::ENOMEM)?;
+        Ok((index, db.mmap_offset | Doorbells::byte_offset(index), db.file.clone()))
+    });
+    let (index, doorbell_offset, doorbell_file) =
+        doorbell.inspect_err(|_| ctx.device.ledger().release(ctx.process.account, &charge))?;
     let props = QueueProps {
         ring_base: GpuVa(a.ring_base_address),
         ring_size: u64::from(ring_size),
@@ -97,7 +105,6 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
         GpuVa(a.ctx_save_restore_address),
         props,
     );
-    let doorbell_file = db.file.clone();
     let queue = Arc::new(queue);
     inner.queues.insert(id, queue.clone());
     ctx.device.engine().add(ctx.process.clone(), queue, doorbell_file);
@@ -111,6 +118,7 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
 pub fn destroy(ctx: &Ctx, a: &mut DestroyQueueArgs) -> Result<(), Errno> {
     let mut inner = ctx.process.inner();
     let q = inner.queues.remove(&a.queue_id).ok_or(Errno::EINVAL)?;
+    ctx.device.ledger().release(ctx.process.account, &Charge::of(Resource::Queues, 1));
     // Returns once the command processor has let go of the queue and woken its waiters.
     ctx.device.engine().remove(|hw| Arc::ptr_eq(&hw.queue, &q));
     if let Some(pdd) = inner.devices.get_mut(&q.gpu_id) {

@@ -47,8 +47,11 @@ impl Rig {
     }
 
     pub fn with_gpus(gpus: usize) -> Rig {
-        let config = DeviceConfig { gpus, ..DeviceConfig::default() };
-        let emb = Embedded::new(&config).expect("creating the device");
+        Rig::with_config(&DeviceConfig { gpus, ..DeviceConfig::default() })
+    }
+
+    pub fn with_config(config: &DeviceConfig) -> Rig {
+        let emb = Embedded::new(config).expect("creating the device");
         let root = emb.device().backing().root().to_owned();
         Rig { dev: RigDevice::Embedded(emb), root }
     }

@@ -159,9 +159,10 @@ USAGE:
         skip a tier: when the environment variable CI is set (not empty, not `false` or `0`),
         a tier that would be skipped (no clippy, no rustfmt, no root for the device tier)
         FAILS, with the reason. The unit+integration tier runs every crate's tests even after
-        one fails (--no-fail-fast) and names each failed target. A full run (no TIER named)
-        first checks the free space under the target directory and stops at once, saying so,
-        when it is below what a run from a clean clone writes (16 GiB with margin).
+        one fails (--no-fail-fast) and names each failed target, then in release the tests too
+        slow for debug (cuse-kfd --test quota). A full run (no TIER named) first checks the
+        free space under the target directory and stops at once, saying so, when it is below
+        what a run from a clean clone writes (16 GiB with margin).
 
         The device tier needs root. It runs its test binaries natively when /dev/cuse exists
         or `modprobe cuse` makes it; otherwise it boots a virtme-ng VM (QEMU, TCG) with a

@@ -198,7 +198,13 @@ impl Harness {
     pub fn new(config: Config, heartbeat: Arc<AtomicU64>) -> Result<Harness, String> {
         install_panic_hook();
         let engine = EngineConfig { invalid_packet_grace: Duration::from_millis(2), ..EngineConfig::default() };
-        let dc = DeviceConfig { profile: config.profile.clone(), gpus: config.gpus, runtime_dir: None, engine };
+        let dc = DeviceConfig {
+            profile: config.profile.clone(),
+            gpus: config.gpus,
+            runtime_dir: None,
+            engine,
+            ..Default::default()
+        };
         let emb = Embedded::new(&dc).map_err(|e| format!("cannot create the device: {e}"))?;
         let root = emb.device().backing().root().to_owned();
         let gpus: Vec<u32> = emb.device().topology().gpus().iter().map(|g| g.gpu_id).collect();
