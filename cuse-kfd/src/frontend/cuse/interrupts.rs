@@ -89,17 +89,25 @@ struct State {
 }
 
 /// The interrupt bookkeeping of one CUSE session.
-#[derive(Default)]
 pub struct Interrupts {
     state: Mutex<State>,
+    /// How long an interrupt for a request never seen stays pending ([`EXPIRY`]; frame tests
+    /// use a longer one so that a loaded machine cannot expire what they count).
+    expiry: Duration,
+}
+
+impl Default for Interrupts {
+    fn default() -> Interrupts {
+        Interrupts::with_expiry(EXPIRY)
+    }
 }
 
 impl State {
     /// Takes out of the pending set what expired by `now` and what is over `keep`: their frame
     /// uniques go into `requeue`.
-    fn trim(&mut self, now: Instant, keep: usize, requeue: &mut Vec<u64>) {
+    fn trim(&mut self, now: Instant, expiry: Duration, keep: usize, requeue: &mut Vec<u64>) {
         while let Some(p) = self.pending.front() {
-            if self.pending.len() <= keep && now.saturating_duration_since(p.at) < EXPIRY {
+            if self.pending.len() <= keep && now.saturating_duration_since(p.at) < expiry {
                 break;
             }
             requeue.push(p.frame);
@@ -109,6 +117,10 @@ impl State {
 }
 
 impl Interrupts {
+    pub fn with_expiry(expiry: Duration) -> Interrupts {
+        Interrupts { state: Mutex::new(State::default()), expiry }
+    }
+
     /// Registers request `unique` of process `pid` (a reader decoded it). Returns whether an
     /// interrupt for it already came, and the frame uniques of pending interrupts that expired:
     /// answer those -EAGAIN.
@@ -122,7 +134,7 @@ impl Interrupts {
             }
             None => false,
         };
-        s.trim(now, MAX_PENDING, &mut requeue);
+        s.trim(now, self.expiry, MAX_PENDING, &mut requeue);
         s.in_flight.insert(unique, Flight { pid, interrupted });
         (interrupted, requeue)
     }
@@ -144,7 +156,7 @@ impl Interrupts {
             // same one, sent again; keep the newer frame unique (they are equal) and the age.
             return (Verdict::Pending, requeue);
         }
-        s.trim(now, MAX_PENDING - 1, &mut requeue);
+        s.trim(now, self.expiry, MAX_PENDING - 1, &mut requeue);
         s.pending.push_back(Parked { unique, frame, at: now });
         (Verdict::Pending, requeue)
     }

@@ -131,7 +131,17 @@ fn iov(base: u64, len: u64) -> FuseIoctlIovec {
 
 impl Session {
     pub fn new(device: Arc<Device>, sink: Arc<dyn FrameSink>, procfs: Box<dyn Procfs>, devname: &str) -> Session {
-        let interrupts = Arc::new(Interrupts::default());
+        Session::with_interrupts(device, sink, procfs, devname, Interrupts::default())
+    }
+
+    fn with_interrupts(
+        device: Arc<Device>,
+        sink: Arc<dyn FrameSink>,
+        procfs: Box<dyn Procfs>,
+        devname: &str,
+        interrupts: Interrupts,
+    ) -> Session {
+        let interrupts = Arc::new(interrupts);
         let sink = Arc::new(Tracked { inner: sink, interrupts: interrupts.clone() });
         Session {
             device,
@@ -488,7 +498,11 @@ mod tests {
         fn new(unreadable: Option<u64>) -> Rig {
             let device = Device::new(&DeviceConfig::default()).unwrap();
             let sink = Arc::new(Capture::default());
-            let session = Session::new(device, sink.clone(), Box::new(Fake { unreadable }), "kfd");
+            // Expiry is the unit tests' (explicit instants): here a loaded machine must not expire
+            // an interrupt a test counts on.
+            let interrupts = Interrupts::with_expiry(std::time::Duration::from_secs(3600));
+            let session =
+                Session::with_interrupts(device, sink.clone(), Box::new(Fake { unreadable }), "kfd", interrupts);
             session.handle(&frame(FUSE_OPEN, 2, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]));
             let opened = sink.0.lock().pop().unwrap();
             let fh = FuseOpenOut::read_from_bytes(&opened[16..]).unwrap().fh;
