@@ -39,7 +39,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 11] = [
+pub const DEVICE_TESTS: [DeviceTest; 12] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -99,6 +99,15 @@ pub const DEVICE_TESTS: [DeviceTest; 11] = [
         args: &["--show-output"],
         what: "identity through the node: a context ends within 100 ms of its owner's exit while a child \
                holds the fd, whose ioctls answer EBADF",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "restart",
+        // The output of passing tests too: how soon clients failed and the daemon exited.
+        args: &["--show-output"],
+        what: "the daemon SIGKILLed under three blocked clients (each fails within 1 s), restarted on the same \
+               runtime directory (as a fresh one) and served to a recycled pid; SIGTERM under busy clients \
+               exits 0 within 5 s",
     },
     DeviceTest {
         package: "cuse-kfd",
