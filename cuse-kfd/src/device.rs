@@ -236,7 +236,8 @@ impl Device {
                             .or_insert_with(|| {
                                 log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
                                 let ids = Owner { uid: caller.uid, gid: caller.gid };
-                                Arc::new(Process::new(caller.pid, ids, owner.clone(), &self.topology))
+                                let backing = self.backing.client(caller.pid);
+                                Arc::new(Process::new(caller.pid, ids, backing, owner.clone(), &self.topology))
                             })
                             .clone();
                         c.next_file += 1;
@@ -297,7 +298,7 @@ impl Device {
         for (kind, gpu, size) in freed {
             self.unreserve(kind, gpu, size);
         }
-        self.backing.remove_client(process.pid);
+        self.backing.remove_client(process.backing);
     }
 
     /// The context of process `pid`, if it has the device open.
