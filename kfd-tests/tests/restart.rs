@@ -206,6 +206,8 @@ fn sigterm_exits_within_5s_under_busy_clients() {
     wait_parked(&d, waiter.pid());
     let mut hammer = client("hammer", &d.node);
     assert_eq!(hammer.line(Duration::from_secs(60)), "hammering");
+    // Into the thick of it: the hammering client's rounds take some milliseconds each.
+    std::thread::sleep(Duration::from_millis(300));
 
     let t0 = Instant::now();
     let status = d.terminate(EXIT_WITHIN);
@@ -363,11 +365,13 @@ fn busy(kfd: &Kfd, gpu: u32) {
 
 /// Issues ioctls without pause (a buffer, a queue given an expensive packet, DESTROY_QUEUE while
 /// it runs, FREE, the apertures) until one fails; says `hammering` after a few rounds, and
-/// `stopped <rounds> <errno>` at the end.
+/// `stopped <rounds> <errno> <longest round>` at the end.
 fn hammer(kfd: &Kfd, gpu: u32) {
     let (code, _counter, args) = expensive(kfd, gpu);
     let mut rounds = 0u64;
+    let mut longest = Duration::ZERO;
     let stopped = loop {
+        let t0 = Instant::now();
         let round = (|| {
             let _b = kfd.alloc(gpu, 64 << 10, Kind::Gtt)?;
             let q = AqlQueue::new(kfd, gpu, 16)?;
@@ -378,11 +382,12 @@ fn hammer(kfd: &Kfd, gpu: u32) {
         if let Err(e) = round {
             break e;
         }
+        longest = longest.max(t0.elapsed());
         rounds += 1;
         if rounds == 3 {
             println!("@@ hammering");
         }
     };
-    println!("@@ stopped {rounds} {stopped:?}");
+    println!("@@ stopped {rounds} {stopped:?} {longest:?}");
     stdin_line();
 }
