@@ -6,6 +6,9 @@
 //!   and node name leaves there exactly what a fresh daemon makes, and a client that got a dead
 //!   client's pid (through `ns_last_pid`), with a client-owned directory planted under that pid,
 //!   allocates, creates a queue and runs a packet.
+//! - `a_reused_pid_gets_a_fresh_context`: a client's pid, taken by a new process while a child of
+//!   the dead client still holds its fd, opens a fresh context: the old buffer and event are not
+//!   its own, and it allocates.
 //! - `sigterm_exits_within_5s_under_busy_clients`: SIGTERM while one client keeps a queue full of
 //!   the most expensive packets, one is blocked in a wait and one issues ioctls without pause:
 //!   `serve` exits 0 within 5 s and its node is gone.
@@ -156,7 +159,14 @@ fn restart() {
     // The same node name and runtime directory: what the dead daemon left is gone.
     let d = Daemon::start(&bin, name);
     wait_for_control(&d);
-    assert_eq!(listing(&d.runtime_dir), fresh, "the restarted daemon's runtime directory against a fresh one's");
+    let restarted = listing(&d.runtime_dir);
+    let extra: Vec<&Entry> = restarted.iter().filter(|e| !fresh.contains(e)).collect();
+    let missing: Vec<&Entry> = fresh.iter().filter(|e| !restarted.contains(e)).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "the restarted daemon's runtime directory against a fresh one's: more {extra:?}, less {missing:?}"
+    );
+    println!("after the restart the runtime directory holds what a fresh daemon makes ({} entries)", fresh.len());
 
     // A dead client's pid, to a new client, with a leftover of the old layout (a client-owned
     // directory tree, as a daemon before issue 13 made) planted under it.
@@ -171,7 +181,7 @@ fn restart() {
     for p in [planted.clone(), planted.join("render"), planted.join("kfd"), planted.join("render/0000000100000000")] {
         std::os::unix::fs::chown(&p, Some(NOBODY), Some(NOBODY)).unwrap();
     }
-    let (mut next, attempts) = client_with_pid(&d.node, recycled);
+    let (mut next, attempts) = client_with_pid("recycled", &d.node, recycled);
     println!("a new client got the dead client's pid {recycled} (attempt {attempts})");
     assert_eq!(next.line(Duration::from_secs(60)), format!("ok {recycled}"), "the client with the recycled pid");
     let m = fs::symlink_metadata(&planted).unwrap();
@@ -180,18 +190,49 @@ fn restart() {
     next.send("exit");
 }
 
-/// A client in role `recycled` whose pid is `pid` (free now): `ns_last_pid` set to the pid
-/// before it, then a spawn, until the spawned client gets it. The client and the attempt.
-fn client_with_pid(node: &Path, pid: u32) -> (Client, u32) {
+/// A client in `role` whose pid is `pid` (free now): `ns_last_pid` set to the pid before it,
+/// then a spawn, until the spawned client gets it. The client and the attempt.
+fn client_with_pid(role: &str, node: &Path, pid: u32) -> (Client, u32) {
     for attempt in 1..=50 {
         // Another process may take the pid between the write and the spawn: then try again.
         fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).expect("write ns_last_pid");
-        let c = client("recycled", node);
+        let c = client(role, node);
         if c.pid() == pid {
             return (c, attempt);
         }
     }
     panic!("no client got pid {pid} in 50 attempts");
+}
+
+/// The daemon's object counts (the `stats` command).
+fn stats(d: &Daemon) -> cuse_kfd::DeviceStats {
+    let text = cuse_kfd::frontend::control::request(&d.runtime_dir, "stats").expect("stats");
+    cuse_kfd::frontend::control::parse_stats(&text).expect("a stats answer")
+}
+
+#[test]
+#[ignore = "device tier"]
+fn a_reused_pid_gets_a_fresh_context() {
+    let bin = tier();
+    let d = Daemon::start(&bin, "kfd-t-reuse");
+    let mut owner = client("owner_with_holder", &d.node);
+    let objects = owner.line(Duration::from_secs(60));
+    let pid = owner.pid();
+    assert!(owner.kill_and_reap(Duration::from_secs(10)), "the owner did not exit");
+    // Its child still holds the fd: the context ends with its owner all the same.
+    let t0 = Instant::now();
+    while stats(&d).processes != 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "the dead owner's context never ended");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(stats(&d).files, 1, "the holder's fd is still open");
+    let (mut next, attempts) = client_with_pid("fresh", &d.node, pid);
+    println!("a new process got the dead owner's pid {pid} (attempt {attempts}) while its child held the fd");
+    next.send(&objects);
+    assert_eq!(next.line(Duration::from_secs(60)), "fresh", "the process with the reused pid");
+    let s = stats(&d);
+    assert_eq!((s.processes, s.buffers), (1, 1), "one context, with the new process's one buffer: {s:?}");
+    next.send("exit");
 }
 
 #[test]
@@ -240,6 +281,8 @@ fn client_role() {
         "victim" => victim(&kfd, gpu),
         "thunk_victim" => thunk_victim(&kfd, gpu),
         "recycled" => recycled(&kfd, gpu),
+        "owner_with_holder" => owner_with_holder(&kfd, gpu),
+        "fresh" => fresh(&kfd, gpu),
         "busy" => busy(&kfd, gpu),
         "hammer" => hammer(&kfd, gpu),
         other => panic!("unknown client role {other}"),
@@ -320,6 +363,44 @@ fn recycled(kfd: &Kfd, gpu: u32) {
         Err(e) => println!("@@ failed {e}"),
     }
     stdin_line();
+}
+
+/// Allocates a buffer and an event, forks a child that holds the fd until stdin closes, and
+/// says `<buffer handle> <event id>`.
+fn owner_with_holder(kfd: &Kfd, gpu: u32) {
+    let buffer = kfd.alloc(gpu, 4096, Kind::Gtt).expect("a buffer");
+    let event = kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, false).expect("an event").event_id;
+    // SAFETY: the child only reads stdin with read(2) and _exits.
+    if let nix::unistd::ForkResult::Child = unsafe { nix::unistd::fork() }.expect("fork") {
+        let mut b = [0u8; 64];
+        // SAFETY: reads into `b`, which is 64 bytes long.
+        while unsafe { libc::read(0, b.as_mut_ptr().cast(), b.len()) } > 0 {}
+        // SAFETY: ends the child at once, holding the fd to the end.
+        unsafe { libc::_exit(0) }
+    }
+    println!("@@ {:x} {event}", buffer.handle());
+    stdin_line();
+}
+
+/// Reads the old owner's `<buffer handle> <event id>`: neither is this context's; then
+/// allocates. Says `fresh` or what was wrong.
+fn fresh(kfd: &Kfd, gpu: u32) {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let mut f = line.split_whitespace();
+    let handle = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
+    let event: u32 = f.next().unwrap().parse().unwrap();
+    let got = (kfd.free_memory(handle), kfd.set_event(event), kfd.alloc(gpu, 4096, Kind::Gtt).map(|_b| ()));
+    // The buffer handle and the event id of a context this one is not.
+    let fresh_answers = (Err(thunk::Errno::EINVAL), Err(thunk::Errno::EINVAL), Ok(()));
+    if got == fresh_answers {
+        // Keep one buffer for the test to count.
+        let _b = kfd.alloc(gpu, 4096, Kind::Gtt).expect("a buffer");
+        println!("@@ fresh");
+        stdin_line();
+    } else {
+        println!("@@ stale {got:?}");
+    }
 }
 
 /// A soft kernel descriptor of `builtin` in a fresh code buffer.
