@@ -98,7 +98,8 @@ pub const DEVICE_TESTS: [DeviceTest; 12] = [
         // The output of the passing test too: how soon the context ended.
         args: &["--show-output"],
         what: "identity through the node: a context ends within 100 ms of its owner's exit while a child \
-               holds the fd, whose ioctls answer EBADF",
+               holds the fd, whose ioctls answer EBADF; clients each pid 1 of their own pid namespace get a \
+               context each; a daemon in its own pid namespace refuses callers it cannot see (pid 0)",
     },
     DeviceTest {
         package: "kfd-tests",
@@ -106,8 +107,8 @@ pub const DEVICE_TESTS: [DeviceTest; 12] = [
         // The output of passing tests too: how soon clients failed and the daemon exited.
         args: &["--show-output"],
         what: "the daemon SIGKILLed under three blocked clients (each fails within 1 s), restarted on the same \
-               runtime directory (as a fresh one) and served to a recycled pid; SIGTERM under busy clients \
-               exits 0 within 5 s",
+               runtime directory (as a fresh one) and served to a recycled pid; a reused pid gets a fresh \
+               context; SIGTERM under busy clients exits 0 within 5 s",
     },
     DeviceTest {
         package: "cuse-kfd",
