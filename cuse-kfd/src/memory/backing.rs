@@ -232,7 +232,7 @@ impl BackingStore {
     }
 
     /// The directory of `space` of context `id`, made on first use. ENOENT for a context that
-    /// was removed or that a newer context of its pid replaced before it made its directory.
+    /// was removed, or that has a newer context of its pid and made no directory yet.
     fn client_dir(&self, id: ClientId, space: MmapSpace) -> io::Result<Arc<OwnedFd>> {
         let mut clients = self.clients.lock();
         match clients.get(&id) {
@@ -251,19 +251,19 @@ impl BackingStore {
     }
 
     /// Makes the directories of context `id` at `<pid>`. That name is the pid's newest
-    /// context's: an older context there moves aside to `<pid>.<context>`; a newer one there
-    /// means `id` is a stale context that lost the race, and gets ENOENT.
+    /// context's: an older context there moves aside to `<pid>.<context>`. A context with a
+    /// newer one of its pid is stale (a request of it still in flight) and gets ENOENT.
     fn make_client_dirs(
         &self,
         clients: &mut HashMap<ClientId, Option<ClientDirs>>,
         id: ClientId,
     ) -> io::Result<ClientDirs> {
+        if clients.keys().any(|k| k.pid == id.pid && k.context > id.context) {
+            return Err(Errno::ENOENT.into());
+        }
         let name = id.pid.to_string();
         let holder = clients.iter_mut().find(|(k, d)| k.pid == id.pid && d.as_ref().is_some_and(|d| d.name == name));
         if let Some((holder, Some(dirs))) = holder {
-            if holder.context > id.context {
-                return Err(Errno::ENOENT.into());
-            }
             let aside = format!("{}.{}", holder.pid, holder.context);
             let root = self.root_fd.as_raw_fd();
             let flags = nix::fcntl::RenameFlags::RENAME_NOREPLACE;

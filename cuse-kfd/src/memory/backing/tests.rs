@@ -171,10 +171,12 @@ fn contexts_of_one_pid_never_share_a_file() {
     const DOORBELL: u64 = 0xC000_4000_0000_0000;
     let store = BackingStore::private().unwrap();
     let root = store.root().to_owned();
-    let (older, newer) = (store.client(9), store.client(9));
+    let older = store.client(9);
     let old = store.create(older, me(), MmapSpace::Kfd, DOORBELL, 8192).unwrap();
-    let old_buffer = store.create(older, me(), MmapSpace::Render, 0x1_0000_0000, 4096).unwrap();
     old.region().write(0, b"old").unwrap();
+    let newer = store.client(9);
+    // A request of the older context still in flight makes its file in its own directory.
+    let old_buffer = store.create(older, me(), MmapSpace::Render, 0x1_0000_0000, 4096).unwrap();
     let new = store.create(newer, me(), MmapSpace::Kfd, DOORBELL, 8192).expect("the newer context's doorbell");
     new.region().write(0, b"new").unwrap();
     let path = root.join("9/kfd/c000400000000000");
@@ -197,17 +199,20 @@ fn contexts_of_one_pid_never_share_a_file() {
     assert_eq!(fs::read_dir(&root).unwrap().count(), 0, "nothing is left");
 }
 
-/// A context that made no file before a newer context of its pid did (a request of the older
-/// one still in flight), or whose end was removed already, makes none: it would take the
-/// newer one's directory, or leave one no teardown removes.
+/// A context that made no file before a newer context of its pid came (a request of the older
+/// one still in flight), or that was removed already, makes none: it would take the newer
+/// one's directory, or leave one no teardown removes.
 #[test]
 fn a_stale_context_makes_no_file() {
     let store = BackingStore::private().unwrap();
     let root = store.root().to_owned();
     let (older, newer) = (store.client(5), store.client(5));
+    let err = store.create(older, me(), MmapSpace::Render, 0x2000, 4096).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "before the newer context made a file");
+    assert!(!root.join("5").exists());
     let new = store.create(newer, me(), MmapSpace::Render, 0x1000, 4096).unwrap();
     let err = store.create(older, me(), MmapSpace::Render, 0x2000, 4096).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "after");
     assert!(new.path().exists() && new.path().starts_with(root.join("5")));
     store.remove_client(newer);
     assert!(!root.join("5").exists());
