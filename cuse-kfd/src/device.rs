@@ -237,7 +237,8 @@ impl Device {
                                 log::info!("process {} (uid {}) opened the device", caller.pid, caller.uid);
                                 let ids = Owner { uid: caller.uid, gid: caller.gid };
                                 let account = self.ledger.open(caller.pid, caller.uid);
-                                Arc::new(Process::new(caller.pid, ids, owner.clone(), account, &self.topology))
+                                let backing = self.backing.client(caller.pid);
+                                Arc::new(Process::new(caller.pid, ids, backing, owner.clone(), account, &self.topology))
                             })
                             .clone();
                         c.next_file += 1;
@@ -297,7 +298,7 @@ impl Device {
         self.deliver(completions);
         // Gives back everything the context still held against the device and its quotas.
         self.ledger.close(process.account);
-        self.backing.remove_client(process.pid);
+        self.backing.remove_client(process.backing);
     }
 
     /// The context of process `pid`, if it has the device open.

@@ -5,7 +5,7 @@
 
 use crate::event::wait::Completion;
 use crate::event::EventTable;
-use crate::memory::backing::{BackingFile, Owner};
+use crate::memory::backing::{BackingFile, ClientId, Owner};
 use crate::memory::offsets::OffsetSpace;
 use crate::memory::vm::GpuVm;
 use crate::memory::Buffer;
@@ -107,6 +107,8 @@ pub struct ProcessStats {
 pub struct Process {
     pub pid: u32,
     pub owner: Owner,
+    /// The context's own backing files (a directory no other context of its pid shares).
+    pub backing: ClientId,
     /// The process this context is bound to: its life ends the context, and USERPTR memory is
     /// its memory. (A simulated client of the embedded device is bound to the process running it.)
     pub memory: Arc<OwnerProcess>,
@@ -123,11 +125,19 @@ pub struct Process {
 const FIRST_RENDER_OFFSET: u64 = 1 << 32;
 
 impl Process {
-    pub fn new(pid: u32, owner: Owner, memory: Arc<OwnerProcess>, account: AccountId, topology: &Topology) -> Process {
+    pub fn new(
+        pid: u32,
+        owner: Owner,
+        backing: ClientId,
+        memory: Arc<OwnerProcess>,
+        account: AccountId,
+        topology: &Topology,
+    ) -> Process {
         let devices = topology.gpus().iter().map(|g| (g.gpu_id, ProcessDevice::new(g.gpu_id))).collect();
         Process {
             pid,
             owner,
+            backing,
             memory,
             account,
             inner: Mutex::new(ProcessInner {

@@ -1,15 +1,24 @@
 //! Identity through the real node (issue 13, H3/H4), in the device tier: a context ends within
 //! 100 ms of its owner's exit while a child still holds the owner's fd, and the child's
-//! ioctls on that fd answer EBADF, as amdkfd's. (The embedded tier tests the same and more,
-//! in cuse-kfd/tests/identity.rs; the pid-0 refusal is a CUSE session unit test.)
+//! ioctls on that fd answer EBADF, as amdkfd's. Pid namespaces (M7): clients that are each
+//! pid 1 of a namespace of their own get a context each, and a daemon in a pid namespace of its
+//! own refuses the callers it cannot see (FUSE gives their pid as 0). (The embedded tier tests
+//! the same and more, in cuse-kfd/tests/identity.rs; the pid-0 refusal is a CUSE session unit
+//! test too; a reused pid gets a fresh context in kfd-tests/tests/restart.rs.)
 
 use kfd_tests::device::{tier, Daemon};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, pipe, ForkResult, Pid};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use thunk::memory::Kind;
+use thunk::queue::AqlQueue;
+use thunk::Kfd;
 use uapi::ioctl::AMDKFD_IOC_GET_VERSION;
 use uapi::kfd::GetVersionArgs;
 
@@ -115,4 +124,166 @@ fn h3_h4_context_ends_within_100ms_of_owner_exit_while_a_child_holds_the_fd() {
     File::from(res_r).read_exact(&mut got).expect("the holder's result");
     assert_eq!(i32::from_ne_bytes(got), libc::EBADF, "the holder's GET_VERSION on the owner's fd");
     assert_eq!(stats(&d).processes, 0, "the holder's ioctl made no context of its own");
+}
+
+/// A process started through `unshare --pid --fork`: pid 1 of a pid namespace of its own
+/// (killed with `unshare`, which `--kill-child` makes its parent-death signal).
+struct InOwnPidNs {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl InOwnPidNs {
+    fn start(program: &Path, args: &[&std::ffi::OsStr], envs: &[(&str, &std::ffi::OsStr)]) -> InOwnPidNs {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--pid", "--fork", "--kill-child=SIGTERM", "--"]).arg(program).args(args);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start unshare");
+        let out = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        InOwnPidNs { child, lines }
+    }
+
+    /// This test binary as a client in role `own_context` against `node`.
+    fn client(node: &Path) -> InOwnPidNs {
+        let exe = std::env::current_exe().unwrap();
+        let args = ["--exact", "pidns_client_role", "--ignored", "--nocapture", "--test-threads=1"];
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        InOwnPidNs::start(&exe, &args, &[("CUSE_KFD_DEVICE", node.as_os_str())])
+    }
+
+    /// The next line printed with the `@@` marker.
+    fn line(&mut self, timeout: Duration) -> String {
+        let t0 = Instant::now();
+        loop {
+            let left = timeout.checked_sub(t0.elapsed()).unwrap_or_default();
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    if let Some(at) = l.find("@@ ") {
+                        return l[at + 3..].trim().to_string();
+                    }
+                }
+                Err(e) => panic!("no line from unshare {} within {timeout:?} ({e})", self.child.id()),
+            }
+        }
+    }
+
+    /// SIGTERM to `unshare`'s child and to `unshare` (which may block it while it waits for the
+    /// child); whether both ended within `within`.
+    fn terminate(&mut self, within: Duration) -> bool {
+        let me = self.child.id();
+        let children = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_default();
+        for pid in children.split_whitespace().filter_map(|p| p.parse().ok()).chain([me as i32]) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < within {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
+impl Drop for InOwnPidNs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The pids of `pid` in its pid namespaces, outermost first (`NSpid` of /proc/<pid>/status).
+fn ns_pids(pid: u32) -> Vec<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("NSpid:")).expect("an NSpid line");
+    line.split_whitespace().skip(1).map(|p| p.parse().unwrap()).collect()
+}
+
+#[test]
+#[ignore = "device tier"]
+fn m7_clients_each_pid_1_of_their_own_namespace_get_a_context_each() {
+    let bin = tier();
+    let d = Daemon::start(&bin, "kfd-t-pidns");
+    let mut clients = [InOwnPidNs::client(&d.node), InOwnPidNs::client(&d.node)];
+    let mut seen = Vec::new();
+    for c in &mut clients {
+        let line = c.line(Duration::from_secs(60));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.first(), Some(&"ok"), "a client in its own pid namespace: {line}");
+        let (own, daemon_sees): (u32, u32) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        assert_eq!(own, 1, "the client is pid 1 in its namespace");
+        // The daemon knows it by its pid in the daemon's namespace, one level up.
+        assert_eq!(ns_pids(daemon_sees), [daemon_sees, 1], "pid {daemon_sees} is pid 1 of a child namespace");
+        seen.push(daemon_sees);
+    }
+    assert_ne!(seen[0], seen[1]);
+    let s = stats(&d);
+    assert_eq!((s.processes, s.queues), (2, 2), "a context each, with its own queue: {s:?}");
+    println!("two clients, each pid 1 of its own pid namespace, are processes {seen:?} to the daemon");
+}
+
+/// The client of `m7_clients_each_pid_1_of_their_own_namespace_get_a_context_each`: allocates
+/// (its backing file found by the pid the daemon gave it), creates a queue and an event, says
+/// `ok <own pid> <pid the daemon sees>` and holds them until stdin closes.
+#[test]
+#[ignore = "a client role run by other tests in a child process"]
+fn pidns_client_role() {
+    let node = std::env::var_os("CUSE_KFD_DEVICE").expect("CUSE_KFD_DEVICE");
+    let made = (|| {
+        let kfd = Kfd::open_node(Path::new(&node))?;
+        let gpu = kfd.gpu_ids()?[0];
+        let b = kfd.alloc(gpu, 4096, Kind::Gtt)?;
+        b.write(0, b"mine");
+        let q = AqlQueue::new(&kfd, gpu, 64)?;
+        let e = kfd.create_event(gpu, uapi::kfd::KFD_IOC_EVENT_SIGNAL, false)?;
+        Ok::<_, thunk::Errno>((kfd, b, q, e))
+    })();
+    match &made {
+        Ok((kfd, ..)) => println!("@@ ok {} {}", std::process::id(), kfd.pid()),
+        Err(e) => println!("@@ failed {e}"),
+    }
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+#[test]
+#[ignore = "device tier"]
+fn m7_a_daemon_in_its_own_pid_namespace_refuses_callers_it_cannot_see() {
+    let bin = tier();
+    let name = "kfd-t-nsdaemon";
+    let node = Path::new("/dev").join(name);
+    let rt = std::env::temp_dir().join(format!("cuse-kfd-tier-{name}"));
+    let words = ["serve", "--name", name, "--mode", "0666", "--runtime-dir"];
+    let mut args: Vec<&std::ffi::OsStr> = words.iter().map(std::ffi::OsStr::new).collect();
+    args.push(rt.as_os_str());
+    let mut daemon = InOwnPidNs::start(&bin, &args, &[]);
+    let t0 = Instant::now();
+    while !std::fs::metadata(&node).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o666) {
+        assert!(daemon.child.try_wait().unwrap().is_none(), "the daemon exited before its node appeared");
+        assert!(t0.elapsed() < Duration::from_secs(90), "{} did not appear within 90 s", node.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // This process is outside the daemon's pid namespace: FUSE gives its pid as 0.
+    let opened = std::fs::OpenOptions::new().read(true).write(true).open(&node);
+    assert_eq!(opened.map(|_| ()).map_err(|e| e.raw_os_error()), Err(Some(libc::EPERM)), "open by an unseen caller");
+    assert_eq!(Kfd::open_node(&node).err(), Some(thunk::Errno::EPERM), "the thunk's open");
+    println!("a caller outside the daemon's pid namespace was refused with EPERM");
+    assert!(daemon.terminate(Duration::from_secs(10)), "the daemon did not end on SIGTERM");
+    let t0 = Instant::now();
+    while node.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "{} outlived its daemon", node.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_dir_all(&rt);
 }

@@ -18,7 +18,7 @@ impl Fixture {
     fn new() -> Fixture {
         let store = BackingStore::private().unwrap();
         let owner = Owner { uid: nix::unistd::getuid().as_raw(), gid: nix::unistd::getgid().as_raw() };
-        let file = store.create(1, owner, MmapSpace::Kfd, 0, EVENT_PAGE_SIZE).unwrap();
+        let file = store.create(store.client(1), owner, MmapSpace::Kfd, 0, EVENT_PAGE_SIZE).unwrap();
         let mut table = EventTable::default();
         table.set_page(EventPage::new(file, 0).unwrap()).unwrap();
         Fixture { table, _store: store, next_wait: 1 }

@@ -50,7 +50,7 @@ pub const ALLOWED: &[(libc::c_long, &str)] = &[
     (libc::SYS_mkdirat, "per-client directories"),
     (libc::SYS_unlinkat, "removing backing files, client directories, the topology tree"),
     (libc::SYS_renameat, "replacing files atomically"),
-    (libc::SYS_renameat2, "replacing files atomically"),
+    (libc::SYS_renameat2, "replacing files atomically; moving an older context's backing directory aside"),
     (libc::SYS_fchown, "giving a backing file to its client"),
     (libc::SYS_fchownat, "giving a backing file or directory to its client"),
     (libc::SYS_fchmod, "backing file modes"),

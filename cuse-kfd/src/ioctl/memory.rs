@@ -55,11 +55,11 @@ pub(super) fn create_file(ctx: &Ctx, space: MmapSpace, offset: u64, len: u64) ->
 /// [`BackingStore::create_sparse`]: crate::memory::backing::BackingStore::create_sparse
 fn make_file(ctx: &Ctx, space: MmapSpace, offset: u64, len: u64, sparse: bool) -> Result<Arc<BackingFile>, Errno> {
     let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
-    let (pid, owner) = (ctx.process.pid, ctx.process.owner);
+    let (client, owner) = (ctx.process.backing, ctx.process.owner);
     let made = if sparse {
-        ctx.device.backing().create_sparse(pid, owner, space, offset, len)
+        ctx.device.backing().create_sparse(client, owner, space, offset, len)
     } else {
-        ctx.device.backing().create(pid, owner, space, offset, len)
+        ctx.device.backing().create(client, owner, space, offset, len)
     };
     made.map_err(|e| {
         log::warn!("pid {}: cannot create a backing file: {e}", ctx.process.pid);

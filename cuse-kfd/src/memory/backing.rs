@@ -12,6 +12,12 @@
 //!                                                             (VRAM and GTT buffers)
 //! ```
 //!
+//! `<pid>` is the directory of the pid's newest context: each context has a directory of its
+//! own, so two contexts of one pid (an owner that exec'd and opened again while its old context
+//! was being torn down, or a reused pid) never share a file name. When a newer context makes its
+//! directory, an older one still there moves aside to `<pid>.<context>`, where its files stay
+//! until they are dropped or the context's teardown removes the directory.
+//!
 //! The file is exactly as long as the object and is mapped at file offset 0: a client that
 //! would mmap `len` bytes at `offset` maps `len` bytes of the file instead. A doorbell offset
 //! carries the queue's byte offset in its low bits; the slice's file is named by the offset with
@@ -40,7 +46,8 @@
 //! - Space is reserved when a file is made (`fallocate`): a full file system answers ENOMEM at
 //!   allocation instead of SIGBUS on a later store.
 //! - The daemon keeps no descriptor per file: the mapping keeps the file alive, and the file's
-//!   directory descriptor (two per client) is what removes it.
+//!   directory descriptor (two per context) is what removes it. A file is removed only through
+//!   the descriptor of its own context's directory: a context never touches another's files.
 
 use super::shm::SharedRegion;
 use nix::errno::Errno;
@@ -55,6 +62,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Which mmap name space a backing file belongs to.
@@ -105,9 +113,26 @@ const FILE_MODE: u32 = 0o600;
 /// How deep `remove_beneath` descends; the store's own tree is two levels deep.
 const MAX_DEPTH: usize = 4;
 
-/// A client's two directories, held open for its life.
+/// One context of a client process, as the store knows it (from [`BackingStore::client`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientId {
+    pid: u32,
+    /// Unique in the store, in the order contexts were made.
+    context: u64,
+}
+
+impl ClientId {
+    pub fn pid(self) -> u32 {
+        self.pid
+    }
+}
+
+/// A context's two directories, held open for its life, and where its directory is now.
 #[derive(Debug)]
 struct ClientDirs {
+    /// The name of the context's directory in the runtime directory: `<pid>`, or
+    /// `<pid>.<context>` once a newer context of the pid took `<pid>`.
+    name: String,
     kfd: Arc<OwnedFd>,
     render: Arc<OwnedFd>,
 }
@@ -119,7 +144,10 @@ pub struct BackingStore {
     root_fd: OwnedFd,
     /// Made by this store (a fresh private directory), and removed with it.
     private: bool,
-    clients: Mutex<HashMap<u32, ClientDirs>>,
+    /// Every context from [`client`](Self::client) until [`remove_client`](Self::remove_client),
+    /// with its directories once it made them.
+    clients: Mutex<HashMap<ClientId, Option<ClientDirs>>>,
+    next_context: AtomicU64,
 }
 
 impl BackingStore {
@@ -137,7 +165,13 @@ impl BackingStore {
         }
         let root_fd = open_own_dir(None, &root)?;
         nix::sys::stat::fchmod(root_fd.as_raw_fd(), Mode::from_bits_truncate(SHARED_ROOT_MODE))?;
-        let store = BackingStore { root, root_fd, private: false, clients: Mutex::new(HashMap::new()) };
+        let store = BackingStore {
+            root,
+            root_fd,
+            private: false,
+            clients: Mutex::new(HashMap::new()),
+            next_context: AtomicU64::new(0),
+        };
         store.remove_stale_clients();
         store.warn_unless_tmpfs();
         Ok(store)
@@ -150,7 +184,13 @@ impl BackingStore {
         // mkdtemp creates the directory exclusively with mode 0700: a name someone planted fails.
         let root = nix::unistd::mkdtemp(&base.join("cuse-kfd-XXXXXX"))?;
         let root_fd = open_own_dir(None, &root)?;
-        let store = BackingStore { root, root_fd, private: true, clients: Mutex::new(HashMap::new()) };
+        let store = BackingStore {
+            root,
+            root_fd,
+            private: true,
+            clients: Mutex::new(HashMap::new()),
+            next_context: AtomicU64::new(0),
+        };
         store.warn_unless_tmpfs();
         Ok(store)
     }
@@ -166,7 +206,8 @@ impl BackingStore {
         }
     }
 
-    /// Removes every client directory (a name of digits) a previous instance left behind.
+    /// Removes every client directory (`<pid>` or `<pid>.<context>`) a previous instance left
+    /// behind.
     fn remove_stale_clients(&self) {
         let names = match list(self.root_fd.as_raw_fd()) {
             Ok(names) => names,
@@ -175,7 +216,7 @@ impl BackingStore {
                 return;
             }
         };
-        for name in names.iter().filter(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit)) {
+        for name in names.iter().filter(|n| is_client_dir(n)) {
             log::info!("removing {} left by a previous instance", self.root.join(OsStr::from_bytes(name)).display());
             remove_beneath(self.root_fd.as_raw_fd(), OsStr::from_bytes(name), 0);
         }
@@ -185,23 +226,60 @@ impl BackingStore {
         &self.root
     }
 
-    /// The directory of `space` of client `pid`, made on first use (for `owner`).
-    fn client_dir(&self, pid: u32, owner: Owner, space: MmapSpace) -> io::Result<Arc<OwnedFd>> {
+    /// A new context of process `pid`: its files go in a directory of its own, made with its
+    /// first file. Until [`remove_client`](Self::remove_client).
+    pub fn client(&self, pid: u32) -> ClientId {
+        let id = ClientId { pid, context: self.next_context.fetch_add(1, Ordering::Relaxed) };
+        self.clients.lock().insert(id, None);
+        id
+    }
+
+    /// The directory of `space` of context `id`, made on first use. ENOENT for a context that
+    /// was removed, or that has a newer context of its pid and made no directory yet.
+    fn client_dir(&self, id: ClientId, owner: Owner, space: MmapSpace) -> io::Result<Arc<OwnedFd>> {
         let mut clients = self.clients.lock();
-        let dirs = match clients.entry(pid) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                let dir = make_dir(self.root_fd.as_raw_fd(), OsStr::new(&pid.to_string()), CLIENT_DIR_MODE)?;
-                restrict_to(&dir, owner)?;
-                let kfd = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Kfd.dir_name()), CLIENT_DIR_MODE)?;
-                let render = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Render.dir_name()), CLIENT_DIR_MODE)?;
-                e.insert(ClientDirs { kfd: Arc::new(kfd), render: Arc::new(render) })
+        match clients.get(&id) {
+            None => return Err(Errno::ENOENT.into()),
+            Some(None) => {
+                let made = self.make_client_dirs(&mut clients, id, owner)?;
+                clients.insert(id, Some(made));
             }
-        };
+            Some(Some(_)) => {}
+        }
+        let dirs = clients[&id].as_ref().expect("made above");
         Ok(match space {
             MmapSpace::Kfd => dirs.kfd.clone(),
             MmapSpace::Render => dirs.render.clone(),
         })
+    }
+
+    /// Makes the directories of context `id` at `<pid>`. That name is the pid's newest
+    /// context's: an older context there moves aside to `<pid>.<context>`. A context with a
+    /// newer one of its pid is stale (a request of it still in flight) and gets ENOENT.
+    fn make_client_dirs(
+        &self,
+        clients: &mut HashMap<ClientId, Option<ClientDirs>>,
+        id: ClientId,
+        owner: Owner,
+    ) -> io::Result<ClientDirs> {
+        if clients.keys().any(|k| k.pid == id.pid && k.context > id.context) {
+            return Err(Errno::ENOENT.into());
+        }
+        let name = id.pid.to_string();
+        let holder = clients.iter_mut().find(|(k, d)| k.pid == id.pid && d.as_ref().is_some_and(|d| d.name == name));
+        if let Some((holder, Some(dirs))) = holder {
+            let aside = format!("{}.{}", holder.pid, holder.context);
+            let root = self.root_fd.as_raw_fd();
+            let flags = nix::fcntl::RenameFlags::RENAME_NOREPLACE;
+            nix::fcntl::renameat2(Some(root), name.as_str(), Some(root), aside.as_str(), flags)?;
+            log::debug!("pid {}: the directory of an older context moves aside to {aside}", id.pid);
+            dirs.name = aside;
+        }
+        let dir = make_dir(self.root_fd.as_raw_fd(), OsStr::new(&name), CLIENT_DIR_MODE)?;
+        restrict_to(&dir, owner)?;
+        let kfd = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Kfd.dir_name()), CLIENT_DIR_MODE)?;
+        let render = make_dir(dir.as_raw_fd(), OsStr::new(MmapSpace::Render.dir_name()), CLIENT_DIR_MODE)?;
+        Ok(ClientDirs { name, kfd: Arc::new(kfd), render: Arc::new(render) })
     }
 
     /// Creates a zero-filled file of `len` bytes for `offset`, with its space reserved, and
@@ -209,13 +287,13 @@ impl BackingStore {
     /// limit), and leaves nothing behind.
     pub fn create(
         &self,
-        pid: u32,
+        client: ClientId,
         owner: Owner,
         space: MmapSpace,
         offset: u64,
         len: usize,
     ) -> io::Result<Arc<BackingFile>> {
-        self.make(pid, owner, space, offset, len, Space::Reserved)
+        self.make(client, owner, space, offset, len, Space::Reserved)
     }
 
     /// [`create`](Self::create), but sparse: pages are backed as they are first touched. For
@@ -224,18 +302,18 @@ impl BackingStore {
     /// the daemon's end.
     pub fn create_sparse(
         &self,
-        pid: u32,
+        client: ClientId,
         owner: Owner,
         space: MmapSpace,
         offset: u64,
         len: usize,
     ) -> io::Result<Arc<BackingFile>> {
-        self.make(pid, owner, space, offset, len, Space::OnTouch)
+        self.make(client, owner, space, offset, len, Space::OnTouch)
     }
 
     fn make(
         &self,
-        pid: u32,
+        client: ClientId,
         owner: Owner,
         space: MmapSpace,
         offset: u64,
@@ -246,7 +324,7 @@ impl BackingStore {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty backing file cannot be mapped"));
         }
         let size = libc::off_t::try_from(len).map_err(|_| io::Error::from(Errno::EFBIG))?;
-        let dir = self.client_dir(pid, owner, space)?;
+        let dir = self.client_dir(client, owner, space)?;
         let name = file_name(offset);
         let how = OpenHow::new()
             .flags(OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
@@ -276,7 +354,8 @@ impl BackingStore {
         })();
         match made {
             Ok(region) => {
-                let path = self.root.join(pid.to_string()).join(space.dir_name()).join(&name);
+                // Where the client finds it: the context is its pid's newest while it makes files.
+                let path = backing_path(&self.root, client.pid, space, offset);
                 Ok(Arc::new(BackingFile { path, dir, name, region }))
             }
             Err(e) => {
@@ -286,39 +365,13 @@ impl BackingStore {
         }
     }
 
-    /// Removes everything left of client `pid` (its files are normally gone already). Files
-    /// still mapped somewhere stay valid; dropping them later removes nothing new.
-    pub fn remove_client(&self, pid: u32) {
-        // Each file went with its BackingFile; only the directories are left, and only empty
-        // ones go: a new context under the same pid (an owner that exec'd and opened again while
-        // the old context was being torn down) may already have files in them.
+    /// Removes context `id` and its directory with whatever is left in it (its files normally
+    /// went with their BackingFiles; one still held somewhere stays valid, as an unlinked file,
+    /// and dropping it later removes nothing). Another context's directory is never touched.
+    pub fn remove_client(&self, id: ClientId) {
         let mut clients = self.clients.lock();
-        let name = pid.to_string();
-        let spaces = [MmapSpace::Kfd, MmapSpace::Render];
-        let removed = open_dir(Some(self.root_fd.as_raw_fd()), Path::new(&name)).and_then(|dir| {
-            // All or nothing: a context that keeps the entry keeps both of its directories.
-            let empty = |space: MmapSpace| {
-                open_dir(Some(dir.as_raw_fd()), Path::new(space.dir_name()))
-                    .and_then(|d| list(d.as_raw_fd()))
-                    .map_or(true, |names| names.is_empty())
-            };
-            if !spaces.into_iter().all(empty) {
-                return Err(Errno::ENOTEMPTY);
-            }
-            for space in spaces {
-                remove_beneath(dir.as_raw_fd(), OsStr::new(space.dir_name()), 0);
-            }
-            nix::unistd::unlinkat(Some(self.root_fd.as_raw_fd()), name.as_str(), UnlinkatFlags::RemoveDir)
-        });
-        match removed {
-            Ok(()) | Err(Errno::ENOENT) => {
-                clients.remove(&pid);
-            }
-            Err(Errno::ENOTEMPTY) => log::debug!("pid {pid}: backing directories still in use, kept"),
-            Err(e) => {
-                log::warn!("cannot remove the backing directories of pid {pid}: {e}");
-                clients.remove(&pid);
-            }
+        if let Some(Some(dirs)) = clients.remove(&id) {
+            remove_beneath(self.root_fd.as_raw_fd(), OsStr::new(&dirs.name), 0);
         }
     }
 }
@@ -343,6 +396,15 @@ enum Space {
     Reserved,
     /// As pages are first touched (a sparse file).
     OnTouch,
+}
+
+/// Whether `name` is a client directory's: `<pid>` or `<pid>.<context>`, both decimal.
+fn is_client_dir(name: &[u8]) -> bool {
+    let number = |n: &[u8]| !n.is_empty() && n.iter().all(u8::is_ascii_digit);
+    match name.iter().position(|&b| b == b'.') {
+        None => number(name),
+        Some(dot) => number(&name[..dot]) && number(&name[dot + 1..]),
+    }
 }
 
 /// Hands the file to the client's uid and gid when the daemon runs as another user (root).

@@ -39,7 +39,7 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 12] = [
+pub const DEVICE_TESTS: [DeviceTest; 13] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
@@ -105,7 +105,17 @@ pub const DEVICE_TESTS: [DeviceTest; 12] = [
         // The output of the passing test too: how soon the context ended.
         args: &["--show-output"],
         what: "identity through the node: a context ends within 100 ms of its owner's exit while a child \
-               holds the fd, whose ioctls answer EBADF",
+               holds the fd, whose ioctls answer EBADF; clients each pid 1 of their own pid namespace get a \
+               context each; a daemon in its own pid namespace refuses callers it cannot see (pid 0)",
+    },
+    DeviceTest {
+        package: "kfd-tests",
+        target: "restart",
+        // The output of passing tests too: how soon clients failed and the daemon exited.
+        args: &["--show-output"],
+        what: "the daemon SIGKILLed under three blocked clients (each fails within 1 s), restarted on the same \
+               runtime directory (as a fresh one) and served to a recycled pid; a reused pid gets a fresh \
+               context; SIGTERM under busy clients exits 0 within 5 s",
     },
     DeviceTest {
         package: "cuse-kfd",

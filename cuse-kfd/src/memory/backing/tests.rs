@@ -10,7 +10,8 @@ fn me() -> Owner {
 fn files_follow_the_path_scheme_and_go_away() {
     let store = BackingStore::private().unwrap();
     let root = store.root().to_owned();
-    let f = store.create(42, me(), MmapSpace::Kfd, 0xC000_4000_0000_0000, 8192).unwrap();
+    let c = store.client(42);
+    let f = store.create(c, me(), MmapSpace::Kfd, 0xC000_4000_0000_0000, 8192).unwrap();
     let expected = root.join("42/kfd/c000400000000000");
     assert_eq!(f.path(), expected);
     let meta = fs::metadata(&expected).unwrap();
@@ -20,10 +21,10 @@ fn files_follow_the_path_scheme_and_go_away() {
     f.region().write(8, &[1, 2, 3]).unwrap();
     assert_eq!(&fs::read(&expected).unwrap()[8..11], &[1, 2, 3]);
     // Creating the same offset twice is refused rather than silently shared.
-    assert!(store.create(42, me(), MmapSpace::Kfd, 0xC000_4000_0000_0000, 8192).is_err());
+    assert!(store.create(c, me(), MmapSpace::Kfd, 0xC000_4000_0000_0000, 8192).is_err());
     drop(f);
     assert!(!expected.exists());
-    store.remove_client(42);
+    store.remove_client(c);
     assert!(!root.join("42").exists());
 }
 
@@ -36,7 +37,7 @@ fn doorbell_offsets_name_their_slice() {
 fn directories_belong_to_the_daemon_and_only_files_to_the_client() {
     let store = BackingStore::private().unwrap();
     let root = store.root().to_owned();
-    let _f = store.create(7, me(), MmapSpace::Render, 0x1000, 4096).unwrap();
+    let _f = store.create(store.client(7), me(), MmapSpace::Render, 0x1000, 4096).unwrap();
     let mode = |p: &Path| fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&root), 0o700, "a private runtime directory is the device's alone");
     assert_eq!(mode(&root.join("7")), 0o711);
@@ -51,7 +52,7 @@ fn a_private_runtime_directory_is_fresh_and_goes_with_the_store() {
     let b = BackingStore::private().unwrap();
     assert_ne!(a.root(), b.root());
     let root = a.root().to_owned();
-    let _f = a.create(1, me(), MmapSpace::Kfd, 0, 4096).unwrap();
+    let _f = a.create(a.client(1), me(), MmapSpace::Kfd, 0, 4096).unwrap();
     fs::create_dir(root.join("topology")).unwrap();
     drop(_f);
     drop(a);
@@ -102,13 +103,13 @@ fn symlink_swap_never_reaches_the_target() {
     let before = snapshot(&target);
 
     // Each client-visible directory swapped after the client's first file.
-    for (pid, swapped) in [(10, "10"), (11, "11/render"), (12, "11/kfd")] {
-        let pid = if pid == 12 { 11 } else { pid };
-        let first = store.create(pid, me(), MmapSpace::Render, 0x1000 * u64::from(pid), 4096).ok();
-        let _ = store.create(pid, me(), MmapSpace::Kfd, 0x10, 4096);
+    let (c10, c11) = (store.client(10), store.client(11));
+    for (c, swapped) in [(c10, "10"), (c11, "11/render"), (c11, "11/kfd")] {
+        let first = store.create(c, me(), MmapSpace::Render, 0x1000 * u64::from(c.pid()), 4096).ok();
+        let _ = store.create(c, me(), MmapSpace::Kfd, 0x10, 4096);
         swap_for_symlink(&root.join(swapped), &target);
         for space in [MmapSpace::Kfd, MmapSpace::Render] {
-            if let Ok(f) = store.create(pid, me(), space, 0x2000, 8192) {
+            if let Ok(f) = store.create(c, me(), space, 0x2000, 8192) {
                 f.region().write(0, b"x").unwrap();
             }
         }
@@ -117,12 +118,13 @@ fn symlink_swap_never_reaches_the_target() {
     }
     // A symlink planted where a client directory will be made.
     std::os::unix::fs::symlink(&target, root.join("13")).unwrap();
-    if let Ok(f) = store.create(13, me(), MmapSpace::Render, 0, 4096) {
+    let c13 = store.client(13);
+    if let Ok(f) = store.create(c13, me(), MmapSpace::Render, 0, 4096) {
         assert!(!f.path().starts_with(&target));
     }
     assert!(fs::symlink_metadata(root.join("13")).unwrap().is_dir(), "the planted symlink is replaced");
-    for pid in [10, 11, 13] {
-        store.remove_client(pid);
+    for c in [c10, c11, c13] {
+        store.remove_client(c);
     }
     drop(store);
     assert_eq!(snapshot(&target), before, "after teardown");
@@ -138,19 +140,20 @@ fn stale_client_directories_are_removed_on_start() {
     let before = snapshot(&target);
     {
         let store = BackingStore::new(&rt).unwrap();
-        let f = store.create(77, me(), MmapSpace::Render, 0, 4096).unwrap();
+        let f = store.create(store.client(77), me(), MmapSpace::Render, 0, 4096).unwrap();
         // A killed daemon drops nothing.
         std::mem::forget(f);
         std::mem::forget(store);
     }
     std::os::unix::fs::symlink(&target, rt.join("78")).unwrap();
+    fs::create_dir_all(rt.join("79.4/kfd")).unwrap();
     fs::create_dir(rt.join("topology")).unwrap();
     let store = BackingStore::new(&rt).unwrap();
     let left: Vec<_> = fs::read_dir(&rt).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, vec![std::ffi::OsString::from("topology")]);
     assert_eq!(snapshot(&target), before);
     // The next holder of pid 77 allocates as usual.
-    store.create(77, me(), MmapSpace::Render, 0, 4096).unwrap();
+    store.create(store.client(77), me(), MmapSpace::Render, 0, 4096).unwrap();
     fs::remove_dir_all(&target).unwrap();
 }
 
@@ -159,19 +162,71 @@ fn tempdir_outside() -> PathBuf {
     nix::unistd::mkdtemp(&std::env::temp_dir().join("backing-target-XXXXXX")).unwrap()
 }
 
-/// A context torn down while a new context of the same pid (its owner exec'd and opened
-/// again) already has files: the new context's files and directories stay.
+/// Two contexts of one pid at once (the owner exec'd and opened again while its old context
+/// was being torn down, or a reused pid): the newer one makes the files of fixed names (the
+/// doorbell slice, the event page) while the older one's still exist, and neither's end touches
+/// the other's files. With one directory per pid the newer context's create failed (EEXIST).
 #[test]
-fn removing_a_client_keeps_the_files_of_a_newer_context_of_its_pid() {
+fn contexts_of_one_pid_never_share_a_file() {
+    const DOORBELL: u64 = 0xC000_4000_0000_0000;
     let store = BackingStore::private().unwrap();
     let root = store.root().to_owned();
-    let newer = store.create(9, me(), MmapSpace::Render, 0x2000, 4096).unwrap();
-    store.remove_client(9);
-    assert!(newer.path().exists(), "a file of the newer context was removed");
-    // The newer context goes on creating files in the same directories.
-    let more = store.create(9, me(), MmapSpace::Kfd, 0x10, 4096).unwrap();
+    let older = store.client(9);
+    let old = store.create(older, me(), MmapSpace::Kfd, DOORBELL, 8192).unwrap();
+    old.region().write(0, b"old").unwrap();
+    let newer = store.client(9);
+    // A request of the older context still in flight makes its file in its own directory.
+    let old_buffer = store.create(older, me(), MmapSpace::Render, 0x1_0000_0000, 4096).unwrap();
+    let new = store.create(newer, me(), MmapSpace::Kfd, DOORBELL, 8192).expect("the newer context's doorbell");
+    new.region().write(0, b"new").unwrap();
+    let path = root.join("9/kfd/c000400000000000");
+    assert_eq!(new.path(), path, "the client finds the newer context's file at the usual path");
+    assert_eq!(&fs::read(&path).unwrap()[..3], b"new");
+    // The older context's files moved aside with its directory, and are still its own.
+    let aside = root.join(format!("9.{}", older.context));
+    assert_eq!(&fs::read(aside.join("kfd/c000400000000000")).unwrap()[..3], b"old");
+    // The older context's files and the context itself end: the newer's stay.
+    drop(old);
+    assert_eq!(&fs::read(&path).unwrap()[..3], b"new", "the older doorbell's end removed the newer one's");
+    store.remove_client(older);
+    assert!(!aside.exists(), "the older context's directory goes with it");
+    assert_eq!(&fs::read(&path).unwrap()[..3], b"new", "the older context's end removed the newer one's file");
+    drop(old_buffer);
+    let more = store.create(newer, me(), MmapSpace::Render, 0x1_0000_0000, 4096).expect("the newer context goes on");
     assert!(more.path().exists());
-    drop((newer, more));
-    store.remove_client(9);
-    assert!(!root.join("9").exists(), "empty directories are removed");
+    drop((new, more));
+    store.remove_client(newer);
+    assert_eq!(fs::read_dir(&root).unwrap().count(), 0, "nothing is left");
+}
+
+/// A context that made no file before a newer context of its pid came (a request of the older
+/// one still in flight), or that was removed already, makes none: it would take the newer
+/// one's directory, or leave one no teardown removes.
+#[test]
+fn a_stale_context_makes_no_file() {
+    let store = BackingStore::private().unwrap();
+    let root = store.root().to_owned();
+    let (older, newer) = (store.client(5), store.client(5));
+    let err = store.create(older, me(), MmapSpace::Render, 0x2000, 4096).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "before the newer context made a file");
+    assert!(!root.join("5").exists());
+    let new = store.create(newer, me(), MmapSpace::Render, 0x1000, 4096).unwrap();
+    let err = store.create(older, me(), MmapSpace::Render, 0x2000, 4096).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "after");
+    assert!(new.path().exists() && new.path().starts_with(root.join("5")));
+    store.remove_client(newer);
+    assert!(!root.join("5").exists());
+    let err = store.create(newer, me(), MmapSpace::Render, 0x3000, 4096).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "a removed context");
+    assert!(!root.join("5").exists(), "a removed context made its directory again");
+}
+
+#[test]
+fn client_directory_names() {
+    for ok in ["1", "4194304", "12.0", "12.345"] {
+        assert!(is_client_dir(ok.as_bytes()), "{ok}");
+    }
+    for no in ["", ".", "12.", ".3", "1.2.3", "topology", "control.sock", ".control-12", "12a"] {
+        assert!(!is_client_dir(no.as_bytes()), "{no}");
+    }
 }
