@@ -14,6 +14,12 @@ pub fn cpu_clock_counter() -> u64 {
     ns(ClockId::CLOCK_MONOTONIC_RAW)
 }
 
+/// CLOCK_MONOTONIC in ns: the clock every process of the machine shares, for timing events
+/// across processes (the owner watch's reaction to an exit).
+pub fn monotonic_ns() -> u64 {
+    ns(ClockId::CLOCK_MONOTONIC)
+}
+
 /// System counter: CLOCK_BOOTTIME in ns (amdkfd ktime_get_boottime_ns), frequency 1 GHz.
 pub fn system_clock_counter() -> u64 {
     ns(ClockId::CLOCK_BOOTTIME)

@@ -112,6 +112,9 @@ pub struct Device {
     waits: Arc<WaitRegistry>,
     /// VRAM and GTT in use, and what every process and uid holds against its quotas.
     ledger: Arc<Ledger>,
+    /// The last context ended by its owner's exit or exec: its pid and when (CLOCK_MONOTONIC
+    /// ns), shown by `status` so that a test can time the owner watch against the owner's exit.
+    last_owner_end: Mutex<Option<(u32, u64)>>,
     /// Ends contexts whose owner exits or execs.
     _watch: OwnerWatch,
 }
@@ -161,6 +164,7 @@ impl Device {
                 clients: Mutex::new(Clients::default()),
                 waits,
                 ledger,
+                last_owner_end: Mutex::new(None),
                 _watch: watch,
             }
         }))
@@ -286,6 +290,7 @@ impl Device {
             let ended = self.clients.lock().remove_context(p);
             if let Some(p) = ended {
                 log::info!("process {}: its owner exited or exec'd; the context ends", p.pid);
+                *self.last_owner_end.lock() = Some((p.pid, crate::clock::monotonic_ns()));
                 self.teardown(&p);
             }
         }
@@ -299,6 +304,11 @@ impl Device {
         // Gives back everything the context still held against the device and its quotas.
         self.ledger.close(process.account);
         self.backing.remove_client(process.backing);
+    }
+
+    /// The last context its owner's exit or exec ended: (pid, CLOCK_MONOTONIC ns).
+    pub fn last_owner_end(&self) -> Option<(u32, u64)> {
+        *self.last_owner_end.lock()
     }
 
     /// The context of process `pid`, if it has the device open.

@@ -44,6 +44,9 @@ pub fn status(device: &Device) -> String {
     let _ = writeln!(out, "limits per process: {}", limits.process);
     let _ = writeln!(out, "limits per uid: {}", limits.uid);
     let _ = writeln!(out, "wait timeouts armed: {}", device.armed_timeouts());
+    if let Some((pid, ns)) = device.last_owner_end() {
+        let _ = writeln!(out, "last context ended by its owner's exit: pid {pid} at monotonic {ns} ns");
+    }
     let mut procs = device.processes();
     procs.sort_by_key(|p| p.pid);
     for p in procs {
