@@ -9,7 +9,7 @@ pub struct Package {
 }
 
 /// Every package the tests need.
-pub const REQUIRED: [Package; 8] = [
+pub const REQUIRED: [Package; 10] = [
     // /usr/include/linux/kfd_ioctl.h (KFD 1.11 on bookworm) and linux/fuse.h.
     Package { name: "linux-libc-dev", why: "linux/kfd_ioctl.h for the uapi ABI test" },
     // /usr/include/libdrm/drm.h: kfd_ioctl.h includes <drm/drm.h>.
@@ -27,6 +27,10 @@ pub const REQUIRED: [Package; 8] = [
     Package { name: "libfuse3-dev", why: "libfuse3 and fusermount3 for FUSE mounts" },
     // cc: compiles the ABI test's C program and the C clients.
     Package { name: "gcc", why: "the C compiler for the ABI test and C clients" },
+    // clang-15 (amdgcn OpenCL C) and llvm-15 (llvm-mc-15, llvm-objdump-15, llvm-objcopy-15):
+    // the shader decoder's differential test and tools/isa-gen.
+    Package { name: "clang-15", why: "compiles the shader decoder's gfx90a test kernels" },
+    Package { name: "llvm-15", why: "llvm-mc-15/llvm-objdump-15, the shader decoder's oracle" },
 ];
 
 /// The packages the device tier needs when it boots a VM (the running kernel has no CUSE).

@@ -1,0 +1,684 @@
+//! `isa-gen`: writes the shader crate's opcode tables (`shader/src/isa/<target>.rs` and the
+//! shared opcode enum `shader/src/isa/op.rs`) by asking LLVM's disassembler what each opcode is.
+//!
+//! For every encoding it builds one probe word per value of the opcode field, with every other
+//! field set to a distinct register number (dst 10, src0 20, src1 30, src2 40, ...), feeds all
+//! probes to `llvm-mc-15 --disassemble -show-encoding -triple=amdgcn -mcpu=<target>` (LLVM 15.0.6,
+//! Debian's llvm-15 package) and reads back what LLVM prints: the mnemonic, and for each printed
+//! operand which field it came from (by its register number) and its width in dwords. Immediate
+//! operands are probed three times (0, 0x1234, 0xfffd) to learn how LLVM prints them.
+//!
+//! Usage: `cargo run -p isa-gen -- [gfx90a ...]` from the workspace root (default: gfx90a). The
+//! output is checked in; rerun it only when the tables' format or the target list changes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+/// The LLVM disassembler the tables come from.
+const LLVM_MC: &str = "llvm-mc-15";
+
+/// What the probe of one opcode found.
+#[derive(Clone, Debug, PartialEq)]
+struct Probe {
+    /// The mnemonic LLVM prints (with its _e32/_e64/_sdwa/_dpp suffix).
+    name: String,
+    /// The printed operands in order: (field, width in dwords).
+    slots: Vec<(&'static str, u8)>,
+    /// How the 16-bit immediate prints (SOPK, SOPP, SOPC s_set_gpr_idx_on).
+    imm: &'static str,
+    /// Flag names (`F_*` constants of the shader crate).
+    flags: BTreeSet<&'static str>,
+}
+
+/// One encoding of a target: its table name, opcode-field size and probe builder.
+struct Enc {
+    name: &'static str,
+    count: u32,
+    /// The bits of the first dword that name the encoding and the opcode.
+    id_mask: u32,
+    /// The probe of an opcode with every field set (`imm`: the 16-bit immediate to use).
+    build: fn(u32, u32) -> Vec<u32>,
+    /// Fields LLVM requires to be zero when the opcode does not use them: (dword, mask).
+    optional: &'static [(usize, u32)],
+    /// Probe the 16-bit immediate's printing (SOPK, SOPP).
+    imm: bool,
+}
+
+const IMM_VARIANTS: [u32; 3] = [0x1234, 0xfffd, 0];
+const LITERAL: u32 = 0x1234_5678;
+
+fn gfx9_encodings() -> Vec<Enc> {
+    vec![
+        Enc {
+            name: "SOP2",
+            count: 0x60,
+            id_mask: 0xff80_0000,
+            optional: &[],
+            imm: false,
+            build: |op, _| vec![0x8000_0000 | op << 23 | 10 << 16 | 30 << 8 | 20, LITERAL],
+        },
+        Enc {
+            name: "SOPK",
+            count: 29,
+            id_mask: 0xff80_0000,
+            optional: &[(0, 0x7f << 16)],
+            imm: true,
+            build: |op, imm| vec![0xB000_0000 | op << 23 | 10 << 16 | imm, LITERAL],
+        },
+        Enc {
+            name: "SOP1",
+            count: 256,
+            id_mask: 0xff80_ff00,
+            optional: &[(0, 0x7f << 16), (0, 0xff)],
+            imm: false,
+            build: |op, _| vec![0xBE80_0000 | 10 << 16 | op << 8 | 20, LITERAL],
+        },
+        Enc {
+            name: "SOPC",
+            count: 128,
+            id_mask: 0xffff_0000,
+            optional: &[(0, 0xff), (0, 0xff00)],
+            imm: false,
+            build: |op, _| vec![0xBF00_0000 | op << 16 | 30 << 8 | 20, LITERAL],
+        },
+        Enc {
+            name: "SOPP",
+            count: 128,
+            id_mask: 0xffff_0000,
+            optional: &[],
+            imm: true,
+            build: |op, imm| vec![0xBF80_0000 | op << 16 | imm],
+        },
+        Enc {
+            name: "SMEM",
+            count: 256,
+            id_mask: 0xfffc_0000,
+            optional: &[(0, 0x7f << 6), (0, 0x3f), (1, 0x1f_ffff), (0, 1 << 17)],
+            imm: false,
+            // sdata 16: aligned for the x16 forms.
+            build: |op, _| vec![0xC000_0000 | op << 18 | 1 << 17 | 16 << 6 | 10, 0x10],
+        },
+        Enc {
+            name: "VOP2",
+            count: 62,
+            id_mask: 0xfe00_0000,
+            optional: &[],
+            imm: false,
+            build: |op, _| vec![op << 25 | 10 << 17 | 30 << 9 | 276, LITERAL],
+        },
+        Enc {
+            name: "VOP1",
+            count: 256,
+            id_mask: 0xfe01_fe00,
+            optional: &[(0, 0xff << 17), (0, 0x1ff)],
+            imm: false,
+            build: |op, _| vec![0x7E00_0000 | 10 << 17 | op << 9 | 276, LITERAL],
+        },
+        Enc {
+            name: "VOPC",
+            count: 256,
+            id_mask: 0xfffe_0000,
+            optional: &[],
+            imm: false,
+            build: |op, _| vec![0x7C00_0000 | op << 17 | 30 << 9 | 276, LITERAL],
+        },
+        Enc {
+            name: "VOP3",
+            count: 1024,
+            id_mask: 0xffff_0000,
+            optional: &[(1, 0x1ff << 9), (1, 0x1ff << 18), (0, 0xff), (1, 0x1ff)],
+            imm: false,
+            build: |op, _| vec![0xD000_0000 | op << 16 | 10, 276 | 286 << 9 | 296 << 18],
+        },
+        Enc {
+            name: "VOP3P",
+            count: 128,
+            id_mask: 0xffff_0000,
+            optional: &[(1, 0x1ff << 18), (1, 0x1ff << 9)],
+            imm: false,
+            build: |op, _| vec![0xD380_0000 | op << 16 | 1 << 14 | 10, 276 | 286 << 9 | 296 << 18 | 3 << 27],
+        },
+        Enc {
+            name: "DS",
+            count: 256,
+            id_mask: 0xfdfe_0000,
+            optional: &[(1, 0xff << 24), (1, 0xff << 16), (1, 0xff << 8), (1, 0xff)],
+            imm: false,
+            build: |op, _| vec![0xD800_0000 | op << 17 | 2 << 8 | 1, 20 | 30 << 8 | 40 << 16 | 10 << 24],
+        },
+        Enc {
+            name: "FLAT",
+            count: 128,
+            id_mask: 0xfdfc_c000,
+            optional: FLAT_OPT,
+            imm: false,
+            build: |op, _| flat(op, 0),
+        },
+        Enc {
+            name: "SCRATCH",
+            count: 128,
+            id_mask: 0xfdfc_c000,
+            optional: FLAT_OPT,
+            imm: false,
+            build: |op, _| flat(op, 1),
+        },
+        Enc {
+            name: "GLOBAL",
+            count: 128,
+            id_mask: 0xfdfc_c000,
+            optional: FLAT_OPT,
+            imm: false,
+            build: |op, _| flat(op, 2),
+        },
+        Enc {
+            name: "MUBUF",
+            count: 128,
+            id_mask: 0xfdfc_0000,
+            optional: &[(1, 0xff << 8), (1, 0xff), (0, 1 << 12), (1, 0xff1f_0000)],
+            imm: false,
+            build: |op, _| vec![0xE000_0000 | op << 18 | 1 << 12, 20 | 10 << 8 | 10 << 16 | 50 << 24],
+        },
+    ]
+}
+
+const FLAT_OPT: &[(usize, u32)] = &[(1, 0xff << 24), (1, 0xff << 8)];
+
+fn flat(op: u32, seg: u32) -> Vec<u32> {
+    // FLAT (seg 0) has no saddr and LLVM wants the field 0; GLOBAL and SCRATCH probe `off`.
+    let saddr = if seg == 0 { 0 } else { 0x7f };
+    vec![0xDC00_0000 | op << 18 | seg << 14, 20 | 30 << 8 | saddr << 16 | 10 << 24]
+}
+
+/// A printed register: (file letter, first index, width).
+fn parse_reg(tok: &str) -> Option<(char, u32, u8)> {
+    let (file, rest) = if let Some(r) = tok.strip_prefix("ttmp") {
+        ('t', r)
+    } else {
+        let mut c = tok.chars();
+        let f = c.next()?;
+        if !matches!(f, 's' | 'v' | 'a') {
+            return None;
+        }
+        (f, c.as_str())
+    };
+    if let Some(r) = rest.strip_prefix('[') {
+        let r = r.strip_suffix(']')?;
+        let (a, b) = r.split_once(':')?;
+        let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+        Some((file, a, (b - a + 1) as u8))
+    } else {
+        Some((file, rest.parse().ok()?, 1))
+    }
+}
+
+/// Splits `ops` at top-level commas (not inside brackets or parentheses).
+fn split_operands(ops: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in ops.chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            _ => {}
+        }
+        if c == ',' && depth == 0 {
+            out.push(cur.trim().to_string());
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Classifies the printed instruction of a probe.
+fn classify(enc: &str, text: &str, variant: u32) -> Result<Probe, String> {
+    let text = text.trim();
+    let (name, rest) = text.split_once(' ').unwrap_or((text, ""));
+    let mut probe = Probe { name: name.to_string(), slots: Vec::new(), imm: "None", flags: BTreeSet::new() };
+    let rest = rest.trim();
+    // SOPP's operand may contain spaces (s_waitcnt vmcnt(..) lgkmcnt(..)).
+    let mut ops = if enc == "SOPP" && !rest.is_empty() { vec![rest.to_string()] } else { split_operands(rest) };
+    // The last operand carries the space-separated modifiers.
+    let mut mods: Vec<String> = Vec::new();
+    if enc != "SOPP" {
+        if let Some(last) = ops.pop() {
+            let mut words = split_words(&last);
+            let first = words.remove(0);
+            ops.push(first);
+            mods = words;
+        }
+    }
+    for m in &mods {
+        if m.starts_with("offset1:") {
+        } else if m.starts_with("offset0:") {
+            probe.flags.insert("F_OFFSET2");
+        } else if m.starts_with("offset:swizzle") {
+            probe.flags.insert("F_SWIZZLE");
+        } else if m == "gds" {
+            probe.flags.insert("F_GDS");
+        } else if m == "offen" || m.starts_with("offset:") || m == "lds" || m == "glc" {
+            // Printed from fields the display handles for every opcode of the encoding.
+        } else if m.starts_with("abid:") || m.starts_with("cbsz:") || m.starts_with("blgp:") {
+            probe.flags.insert("F_MAI");
+        } else if m.starts_with("op_sel") || m.starts_with("neg_") {
+        } else {
+            return Err(format!("{text}: unknown modifier {m}"));
+        }
+    }
+    for tok in ops {
+        let tok = tok.as_str();
+        let slot = classify_operand(enc, tok, variant, &mut probe)?;
+        if let Some(s) = slot {
+            probe.slots.push(s);
+        }
+    }
+    Ok(probe)
+}
+
+fn split_words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            _ => {}
+        }
+        if c == ' ' && depth == 0 {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out
+}
+
+fn classify_operand(
+    enc: &str,
+    tok: &str,
+    variant: u32,
+    probe: &mut Probe,
+) -> Result<Option<(&'static str, u8)>, String> {
+    let imm_fmt = |tok: &str| -> Option<&'static str> {
+        if tok.starts_with("vmcnt") || tok.starts_with("expcnt") || tok.starts_with("lgkmcnt") {
+            Some("Waitcnt")
+        } else if tok.starts_with("sendmsg(") {
+            Some("Sendmsg")
+        } else if tok.starts_with("hwreg(") {
+            Some("Hwreg")
+        } else if tok.starts_with("gpr_idx(") {
+            Some("GprIdx")
+        } else {
+            None
+        }
+    };
+    if let Some(f) = imm_fmt(tok) {
+        probe.imm = f;
+        return Ok(Some(("Imm", 1)));
+    }
+    if tok == "vcc" {
+        return Ok(Some(("Vcc", 2)));
+    }
+    if tok == "off" {
+        return Ok(Some(("Saddr", 0)));
+    }
+    if tok == format!("0x{LITERAL:x}") {
+        return Ok(Some(("K", 1)));
+    }
+    if matches!(enc, "SOPK" | "SOPP") {
+        let v = IMM_VARIANTS[variant as usize];
+        if tok == format!("0x{v:x}") {
+            probe.imm = "Hex";
+            return Ok(Some(("Imm", 1)));
+        }
+        if tok == v.to_string() {
+            probe.imm = "Dec";
+            return Ok(Some(("Imm", 1)));
+        }
+        if tok == (v as u16 as i16).to_string() {
+            probe.imm = "SignedDec";
+            return Ok(Some(("Imm", 1)));
+        }
+    }
+    if enc == "SOPC" && tok == "0x1e" {
+        // s_set_gpr_idx_on's mask (ssrc1 = 30 has bits outside gpr_idx's four).
+        probe.imm = "GprIdx";
+        return Ok(Some(("Imm", 1)));
+    }
+    if enc == "SMEM" {
+        if tok == "0x10" {
+            return Ok(Some(("Off", 1)));
+        }
+        if tok == "16" {
+            // s_atc_probe's sdata field is a 3-bit code.
+            return Ok(Some(("Imm", 1)));
+        }
+    }
+    let Some((file, n, w)) = parse_reg(tok) else {
+        return Err(format!("{}: unknown operand {tok}", probe.name));
+    };
+    let field = match (enc, n) {
+        ("DS", 10) | ("FLAT" | "GLOBAL" | "SCRATCH", 10) | ("MUBUF", 10) => "D",
+        ("DS", 20) | ("FLAT" | "GLOBAL" | "SCRATCH", 20) | ("MUBUF", 20) => "Addr",
+        ("DS", 30) | ("FLAT" | "GLOBAL" | "SCRATCH", 30) => "Data0",
+        ("DS", 40) => "Data1",
+        ("MUBUF", 40) => "Rsrc",
+        ("MUBUF", 50) => "Soff",
+        ("SMEM", 20) => "Base",
+        ("SMEM", 16) => "D",
+        (_, 10) if file == 's' && enc.starts_with("VOP") => "Ds",
+        (_, 10) => "D",
+        (_, 20) => "S0",
+        (_, 30) => "S1",
+        (_, 40) => "S2",
+        ("VOP3", 0) => "Sd",
+        _ => return Err(format!("{}: operand {tok} matches no field", probe.name)),
+    };
+    // An operand LLVM prints as an AGPR in every form (v_accvgpr_*, MFMA): its own field name.
+    if file == 'a' {
+        let f: &'static str = match field {
+            "D" => "DA",
+            "S0" => "S0A",
+            "S1" => "S1A",
+            "S2" => "S2A",
+            _ => return Err(format!("{}: AGPR operand {tok} in field {field}", probe.name)),
+        };
+        return Ok(Some((f, w)));
+    }
+    Ok(Some((field, w)))
+}
+
+/// A probe: (opcode, shape, immediate variant, words).
+type ProbeWords = (u32, u32, u32, Vec<u32>);
+
+/// Runs llvm-mc over the probes; returns the printed text of each probe that decodes. Each probe
+/// follows a sentinel `s_movk_i32 s0, <index>` so its output can be told apart from what LLVM
+/// prints for the rest of a probe it rejected.
+fn disassemble(mcpu: &str, id_mask: u32, probes: &[ProbeWords]) -> HashMap<(u32, u32, u32), String> {
+    let mut found = HashMap::new();
+    for (chunk_no, chunk) in probes.chunks(0x8000).enumerate() {
+        let mut input = String::new();
+        for (i, (_, _, _, words)) in chunk.iter().enumerate() {
+            // The sentinel: s_movk_i32 ttmp15, i.
+            writeln!(input, "{}", bytes_line(&[0xB000_0000 | 123 << 16 | i as u32])).unwrap();
+            writeln!(input, "{}", bytes_line(words)).unwrap();
+        }
+        let mut child = Command::new(LLVM_MC)
+            .args(["--disassemble", "-show-encoding", "-triple=amdgcn", &format!("-mcpu={mcpu}")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {LLVM_MC}: {e} (apt-get install llvm-15)"));
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        let mut current: Option<usize> = None;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Some((asm, enc)) = line.split_once("; encoding: [") else { continue };
+            let asm = asm.trim();
+            if let Some(n) = asm.strip_prefix("s_movk_i32 ttmp15, ") {
+                let n = n.trim_start_matches("0x");
+                current = u32::from_str_radix(n, 16).ok().map(|n| n as usize);
+                continue;
+            }
+            let Some(i) = current.take().filter(|&i| i < chunk.len()) else { continue };
+            let b: Vec<u8> = enc
+                .trim_end_matches(']')
+                .split(',')
+                .map(|b| u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap())
+                .collect();
+            let w0 = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            let (op, shape, imm, words) = &chunk[i];
+            if (w0 ^ words[0]) & id_mask == 0 {
+                found.insert((*op, *shape, *imm), asm.to_string());
+            }
+        }
+        let _ = chunk_no;
+    }
+    found
+}
+
+fn bytes_line(words: &[u32]) -> String {
+    let bytes: Vec<String> = words.iter().flat_map(|w| w.to_le_bytes()).map(|b| format!("0x{b:02x}")).collect();
+    bytes.join(" ")
+}
+
+/// `v_add_f32_e32` -> `v_add_f32`: the name of the operation, shared by its encodings.
+fn base_name(name: &str) -> &str {
+    for suffix in ["_e32", "_e64", "_sdwa", "_dpp"] {
+        if let Some(b) = name.strip_suffix(suffix) {
+            return b;
+        }
+    }
+    name
+}
+
+fn camel(name: &str) -> String {
+    name.split('_')
+        .map(|p| {
+            let mut c = p.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// Everything learned about one target: per encoding, opcode -> probe.
+type TargetTables = BTreeMap<&'static str, (u32, BTreeMap<u32, Probe>)>;
+
+/// The shapes of an encoding's probes: subsets of its optional fields kept, most fields first.
+fn shapes(enc: &Enc) -> Vec<u32> {
+    let n = enc.optional.len() as u32;
+    // A shape is the mask of optional fields zeroed.
+    let mut v: Vec<u32> = (0..1u32 << n).collect();
+    v.sort_by_key(|m| m.count_ones());
+    v
+}
+
+fn build(enc: &Enc, op: u32, shape: u32, imm: u32) -> Vec<u32> {
+    let mut words = (enc.build)(op, imm);
+    for (i, (w, mask)) in enc.optional.iter().enumerate() {
+        if shape & (1 << i) != 0 {
+            words[*w] &= !mask;
+        }
+    }
+    words
+}
+
+fn probe_target(mcpu: &str) -> TargetTables {
+    let mut tables = BTreeMap::new();
+    for enc in gfx9_encodings() {
+        let shapes = shapes(&enc);
+        let imms: &[u32] = if enc.imm { &IMM_VARIANTS } else { &IMM_VARIANTS[..1] };
+        let mut probes = Vec::new();
+        for op in 0..enc.count {
+            for &shape in &shapes {
+                for (v, &imm) in imms.iter().enumerate() {
+                    probes.push((op, shape, v as u32, build(&enc, op, shape, imm)));
+                }
+            }
+        }
+        let printed = disassemble(mcpu, enc.id_mask, &probes);
+        let mut ops = BTreeMap::new();
+        for op in 0..enc.count {
+            let mut chosen = None;
+            let mut errors = Vec::new();
+            for &shape in &shapes {
+                let Some((v, text)) = (0..3).find_map(|v| printed.get(&(op, shape, v)).map(|t| (v, t))) else {
+                    continue;
+                };
+                match classify(enc.name, text, v) {
+                    Ok(p) => {
+                        chosen = Some((shape, p));
+                        break;
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+            let Some((shape, mut probe)) = chosen else {
+                if !errors.is_empty() {
+                    eprintln!("{mcpu} {} {op:#x}: no probe classified: {errors:?}", enc.name);
+                }
+                continue;
+            };
+            if enc.imm {
+                // A 16-bit immediate that prints nothing when 0, or prints signed.
+                let neg = printed.get(&(op, shape, 1)).and_then(|t| classify(enc.name, t, 1).ok());
+                let zero = printed.get(&(op, shape, 2)).and_then(|t| classify(enc.name, t, 2).ok());
+                for p in [&neg, &zero].into_iter().flatten() {
+                    if matches!(p.imm, "Waitcnt" | "Sendmsg" | "Hwreg" | "GprIdx") {
+                        probe.imm = p.imm;
+                    }
+                }
+                if neg.is_some_and(|n| n.imm == "SignedDec") {
+                    probe.imm = "SignedDec";
+                }
+                if let Some(z) = &zero {
+                    // LLVM prints small values of some immediates in decimal, large ones in hex.
+                    if probe.imm == "Hex" && z.imm == "Dec" {
+                        probe.imm = "Dec";
+                    }
+                }
+                if let Some(z) = zero {
+                    if probe.slots.iter().any(|s| s.0 == "Imm") && !z.slots.iter().any(|s| s.0 == "Imm") {
+                        probe.flags.insert("F_IMM_OMIT_ZERO");
+                    }
+                }
+            }
+            if matches!(enc.name, "VOP1" | "VOP2" | "VOPC") {
+                // SDWA selects DWORD for what the encoding has (VOP1: no src1, VOPC: no dst).
+                let sdwa = match enc.name {
+                    "VOP1" => 0x0006_0614u32,
+                    "VOPC" => 0x0606_0014,
+                    _ => 0x0606_0614,
+                };
+                for (src0, dword, flag, suffix) in
+                    [(249u32, sdwa, "F_SDWA", "_sdwa"), (250, 0xff00_e414, "F_DPP", "_dpp")]
+                {
+                    let mut words = build(&enc, op, shape, 0);
+                    words[0] = (words[0] & !0x1ff) | src0;
+                    words[1] = dword;
+                    let p = disassemble(mcpu, enc.id_mask, &[(op, 0, 0, words)]);
+                    if p.get(&(op, 0, 0)).is_some_and(|t| t.split(' ').next().unwrap().ends_with(suffix)) {
+                        probe.flags.insert(flag);
+                    }
+                }
+            }
+            ops.insert(op, probe);
+        }
+        eprintln!("{mcpu} {}: {} opcodes", enc.name, ops.len());
+        tables.insert(enc.name, (enc.count, ops));
+    }
+    tables
+}
+
+fn main() {
+    let mut targets: Vec<String> = std::env::args().skip(1).collect();
+    if targets.is_empty() {
+        targets.push("gfx90a".into());
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shader/src/isa");
+    let version = Command::new(LLVM_MC)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let version =
+        version.lines().find(|l| l.contains("LLVM version")).unwrap_or("LLVM version unknown").trim().to_string();
+    let header = |what: &str| {
+        format!(
+            "// @generated by tools/isa-gen (`cargo run -p isa-gen -- {}`): {what}\n\
+             // Source: the AMDGPU disassembler of {LLVM_MC} ({version}, Debian's llvm-15 package),\n\
+             // asked about every value of each encoding's opcode field. Do not edit by hand.\n\n",
+            targets.join(" ")
+        )
+    };
+    let mut all_ops: BTreeSet<String> = BTreeSet::new();
+    let mut per_target = Vec::new();
+    for t in &targets {
+        let tables = probe_target(t);
+        for (_, ops) in tables.values() {
+            for p in ops.values() {
+                all_ops.insert(base_name(&p.name).to_string());
+            }
+        }
+        per_target.push((t.clone(), tables));
+    }
+    // The opcode enum: one variant per operation (the base mnemonic), across all targets.
+    let mut op_rs = header("the dense opcode enum shared by every target.");
+    op_rs.push_str("/// An operation, whatever encoding carries it: `v_add_f32_e32` and `v_add_f32_e64` are both\n/// [`Op::VAddF32`]. Dense: execution dispatches on it.\n");
+    op_rs
+        .push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[repr(u16)]\npub enum Op {\n");
+    for n in &all_ops {
+        writeln!(op_rs, "    {},", camel(n)).unwrap();
+    }
+    op_rs.push_str(
+        "}\n\n/// The base mnemonic of each [`Op`], indexed by its discriminant.\npub static OP_NAMES: [&str; ",
+    );
+    writeln!(op_rs, "{}] = [", all_ops.len()).unwrap();
+    for n in &all_ops {
+        writeln!(op_rs, "    \"{n}\",").unwrap();
+    }
+    op_rs.push_str("];\n");
+    std::fs::write(root.join("op.rs"), op_rs).unwrap();
+    for (t, tables) in per_target {
+        let mut rs = header(&format!("the opcode tables of {t}."));
+        rs.push_str("use super::op::Op;\nuse super::table::Field::*;\n#[allow(unused_imports)]\nuse super::table::{a, s, ImmFmt, OpInfo, F_DPP, F_GDS, F_IMM_OMIT_ZERO, F_MAI, F_OFFSET2, F_SDWA, F_SWIZZLE};\n\n");
+        rs.push_str("#[allow(dead_code)]\nconst fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16) -> Option<OpInfo> {\n    Some(OpInfo { op, name, slots, imm, flags })\n}\n\n");
+        for (enc, (count, ops)) in &tables {
+            writeln!(rs, "/// {enc}: {} of {count} opcode values are instructions.", ops.len()).unwrap();
+            writeln!(rs, "pub static {enc}: [Option<OpInfo>; {count}] = [").unwrap();
+            for op in 0..*count {
+                match ops.get(&op) {
+                    None => writeln!(rs, "    None,").unwrap(),
+                    Some(p) => {
+                        let slots: Vec<String> = p
+                            .slots
+                            .iter()
+                            .map(|(f, w)| match f.strip_suffix('A') {
+                                Some(base) => format!("a({base}, {w})"),
+                                _ => format!("s({f}, {w})"),
+                            })
+                            .collect();
+                        let flags = if p.flags.is_empty() {
+                            "0".to_string()
+                        } else {
+                            p.flags.iter().copied().collect::<Vec<_>>().join(" | ")
+                        };
+                        writeln!(
+                            rs,
+                            "    o(Op::{}, \"{}\", &[{}], ImmFmt::{}, {flags}), // {op:#x}",
+                            camel(base_name(&p.name)),
+                            p.name,
+                            slots.join(", "),
+                            p.imm
+                        )
+                        .unwrap();
+                    }
+                }
+            }
+            rs.push_str("];\n\n");
+        }
+        std::fs::write(root.join(format!("{t}.rs")), rs).unwrap();
+    }
+}
