@@ -84,3 +84,6 @@ pub fn decode(target: Target, code: &[u8], offset: usize) -> Result<Instruction>
         Target::Gfx90a => gfx9::decode(code, offset),
     }
 }
+
+#[cfg(test)]
+mod tests;
