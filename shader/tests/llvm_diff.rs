@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use shader::isa::{decode, Target};
+use shader::isa::table::Field;
+use shader::isa::{decode, Operand, Target};
 
 const TOOLS: [&str; 4] = ["clang-15", "llvm-mc-15", "llvm-objdump-15", "llvm-objcopy-15"];
 
@@ -44,8 +45,8 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shader-llvm-diff-{}", std::process::id()));
+fn scratch_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shader-llvm-diff-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -96,7 +97,7 @@ fn gfx90a_decodes_as_llvm_objdump_prints() {
         return;
     }
     let target = Target::Gfx90a;
-    let dir = scratch_dir();
+    let dir = scratch_dir("objdump");
     let mut objects = Vec::new();
     for opt in ["-O0", "-O2", "-O3"] {
         let obj = dir.join(format!("kernels{opt}.o"));
@@ -130,6 +131,161 @@ fn gfx90a_decodes_as_llvm_objdump_prints() {
     assert!(
         bad.is_empty(),
         "{} of {total} instructions differ from llvm-objdump-15:\n{}",
+        bad.len(),
+        bad[..bad.len().min(60)].join("\n")
+    );
+}
+
+/// The fixed bits (encoding and opcode) of each gfx90a table's instructions: (table, bits, mask).
+fn gfx90a_templates() -> Vec<(shader::isa::Encoding, u32, u32)> {
+    use shader::isa::Encoding as E;
+    let mut out = Vec::new();
+    for (enc, base, mask, shift) in [
+        (E::Sop2, 0x8000_0000u32, 0xff80_0000u32, 23),
+        (E::Sopk, 0xB000_0000, 0xff80_0000, 23),
+        (E::Sop1, 0xBE80_0000, 0xff80_ff00, 8),
+        (E::Sopc, 0xBF00_0000, 0xffff_0000, 16),
+        (E::Sopp, 0xBF80_0000, 0xffff_0000, 16),
+        (E::Smem, 0xC000_0000, 0xfffc_0000, 18),
+        (E::Vop2, 0, 0xfe00_0000, 25),
+        (E::Vop1, 0x7E00_0000, 0xfe01_fe00, 9),
+        (E::Vopc, 0x7C00_0000, 0xfffe_0000, 17),
+        (E::Vop3, 0xD000_0000, 0xffff_0000, 16),
+        (E::Vop3p, 0xD380_0000, 0xffff_0000, 16),
+        (E::Ds, 0xD800_0000, 0xfdfe_0000, 17),
+        (E::Flat, 0xDC00_0000, 0xfdfc_c000, 18),
+        (E::Scratch, 0xDC00_4000, 0xfdfc_c000, 18),
+        (E::Global, 0xDC00_8000, 0xfdfc_c000, 18),
+        (E::Mubuf, 0xE000_0000, 0xfdfc_0000, 18),
+    ] {
+        let table = Target::Gfx90a.table(enc).unwrap();
+        for (op, entry) in table.iter().enumerate() {
+            if entry.is_some() {
+                out.push((enc, base | (op as u32) << shift, mask));
+            }
+        }
+    }
+    out
+}
+
+/// Random words for every opcode of every table (fixed seed), disassembled by llvm-mc-15: each
+/// word LLVM decodes must decode to the same text and size here. Covers operand kinds, literals,
+/// modifiers, SDWA and DPP far beyond what the compiler emits.
+#[test]
+fn gfx90a_random_words_decode_as_llvm_mc_prints() {
+    if !tools_present() {
+        return;
+    }
+    const PER_OPCODE: usize = 12;
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rand = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed as u32
+    };
+    let mut probes: Vec<[u32; 3]> = Vec::new();
+    for (_, bits, mask) in gfx90a_templates() {
+        for k in 0..PER_OPCODE {
+            let mut w1 = rand();
+            // Half the probes use small register numbers so tuples fit and fewer are rejected.
+            if k % 2 == 0 {
+                w1 &= 0xe3e3_e3e3;
+            }
+            probes.push([bits | (rand() & !mask), w1, rand()]);
+        }
+    }
+    let mut input = String::new();
+    for (i, p) in probes.iter().enumerate() {
+        // The sentinel `s_movk_i32 ttmp15, i` marks where probe i's output starts.
+        let sentinel = 0xB000_0000u32 | 123 << 16 | i as u32;
+        let line: Vec<String> = std::iter::once(sentinel)
+            .chain(std::iter::empty())
+            .flat_map(|w| w.to_le_bytes())
+            .map(|b| format!("0x{b:02x}"))
+            .collect();
+        input.push_str(&line.join(" "));
+        input.push('\n');
+        let line: Vec<String> = p.iter().flat_map(|w| w.to_le_bytes()).map(|b| format!("0x{b:02x}")).collect();
+        input.push_str(&line.join(" "));
+        input.push('\n');
+    }
+    assert!(probes.len() < 0x10000);
+    let dir = scratch_dir("random");
+    let file = dir.join("random.txt");
+    std::fs::write(&file, input).unwrap();
+    let out = Command::new("llvm-mc-15")
+        .args(["--disassemble", "-show-encoding", "-triple=amdgcn", "-mcpu=gfx90a"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    // Lines whose first byte LLVM rejected.
+    let rejected: std::collections::HashSet<usize> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("invalid instruction encoding"))
+        .filter_map(|l| {
+            let mut parts = l.split(':');
+            let (_, line, col) = (parts.next()?, parts.next()?.parse::<usize>().ok()?, parts.next()?);
+            (col == "1").then_some(line)
+        })
+        .collect();
+    let mut current = None;
+    let (mut compared, mut bad, mut invalid) = (0, Vec::new(), 0);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((asm, enc)) = line.split_once("; encoding: [") else { continue };
+        let asm = norm(asm);
+        if let Some(n) = asm.strip_prefix("s_movk_i32 ttmp15, ") {
+            current = u32::from_str_radix(n.trim_start_matches("0x"), 16).ok().map(|n| n as usize);
+            continue;
+        }
+        let Some(i) = current.take() else { continue };
+        if i >= probes.len() || rejected.contains(&(2 * i + 2)) {
+            continue;
+        }
+        if asm.contains("/*") {
+            // LLVM decoded the word but marks an operand invalid: not an instruction.
+            invalid += 1;
+            continue;
+        }
+        // llvm-mc re-encodes what it printed: a 16-bit integer operand's inline float constant
+        // comes back as a literal, so the size it shows for a VOP1/VOP2/VOPC word is 4 bytes
+        // too many there.
+        let mut size = enc.split(',').count();
+        let bytes: Vec<u8> = probes[i].iter().flat_map(|w| w.to_le_bytes()).collect();
+        compared += 1;
+        match decode(Target::Gfx90a, &bytes, 0) {
+            Ok(inst) => {
+                let got = norm(&inst.to_string());
+                let i16_float = (0..3).any(|s| {
+                    inst.info.flags & (shader::isa::table::F_I16_SRC0 << s) != 0
+                        && matches!(inst.operand([Field::S0, Field::S1, Field::S2][s]), Some(Operand::Float(_)))
+                });
+                if i16_float && inst.size == 4 {
+                    size -= 4;
+                }
+                if got != asm || usize::from(inst.size) != size {
+                    bad.push(format!(
+                        "{:08x?}: llvm-mc `{asm}` ({size} bytes), decoder `{got}` ({} bytes)",
+                        probes[i], inst.size
+                    ));
+                }
+            }
+            Err(e) => bad.push(format!("{:08x?}: llvm-mc `{asm}`, decoder error: {e}", probes[i])),
+        }
+    }
+    eprintln!(
+        "{} random words, {compared} decoded by LLVM and compared ({invalid} more printed with invalid operands), {} mismatches",
+        probes.len(),
+        bad.len()
+    );
+    for b in &bad {
+        eprintln!("MISMATCH {b}");
+    }
+    assert!(compared > probes.len() / 4, "only {compared} of {} random words compared", probes.len());
+    assert!(
+        bad.is_empty(),
+        "{} of {compared} random words differ from llvm-mc-15:\n{}",
         bad.len(),
         bad[..bad.len().min(60)].join("\n")
     );

@@ -4,8 +4,8 @@
 use std::fmt::{self, Display, Formatter, Write as _};
 
 use super::inst::{Encoding, Instruction};
-use super::operand::{fmt_operand, Operand};
-use super::table::{Field, ImmFmt, F_GDS, F_MAI, F_OFFSET2, F_SWIZZLE};
+use super::operand::{fmt_operand, InlineFloat, Operand};
+use super::table::{Field, ImmFmt, SrcMods, F_GDS, F_GLC, F_I16_SRC0, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SWIZZLE};
 
 const SEL: [&str; 8] = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "SEL_7"];
 const UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_3"];
@@ -52,6 +52,10 @@ fn hwreg(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
         6 => Some("HW_REG_LDS_ALLOC"),
         7 => Some("HW_REG_IB_STS"),
         15 => Some("HW_REG_SH_MEM_BASES"),
+        16 => Some("HW_REG_TBA_LO"),
+        17 => Some("HW_REG_TBA_HI"),
+        18 => Some("HW_REG_TMA_LO"),
+        19 => Some("HW_REG_TMA_HI"),
         _ => None,
     };
     f.write_str("hwreg(")?;
@@ -65,23 +69,27 @@ fn hwreg(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
     f.write_str(")")
 }
 
-fn sendmsg(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
+fn sendmsg(f: &mut Formatter<'_>, full: u32) -> fmt::Result {
+    // The message is bits 9:0; LLVM names it whatever the bits above hold.
+    let v = full & 0x3ff;
     let id = v & 0xf;
     let op = (v >> 4) & 0x7;
     let stream = (v >> 8) & 0x3;
+    let gs_ops = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"];
+    let sys_ops =
+        ["", "SYSMSG_OP_ECC_ERR_INTERRUPT", "SYSMSG_OP_REG_RD", "SYSMSG_OP_HOST_TRAP_ACK", "SYSMSG_OP_TTRACE_PC"];
     match id {
-        1 if v >> 4 == 0 => f.write_str("sendmsg(MSG_INTERRUPT)"),
-        15 if v >> 4 == 0 => f.write_str("sendmsg(MSG_SYSMSG)"),
-        2 | 3 if v >> 10 == 0 => {
+        1 if v == 1 => f.write_str("sendmsg(MSG_INTERRUPT)"),
+        2 | 3 if op != 0 || id == 3 => {
             let msg = if id == 2 { "MSG_GS" } else { "MSG_GS_DONE" };
-            let ops = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"];
-            match ops.get(op as usize) {
-                Some(o) if op != 0 => write!(f, "sendmsg({msg}, {o}, {stream})"),
-                Some(o) => write!(f, "sendmsg({msg}, {o})"),
-                None => write!(f, "sendmsg({id}, {op}, {stream})"),
+            match op {
+                0 if stream == 0 => write!(f, "sendmsg({msg}, {})", gs_ops[0]),
+                1..=3 => write!(f, "sendmsg({msg}, {}, {stream})", gs_ops[op as usize]),
+                _ => write!(f, "{full}"),
             }
         }
-        _ => write!(f, "sendmsg({id}, {op}, {stream})"),
+        15 if (1..=4).contains(&op) && stream == 0 => write!(f, "sendmsg(MSG_SYSMSG, {})", sys_ops[op as usize]),
+        _ => write!(f, "{full}"),
     }
 }
 
@@ -153,12 +161,24 @@ impl Display for Instruction {
         let m = &self.mods;
         let ext = self.sdwa.is_some() || self.dpp.is_some();
         let vop3 = self.encoding == Encoding::Vop3;
+        // VOP3P with floating-point source modifiers (v_fma_mix*): neg_lo negates, neg_hi is abs.
+        let mix = self.encoding == Encoding::Vop3p && self.info.mods.contains(&SrcMods::Fp);
         let mut first = true;
-        let mut sources = 0;
         for i in 0..usize::from(self.count) {
             let (Some(slot), op) = (self.slots[i], self.operands[i]) else { continue };
             f.write_str(if first { " " } else { ", " })?;
             first = false;
+            if self.encoding == Encoding::Smem && slot.field == Field::Imm {
+                if let Operand::Imm(v) = op {
+                    // s_atc_probe's code: decimal up to 64, hex above.
+                    if v > 64 {
+                        write!(f, "0x{v:x}")?;
+                    } else {
+                        write!(f, "{v}")?;
+                    }
+                    continue;
+                }
+            }
             if slot.field == Field::Imm {
                 if let Operand::Imm(v) = op {
                     match self.info.imm {
@@ -167,6 +187,7 @@ impl Display for Instruction {
                         ImmFmt::Sendmsg => sendmsg(f, v)?,
                         ImmFmt::GprIdx => gpr_idx(f, v)?,
                         ImmFmt::Hex => write!(f, "0x{v:x}")?,
+                        ImmFmt::DecSmall if v > 64 => write!(f, "0x{v:x}")?,
                         ImmFmt::SignedDec => write!(f, "{}", v as u16 as i16)?,
                         _ => write!(f, "{v}")?,
                     }
@@ -175,23 +196,51 @@ impl Display for Instruction {
             }
             if self.encoding == Encoding::Smem && slot.field == Field::Off {
                 if let Operand::Imm(v) = op {
-                    let v = v as i32;
-                    if v < 0 {
-                        write!(f, "-0x{:x}", -(v as i64))?;
-                    } else {
-                        write!(f, "0x{v:x}")?;
-                    }
+                    write!(f, "{}", SmemOffset(v as i32))?;
                     continue;
                 }
             }
-            let src = source_index(slot.field).filter(|_| vop3 || ext);
+            let src = source_index(slot.field).filter(|_| vop3 || ext || mix);
             let (neg, abs, sext) = match src {
                 Some(s) => {
-                    sources = sources.max(s + 1);
-                    (m.neg >> s & 1 != 0, m.abs >> s & 1 != 0, m.sext >> s & 1 != 0)
+                    let bit = |v: u8| v >> s & 1 != 0;
+                    match self.info.mods[usize::from(s)] {
+                        SrcMods::Fp if mix => (bit(m.neg), bit(m.neg_hi), false),
+                        SrcMods::Fp => (bit(m.neg), bit(m.abs), false),
+                        // VOP3 integer operands: LLVM reads the neg bit as sext.
+                        SrcMods::Int if vop3 => (false, false, bit(m.neg)),
+                        SrcMods::Int if self.sdwa.is_some() => (false, false, bit(m.sext)),
+                        _ => (false, false, false),
+                    }
                 }
                 None => (false, false, false),
             };
+            // A 16-bit integer operand: float constants as f16 bits, literals as 16 bits.
+            if let Some(s) = source_index(slot.field) {
+                if self.info.flags & (F_I16_SRC0 << s) != 0 {
+                    let half = match op {
+                        Operand::Float(c) => Some(f16_bits(c)),
+                        Operand::Literal(v) => Some(v & 0xffff),
+                        _ => None,
+                    };
+                    if let Some(h) = half {
+                        if (h as i16 as i32) >= -16 && (h as i16 as i32) <= 64 {
+                            write!(f, "{}", h as i16)?;
+                        } else {
+                            write!(f, "0x{h:x}")?;
+                        }
+                        continue;
+                    }
+                }
+            }
+            // A negated constant without abs prints as neg(c) (`-8` would read as the constant -8).
+            let constant = matches!(op, Operand::Int(_) | Operand::Float(_) | Operand::Literal(_));
+            if neg && !abs && constant {
+                f.write_str("neg(")?;
+                fmt_operand(f, &op, slot.width)?;
+                f.write_str(")")?;
+                continue;
+            }
             if neg {
                 f.write_str("-")?;
             }
@@ -213,11 +262,11 @@ impl Display for Instruction {
         match self.encoding {
             Encoding::Vop3 => {
                 let n = self.slots.iter().flatten().filter(|s| source_index(s.field).is_some()).count();
-                if m.op_sel != 0 {
+                if m.op_sel != 0 && self.info.flags & F_OPSEL != 0 {
                     let bits = (m.op_sel & ((1 << n) - 1)) | ((m.op_sel >> 3) & 1) << n;
                     let _ = write!(tail, " op_sel:{}", bool_list(bits, n + 1));
                 }
-                vop3_tail(&mut tail, m.clamp, m.omod);
+                vop3_tail(&mut tail, m.clamp, if self.info.flags & F_OMOD != 0 { m.omod } else { 0 });
             }
             Encoding::Vop3p if self.info.flags & F_MAI != 0 => {
                 for (name, v) in [("cbsz", m.cbsz), ("abid", m.abid), ("blgp", m.blgp)] {
@@ -232,13 +281,15 @@ impl Display for Instruction {
                 if m.op_sel & full != 0 {
                     let _ = write!(tail, " op_sel:{}", bool_list(m.op_sel, n));
                 }
-                if m.op_sel_hi & full != full {
+                // op_sel_hi defaults to all ones, and to zeros for the mix instructions.
+                let default_hi = if mix { 0 } else { full };
+                if m.op_sel_hi & full != default_hi {
                     let _ = write!(tail, " op_sel_hi:{}", bool_list(m.op_sel_hi, n));
                 }
-                if m.neg & full != 0 {
+                if m.neg & full != 0 && !mix {
                     let _ = write!(tail, " neg_lo:{}", bool_list(m.neg, n));
                 }
-                if m.neg_hi & full != 0 {
+                if m.neg_hi & full != 0 && !mix {
                     let _ = write!(tail, " neg_hi:{}", bool_list(m.neg_hi, n));
                 }
                 if m.clamp {
@@ -270,7 +321,15 @@ impl Display for Instruction {
                 }
             }
             Encoding::Sopp | Encoding::Sopk => {}
-            Encoding::Smem if m.glc => tail.push_str(" glc"),
+            Encoding::Smem => {
+                if m.imm_offset {
+                    tail.push_str(" offset:");
+                    let _ = write!(tail, "{}", SmemOffset(m.offset));
+                }
+                if m.glc && self.info.flags & F_GLC != 0 {
+                    tail.push_str(" glc");
+                }
+            }
             Encoding::Ds => {
                 if self.info.flags & F_SWIZZLE != 0 {
                     tail.push(' ');
@@ -312,6 +371,34 @@ impl Display for Instruction {
             _ => {}
         }
         f.write_str(&tail)
+    }
+}
+
+/// The f16 encoding of an inline float constant.
+fn f16_bits(c: InlineFloat) -> u32 {
+    match c {
+        InlineFloat::Half => 0x3800,
+        InlineFloat::NegHalf => 0xb800,
+        InlineFloat::One => 0x3c00,
+        InlineFloat::NegOne => 0xbc00,
+        InlineFloat::Two => 0x4000,
+        InlineFloat::NegTwo => 0xc000,
+        InlineFloat::Four => 0x4400,
+        InlineFloat::NegFour => 0xc400,
+        InlineFloat::InvTwoPi => 0x3118,
+    }
+}
+
+/// An SMEM byte offset, in signed hex.
+struct SmemOffset(i32);
+
+impl Display for SmemOffset {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if self.0 < 0 {
+            write!(f, "-0x{:x}", -i64::from(self.0))
+        } else {
+            write!(f, "0x{:x}", self.0)
+        }
     }
 }
 

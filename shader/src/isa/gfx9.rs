@@ -170,18 +170,30 @@ fn smem(w: &Words, w0: u32) -> Result<Instruction> {
     inst.size = 8;
     inst.mods.glc = bits(w0, 16, 16) != 0;
     let imm = bits(w0, 17, 17) != 0;
+    // SOE: the SGPR offset is in soffset [63:57]; with IMM also an immediate offset.
+    let soe = bits(w0, 14, 14) != 0;
+    // A 21-bit signed byte offset.
+    let off = ((bits(w1, 20, 0) << 11) as i32) >> 11;
     for &slot in info.slots {
         let op = match slot.field {
             Field::D => scalar(&mut inst, w, bits(w0, 12, 6), slot.width, w0)?,
             Field::Imm => Operand::Imm(bits(w0, 12, 6)),
-            Field::Base => Operand::Sgpr { index: (bits(w0, 5, 0) * 2) as u8, count: slot.width },
+            Field::Base => {
+                let index = super::operand::align_sgpr((bits(w0, 5, 0) * 2) as u8, slot.width);
+                Operand::Sgpr { index, count: slot.width }
+            }
+            _ if soe => {
+                if imm {
+                    inst.mods.offset = off;
+                    inst.mods.imm_offset = true;
+                }
+                scalar(&mut inst, w, bits(w1, 31, 25), 1, w0)?
+            }
             _ if imm => {
-                // A 21-bit signed byte offset.
-                let off = ((bits(w1, 20, 0) << 11) as i32) >> 11;
                 inst.mods.offset = off;
                 Operand::Imm(off as u32)
             }
-            _ => scalar(&mut inst, w, bits(w1, 7, 0), 1, w0)?,
+            _ => scalar(&mut inst, w, bits(w1, 6, 0), 1, w0)?,
         };
         inst.push(slot, op);
     }
@@ -239,13 +251,27 @@ fn vop_ext(inst: &mut Instruction, w: &Words, src0: u32, width: u8, w0: u32) -> 
 }
 
 fn vop_src0(inst: &mut Instruction, w: &Words, v: u32, width: u8, w0: u32) -> Result<Operand> {
+    if inst.info.flags & super::table::F_VSRC0 != 0 {
+        return Ok(Operand::Vgpr { index: v as u8, count: width });
+    }
     match vop_ext(inst, w, v, width, w0)? {
         Some(op) => Ok(op),
-        None if v >= 256 && inst.info.slots.iter().any(|s| s.field == Field::S0 && s.agpr) => {
-            Ok(Operand::Agpr { index: (v - 256) as u8, count: width })
+        // An AGPR-only src0 (v_accvgpr_mov_b32): bit 8 is ignored.
+        None if inst.info.slots.iter().any(|s| s.field == Field::S0 && s.agpr) => {
+            Ok(Operand::Agpr { index: (v & 0xff) as u8, count: width })
         }
         None => src(inst, w, v, width, 1, w0),
     }
+}
+
+/// A VOP destination field that names a scalar register (v_readfirstlane_b32, VOP3 compares).
+fn scalar_dst(inst: &Instruction, v: u32, width: u8, w0: u32) -> Result<Operand> {
+    source(v as u16, width, None).ok_or(DecodeError::InvalidOperand { encoding: inst.encoding, value: v, word: w0 })
+}
+
+/// An SDWA src1 whose S1 bit makes its 8-bit field a scalar source (SGPR or constant).
+fn sdwa_scalar(inst: &Instruction, v: u32, width: u8, w0: u32) -> Result<Operand> {
+    source(v as u16, width, None).ok_or(DecodeError::InvalidOperand { encoding: inst.encoding, value: v, word: w0 })
 }
 
 fn vop2(w: &Words, w0: u32) -> Result<Instruction> {
@@ -259,9 +285,7 @@ fn vop2(w: &Words, w0: u32) -> Result<Instruction> {
                 let s1 = vgpr(bits(w0, 16, 9), slot, false);
                 match inst.sdwa {
                     // SDWA's S1 bit: vsrc1 names an SGPR.
-                    Some(_) if bits(w.get(1)?, 31, 31) != 0 => {
-                        Operand::Sgpr { index: bits(w0, 16, 9) as u8, count: slot.width }
-                    }
+                    Some(_) if bits(w.get(1)?, 31, 31) != 0 => sdwa_scalar(&inst, bits(w0, 16, 9), slot.width, w0)?,
                     _ => s1,
                 }
             }
@@ -282,7 +306,7 @@ fn vop1(w: &Words, w0: u32) -> Result<Instruction> {
     for &slot in info.slots {
         let op = match slot.field {
             Field::D => vgpr(bits(w0, 24, 17), slot, false),
-            Field::Ds => Operand::Sgpr { index: bits(w0, 24, 17) as u8, count: slot.width },
+            Field::Ds => scalar_dst(&inst, bits(w0, 24, 17), slot.width, w0)?,
             _ => vop_src0(&mut inst, w, bits(w0, 8, 0), slot.width, w0)?,
         };
         inst.push(slot, op);
@@ -297,9 +321,7 @@ fn vopc(w: &Words, w0: u32) -> Result<Instruction> {
         let op = match slot.field {
             Field::S0 => vop_src0(&mut inst, w, bits(w0, 8, 0), slot.width, w0)?,
             Field::S1 => match inst.sdwa {
-                Some(_) if bits(w.get(1)?, 31, 31) != 0 => {
-                    Operand::Sgpr { index: bits(w0, 16, 9) as u8, count: slot.width }
-                }
+                Some(_) if bits(w.get(1)?, 31, 31) != 0 => sdwa_scalar(&inst, bits(w0, 16, 9), slot.width, w0)?,
                 _ => vgpr(bits(w0, 16, 9), slot, false),
             },
             // The implicit VCC (printed first) is read after src0 decides SDWA; fixed below.
@@ -335,7 +357,7 @@ fn vop3(w: &Words, w0: u32) -> Result<Instruction> {
     for &slot in info.slots {
         let op = match slot.field {
             Field::D => vgpr(bits(w0, 7, 0), slot, false),
-            Field::Ds => Operand::Sgpr { index: bits(w0, 7, 0) as u8, count: slot.width },
+            Field::Ds => scalar_dst(&inst, bits(w0, 7, 0), slot.width, w0)?,
             Field::Sd => src(&mut inst, w, bits(w0, 14, 8), slot.width, 2, w0)?,
             Field::S0 => vop3_src(&mut inst, w, bits(w1, 8, 0), slot, w0)?,
             Field::S1 => vop3_src(&mut inst, w, bits(w1, 17, 9), slot, w0)?,

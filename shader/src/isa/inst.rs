@@ -95,6 +95,8 @@ pub struct Modifiers {
     pub omod: u8,
     /// Memory offset in bytes (DS: offset, or offset0 with [`Modifiers::offset1`]).
     pub offset: i32,
+    /// SMEM: an immediate offset besides the SGPR offset (SOE and IMM both set).
+    pub imm_offset: bool,
     /// DS read2/write2: the second 8-bit offset.
     pub offset1: u8,
     pub glc: bool,

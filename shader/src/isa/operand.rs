@@ -10,7 +10,8 @@ pub enum Operand {
     None,
     /// Scalar registers `index..index+count` of the 128-entry scalar file: s0-s101, then
     /// flat_scratch (102-103), xnack_mask (104-105), vcc (106-107), ttmp0-15 (108-123), m0
-    /// (124), exec (126-127), as the hardware numbers them.
+    /// (124), null (125, reads 0, writes are discarded), exec (126-127), as the hardware
+    /// numbers them.
     Sgpr { index: u8, count: u8 },
     /// Vector registers `v[index..index+count]`.
     Vgpr { index: u8, count: u8 },
@@ -80,7 +81,10 @@ pub enum Special {
 /// `count` is the operand's width in dwords; `literal` the dword after the instruction.
 pub fn source(value: u16, count: u8, literal: Option<u32>) -> Option<Operand> {
     Some(match value {
-        0..=101 | 102..=123 | 124 | 126 | 127 => Operand::Sgpr { index: value as u8, count },
+        // A 64-bit scalar operand ignores bit 0 of its register number, a wider one bits 1:0
+        // (LLVM's disassembler reads them so; the ISA requires aligned tuples).
+        0..=123 | 124 | 126 | 127 => Operand::Sgpr { index: align_sgpr(value as u8, count), count },
+        125 => Operand::Sgpr { index: 125, count },
         128..=192 => Operand::Int((value - 128) as i8),
         193..=208 => Operand::Int(-((value - 192) as i8)),
         235 => Operand::Special(Special::SharedBase),
@@ -107,6 +111,19 @@ pub fn source(value: u16, count: u8, literal: Option<u32>) -> Option<Operand> {
     })
 }
 
+/// The first register of a scalar tuple of `count` dwords named by `index`.
+/// Only s0-s101 and ttmp0-15 align; the named registers (vcc, exec, ...) are taken as named.
+pub fn align_sgpr(index: u8, count: u8) -> u8 {
+    if !(index < 102 || (108..=123).contains(&index)) {
+        return index;
+    }
+    match count {
+        0 | 1 => index,
+        2 => index & !1,
+        _ => index & !3,
+    }
+}
+
 /// Prints `prefix` + index or `prefix[first:last]`.
 fn range(f: &mut fmt::Formatter<'_>, prefix: &str, index: u32, count: u8) -> fmt::Result {
     if count <= 1 {
@@ -120,10 +137,12 @@ fn range(f: &mut fmt::Formatter<'_>, prefix: &str, index: u32, count: u8) -> fmt
 fn sgpr(f: &mut fmt::Formatter<'_>, index: u8, count: u8) -> fmt::Result {
     let pair = |name: &str, f: &mut fmt::Formatter<'_>| -> fmt::Result {
         match count {
-            2 => f.write_str(name),
+            2.. => f.write_str(name),
             _ => write!(f, "{name}_{}", if index.is_multiple_of(2) { "lo" } else { "hi" }),
         }
     };
+    // No scalar tuple is wider than 16 (an MFMA C matrix named by an SGPR): LLVM prints the first.
+    let count = if count > 16 { 1 } else { count };
     match index {
         0..=101 => range(f, "s", index.into(), count),
         102 | 103 => pair("flat_scratch", f),
@@ -131,6 +150,7 @@ fn sgpr(f: &mut fmt::Formatter<'_>, index: u8, count: u8) -> fmt::Result {
         106 | 107 => pair("vcc", f),
         108..=123 => range(f, "ttmp", u32::from(index) - 108, count),
         124 => f.write_str("m0"),
+        125 => f.write_str("null"),
         126 | 127 => pair("exec", f),
         _ => write!(f, "s{index}"),
     }

@@ -67,6 +67,8 @@ pub enum ImmFmt {
     Dec,
     SignedDec,
     Hex,
+    /// Decimal up to 64, hex above.
+    DecSmall,
     /// `vmcnt(n) expcnt(n) lgkmcnt(n)`.
     Waitcnt,
     /// `sendmsg(MSG_..)`.
@@ -92,6 +94,38 @@ pub const F_IMM_OMIT_ZERO: u16 = 1 << 5;
 /// VOP3P: a matrix (MFMA) instruction with cbsz/abid/blgp.
 pub const F_MAI: u16 = 1 << 6;
 
+/// VOP3: op_sel applies (the 16-bit operations).
+pub const F_OPSEL: u16 = 1 << 7;
+/// VOP3: the output modifier (mul:2, mul:4, div:2) applies.
+pub const F_OMOD: u16 = 1 << 8;
+/// VOP1: src0 names only VGPRs (v_swap_b32).
+pub const F_VSRC0: u16 = 1 << 9;
+
+/// SMEM: the instruction has a glc bit.
+pub const F_GLC: u16 = 1 << 10;
+
+/// src0 (`<< 1`: src1, `<< 2`: src2) is a 16-bit integer operand: LLVM prints an inline float
+/// constant there as its f16 bits and a literal as its low 16 bits.
+pub const F_I16_SRC0: u16 = 1 << 11;
+pub const F_I16_SRC1: u16 = 1 << 12;
+pub const F_I16_SRC2: u16 = 1 << 13;
+
+/// Which source modifiers an operand takes (and LLVM prints).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrcMods {
+    /// None.
+    None,
+    /// Floating point: negate and absolute value (`-|x|`).
+    Fp,
+    /// Integer (SDWA, some VOP3): sign extension (`sext(x)`).
+    Int,
+}
+
+/// Short names for the generated tables.
+pub const MN: SrcMods = SrcMods::None;
+pub const MF: SrcMods = SrcMods::Fp;
+pub const MI: SrcMods = SrcMods::Int;
+
 /// One opcode of one encoding.
 #[derive(Clone, Copy, Debug)]
 pub struct OpInfo {
@@ -105,4 +139,7 @@ pub struct OpInfo {
     pub imm: ImmFmt,
     /// `F_*` bits.
     pub flags: u16,
+    /// The modifiers src0..2 take: of the VOP3/VOP3P form in those tables, of the SDWA and DPP
+    /// forms in the VOP1/VOP2/VOPC tables.
+    pub mods: [SrcMods; 3],
 }

@@ -30,6 +30,9 @@ struct Probe {
     imm: &'static str,
     /// Flag names (`F_*` constants of the shader crate).
     flags: BTreeSet<&'static str>,
+    /// Source modifiers LLVM prints for src0..2 (`MN` none, `MF` neg/abs, `MI` sext): of the
+    /// VOP3/VOP3P form in those tables, of the SDWA form in the VOP1/VOP2/VOPC tables.
+    mods: [&'static str; 3],
 }
 
 /// One encoding of a target: its table name, opcode-field size and probe builder.
@@ -241,7 +244,8 @@ fn split_operands(ops: &str) -> Vec<String> {
 fn classify(enc: &str, text: &str, variant: u32) -> Result<Probe, String> {
     let text = text.trim();
     let (name, rest) = text.split_once(' ').unwrap_or((text, ""));
-    let mut probe = Probe { name: name.to_string(), slots: Vec::new(), imm: "None", flags: BTreeSet::new() };
+    let mut probe =
+        Probe { name: name.to_string(), slots: Vec::new(), imm: "None", flags: BTreeSet::new(), mods: ["MN"; 3] };
     let rest = rest.trim();
     // SOPP's operand may contain spaces (s_waitcnt vmcnt(..) lgkmcnt(..)).
     let mut ops = if enc == "SOPP" && !rest.is_empty() { vec![rest.to_string()] } else { split_operands(rest) };
@@ -520,6 +524,7 @@ fn probe_target(mcpu: &str) -> TargetTables {
         }
         let printed = disassemble(mcpu, enc.id_mask, &probes);
         let mut ops = BTreeMap::new();
+        let mut shapes_of = BTreeMap::new();
         for op in 0..enc.count {
             let mut chosen = None;
             let mut errors = Vec::new();
@@ -554,9 +559,10 @@ fn probe_target(mcpu: &str) -> TargetTables {
                     probe.imm = "SignedDec";
                 }
                 if let Some(z) = &zero {
-                    // LLVM prints small values of some immediates in decimal, large ones in hex.
+                    // LLVM prints some immediates in decimal up to 64 (an inline constant's range),
+                    // larger ones in hex.
                     if probe.imm == "Hex" && z.imm == "Dec" {
-                        probe.imm = "Dec";
+                        probe.imm = "DecSmall";
                     }
                 }
                 if let Some(z) = zero {
@@ -565,31 +571,217 @@ fn probe_target(mcpu: &str) -> TargetTables {
                     }
                 }
             }
-            if matches!(enc.name, "VOP1" | "VOP2" | "VOPC") {
+            shapes_of.insert(op, shape);
+            ops.insert(op, probe);
+        }
+        extra_probes(mcpu, &enc, &shapes_of, &mut ops);
+        eprintln!("{mcpu} {}: {} opcodes", enc.name, ops.len());
+        tables.insert(enc.name, (enc.count, ops));
+    }
+    tables
+}
+
+/// The source modifiers printed on the operands of `text`, in order, and its trailing words.
+fn printed_mods(text: &str) -> (Vec<&'static str>, Vec<String>) {
+    let (_, rest) = text.trim().split_once(' ').unwrap_or((text, ""));
+    let mut ops = split_operands(rest.trim());
+    let mut words = Vec::new();
+    if let Some(last) = ops.pop() {
+        let mut w = split_words(&last);
+        ops.push(w.remove(0));
+        words = w;
+    }
+    let kinds = ops
+        .iter()
+        .map(|t| {
+            if t.starts_with("sext(") {
+                "MI"
+            } else if t.starts_with('-') && !t[1..].starts_with(|c: char| c.is_ascii_digit()) || t.starts_with('|') {
+                "MF"
+            } else {
+                "MN"
+            }
+        })
+        .collect();
+    (kinds, words)
+}
+
+/// Learns per opcode, in one llvm-mc run per encoding: the SDWA and DPP forms (VOP1/VOP2/VOPC)
+/// and their source modifiers, the VOP3/VOP3P source modifiers, op_sel and omod, and whether
+/// a VOP1 src0 names only VGPRs.
+fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut BTreeMap<u32, Probe>) {
+    const SDWA_FP: u32 = 0;
+    const SDWA_INT: u32 = 1;
+    const DPP: u32 = 2;
+    const VOP3_MODS: u32 = 3;
+    const VSRC0: u32 = 4;
+    const OPSEL: u32 = 5;
+    const OMOD: u32 = 6;
+    const GLC: u32 = 7;
+    const INT16: u32 = 8;
+    let mut probes = Vec::new();
+    for (&op, &shape) in shapes_of {
+        let base = build(enc, op, shape, 0);
+        match enc.name {
+            "VOP1" | "VOP2" | "VOPC" => {
                 // SDWA selects DWORD for what the encoding has (VOP1: no src1, VOPC: no dst).
                 let sdwa = match enc.name {
                     "VOP1" => 0x0006_0614u32,
                     "VOPC" => 0x0606_0014,
                     _ => 0x0606_0614,
                 };
-                for (src0, dword, flag, suffix) in
-                    [(249u32, sdwa, "F_SDWA", "_sdwa"), (250, 0xff00_e414, "F_DPP", "_dpp")]
-                {
-                    let mut words = build(&enc, op, shape, 0);
+                let src1_mods = if enc.name == "VOP1" { 0 } else { 1 };
+                for (kind, src0, dword) in [
+                    (SDWA_FP, 249, sdwa | 3 << 20 | (src1_mods * (3 << 28))),
+                    (SDWA_INT, 249, sdwa | 1 << 19 | (src1_mods * (1 << 27))),
+                    (DPP, 250, 0xff00_e414),
+                ] {
+                    let mut words = base.clone();
                     words[0] = (words[0] & !0x1ff) | src0;
                     words[1] = dword;
-                    let p = disassemble(mcpu, enc.id_mask, &[(op, 0, 0, words)]);
-                    if p.get(&(op, 0, 0)).is_some_and(|t| t.split(' ').next().unwrap().ends_with(suffix)) {
-                        probe.flags.insert(flag);
+                    probes.push((op, kind, 0, words));
+                }
+                // src0 = 1.0: a 16-bit integer operand prints it as the f16 bits 0x3c00.
+                let mut words = base.clone();
+                words[0] = (words[0] & !0x1ff) | 242;
+                probes.push((op, INT16, 0, words));
+                if enc.name == "VOP1" {
+                    let mut words = base.clone();
+                    words[0] = (words[0] & !0x1ff) | 20;
+                    probes.push((op, VSRC0, 0, words));
+                }
+            }
+            "VOP3" => {
+                // Modifiers and op_sel apart: LLVM rejects op_sel bits where there is no op_sel.
+                // One source at a time, with and without abs: LLVM rejects modifiers where an
+                // operand takes none.
+                let n =
+                    ops[&op].slots.iter().filter(|s| matches!(s.0.trim_end_matches('A'), "S0" | "S1" | "S2")).count();
+                let vop3b = ops[&op].slots.iter().any(|s| s.0 == "Sd");
+                for i in 0..n as u32 {
+                    for (k, abs) in [(0u32, true), (1, false)] {
+                        let mut words = base.clone();
+                        if abs && !vop3b {
+                            words[0] |= 1 << (8 + i);
+                        }
+                        words[1] |= 1 << (29 + i);
+                        probes.push((op, VOP3_MODS + 16 * (1 + 2 * i + k), 0, words));
+                    }
+                }
+                let mut words = base.clone();
+                words[1] |= 1 << 27;
+                probes.push((op, OMOD, 0, words));
+                for i in 0..n as u32 {
+                    let mut words = base.clone();
+                    words[1] = (words[1] & !(0x1ff << (9 * i))) | 242 << (9 * i);
+                    probes.push((op, INT16 + 16 * (i + 1), 0, words));
+                }
+                if !vop3b {
+                    let mut words = base.clone();
+                    words[0] |= 0xf << 11;
+                    probes.push((op, OPSEL, 0, words));
+                }
+            }
+            "SMEM" => {
+                let mut words = base.clone();
+                words[0] |= 1 << 16;
+                probes.push((op, GLC, 0, words));
+            }
+            "VOP3P" => {
+                let n =
+                    ops[&op].slots.iter().filter(|s| matches!(s.0.trim_end_matches('A'), "S0" | "S1" | "S2")).count();
+                let m = (1u32 << n) - 1;
+                let mut words = base.clone();
+                words[0] |= m << 8;
+                words[1] |= m << 29;
+                probes.push((op, VOP3_MODS, 0, words));
+            }
+            _ => {}
+        }
+    }
+    if probes.is_empty() {
+        return;
+    }
+    let printed = disassemble(mcpu, enc.id_mask, &probes);
+    for (&op, probe) in ops.iter_mut() {
+        let first = |t: &String| t.split(' ').next().unwrap_or("").to_string();
+        let srcs: Vec<usize> = probe
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.0.trim_end_matches('A'), "S0" | "S1" | "S2"))
+            .map(|(i, _)| i)
+            .collect();
+        let learn = |text: &String, probe: &mut Probe| {
+            let (kinds, words) = printed_mods(text);
+            for (n, &i) in srcs.iter().enumerate() {
+                if let Some(k) = kinds.get(i) {
+                    if *k != "MN" {
+                        probe.mods[n] = k;
                     }
                 }
             }
-            ops.insert(op, probe);
+            words
+        };
+        if let Some(t) = printed.get(&(op, SDWA_FP, 0)).filter(|t| first(t).ends_with("_sdwa")) {
+            probe.flags.insert("F_SDWA");
+            learn(t, probe);
         }
-        eprintln!("{mcpu} {}: {} opcodes", enc.name, ops.len());
-        tables.insert(enc.name, (enc.count, ops));
+        if let Some(t) = printed.get(&(op, SDWA_INT, 0)).filter(|t| first(t).ends_with("_sdwa")) {
+            probe.flags.insert("F_SDWA");
+            learn(t, probe);
+        }
+        if printed.get(&(op, DPP, 0)).is_some_and(|t| first(t).ends_with("_dpp")) {
+            probe.flags.insert("F_DPP");
+        }
+        if printed.get(&(op, VSRC0, 0)).is_some_and(|t| printed_operand(t, srcs.first().copied()) == Some("v20".into()))
+        {
+            probe.flags.insert("F_VSRC0");
+        }
+        if let Some(t) = printed.get(&(op, OPSEL, 0)) {
+            if printed_mods(t).1.iter().any(|w| w.starts_with("op_sel:")) {
+                probe.flags.insert("F_OPSEL");
+            }
+        }
+        // VOP3P: all sources at once (the mix instructions' neg_lo/neg_hi print as neg/abs).
+        if let Some(t) = printed.get(&(op, VOP3_MODS, 0)) {
+            learn(t, probe);
+        }
+        for i in 0..3u32 {
+            for k in 0..2 {
+                if let Some(t) = printed.get(&(op, VOP3_MODS + 16 * (1 + 2 * i + k), 0)) {
+                    let (kinds, _) = printed_mods(t);
+                    if let Some(k) = srcs.get(i as usize).and_then(|&at| kinds.get(at)) {
+                        if *k != "MN" {
+                            probe.mods[i as usize] = k;
+                        }
+                    }
+                }
+            }
+        }
+        if printed.get(&(op, OMOD, 0)).is_some_and(|t| printed_mods(t).1.iter().any(|w| w == "mul:2")) {
+            probe.flags.insert("F_OMOD");
+        }
+        for (i, key) in [(0usize, INT16), (0, INT16 + 16), (1, INT16 + 32), (2, INT16 + 48)] {
+            if printed.get(&(op, key, 0)).is_some_and(|t| {
+                printed_mods(t).0.len() > srcs.get(i).copied().unwrap_or(99)
+                    && printed_operand(t, srcs.get(i).copied()).is_some_and(|o| o.contains("0x3c00"))
+            }) {
+                probe.flags.insert(["F_I16_SRC0", "F_I16_SRC1", "F_I16_SRC2"][i]);
+            }
+        }
+        if printed.get(&(op, GLC, 0)).is_some_and(|t| printed_mods(t).1.iter().any(|w| w == "glc")) {
+            probe.flags.insert("F_GLC");
+        }
     }
-    tables
+}
+
+/// The `i`th printed operand of `text`.
+fn printed_operand(text: &str, i: Option<usize>) -> Option<String> {
+    let (_, rest) = text.trim().split_once(' ')?;
+    let ops = split_operands(rest.trim());
+    let op = ops.get(i?)?;
+    Some(split_words(op).remove(0))
 }
 
 fn main() {
@@ -643,8 +835,8 @@ fn main() {
     std::fs::write(root.join("op.rs"), op_rs).unwrap();
     for (t, tables) in per_target {
         let mut rs = header(&format!("the opcode tables of {t}."));
-        rs.push_str("use super::op::Op;\nuse super::table::Field::*;\n#[allow(unused_imports)]\nuse super::table::{a, s, ImmFmt, OpInfo, F_DPP, F_GDS, F_IMM_OMIT_ZERO, F_MAI, F_OFFSET2, F_SDWA, F_SWIZZLE};\n\n");
-        rs.push_str("#[allow(dead_code)]\nconst fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16) -> Option<OpInfo> {\n    Some(OpInfo { op, name, slots, imm, flags })\n}\n\n");
+        rs.push_str("use super::op::Op;\nuse super::table::Field::*;\n#[allow(unused_imports)]\nuse super::table::{a, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SWIZZLE, F_VSRC0, MF, MI, MN};\n\n");
+        rs.push_str("#[allow(dead_code)]\nconst fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16, mods: [SrcMods; 3]) -> Option<OpInfo> {\n    Some(OpInfo { op, name, slots, imm, flags, mods })\n}\n\n");
         for (enc, (count, ops)) in &tables {
             writeln!(rs, "/// {enc}: {} of {count} opcode values are instructions.", ops.len()).unwrap();
             writeln!(rs, "pub static {enc}: [Option<OpInfo>; {count}] = [").unwrap();
@@ -667,11 +859,12 @@ fn main() {
                         };
                         writeln!(
                             rs,
-                            "    o(Op::{}, \"{}\", &[{}], ImmFmt::{}, {flags}), // {op:#x}",
+                            "    o(Op::{}, \"{}\", &[{}], ImmFmt::{}, {flags}, [{}]), // {op:#x}",
                             camel(base_name(&p.name)),
                             p.name,
                             slots.join(", "),
-                            p.imm
+                            p.imm,
+                            p.mods.join(", ")
                         )
                         .unwrap();
                     }
