@@ -168,6 +168,76 @@ fn gfx90a_templates() -> Vec<(shader::isa::Encoding, u32, u32)> {
     out
 }
 
+/// What llvm-mc-15 printed for a probe it decoded: (probe index, text, size of its re-encoding).
+type Printed = (usize, String, usize);
+
+/// Disassembles `probes` (index, words) with llvm-mc-15, each on a line after its sentinel
+/// `s_movk_i32 ttmp15, <index>`. Returns what it printed for each probe it decoded from the
+/// first byte, the number it printed with an invalid operand, and the indices of the words it
+/// crashed on: LLVM 15's disassembler aborts on some words, so a crashing batch is bisected.
+fn llvm_mc(dir: &Path, probes: &[(usize, [u32; 3])]) -> (Vec<Printed>, usize, Vec<usize>) {
+    let line = |words: &[u32]| -> String {
+        let bytes: Vec<String> = words.iter().flat_map(|w| w.to_le_bytes()).map(|b| format!("0x{b:02x}")).collect();
+        bytes.join(" ") + "\n"
+    };
+    let mut input = String::new();
+    for (i, p) in probes {
+        input.push_str(&line(&[0xB000_0000u32 | 123 << 16 | *i as u32]));
+        input.push_str(&line(p));
+    }
+    let file = dir.join("random.txt");
+    std::fs::write(&file, input).unwrap();
+    let out = Command::new("llvm-mc-15")
+        .args(["--disassemble", "-show-encoding", "-triple=amdgcn", "-mcpu=gfx90a"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        if probes.len() == 1 {
+            return (Vec::new(), 0, vec![probes[0].0]);
+        }
+        let (a, b) = probes.split_at(probes.len() / 2);
+        let (mut pa, ia, mut ca) = llvm_mc(dir, a);
+        let (pb, ib, cb) = llvm_mc(dir, b);
+        pa.extend(pb);
+        ca.extend(cb);
+        return (pa, ia + ib, ca);
+    }
+    // Lines (1-based) whose first byte LLVM rejected.
+    let rejected: std::collections::HashSet<usize> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("invalid instruction encoding"))
+        .filter_map(|l| {
+            let mut parts = l.split(':');
+            let (_, line, col) = (parts.next()?, parts.next()?.parse::<usize>().ok()?, parts.next()?);
+            (col == "1").then_some(line)
+        })
+        .collect();
+    let position: std::collections::HashMap<usize, usize> =
+        probes.iter().enumerate().map(|(n, (i, _))| (*i, n)).collect();
+    let (mut printed, mut invalid, mut current) = (Vec::new(), 0, None);
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((asm, enc)) = l.split_once("; encoding: [") else { continue };
+        let asm = norm(asm);
+        if let Some(n) = asm.strip_prefix("s_movk_i32 ttmp15, ") {
+            current = u32::from_str_radix(n.trim_start_matches("0x"), 16).ok().map(|n| n as usize);
+            continue;
+        }
+        let Some(i) = current.take() else { continue };
+        let Some(&n) = position.get(&i) else { continue };
+        if rejected.contains(&(2 * n + 2)) {
+            continue;
+        }
+        if asm.contains("/*") {
+            // LLVM decoded the word but marks an operand invalid: not an instruction.
+            invalid += 1;
+            continue;
+        }
+        printed.push((i, asm, enc.split(',').count()));
+    }
+    (printed, invalid, Vec::new())
+}
+
 /// Random words for every opcode of every table (fixed seed), disassembled by llvm-mc-15: each
 /// word LLVM decodes must decode to the same text and size here. Covers operand kinds, literals,
 /// modifiers, SDWA and DPP far beyond what the compiler emits.
@@ -184,79 +254,54 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
         seed ^= seed << 17;
         seed as u32
     };
-    let mut probes: Vec<[u32; 3]> = Vec::new();
-    for (_, bits, mask) in gfx90a_templates() {
+    use shader::isa::Encoding as E;
+    let mut probes: Vec<(usize, [u32; 3])> = Vec::new();
+    for (enc, bits, mask) in gfx90a_templates() {
         for k in 0..PER_OPCODE {
             let mut w1 = rand();
             // Half the probes use small register numbers so tuples fit and fewer are rejected.
             if k % 2 == 0 {
                 w1 &= 0xe3e3_e3e3;
             }
-            probes.push([bits | (rand() & !mask), w1, rand()]);
+            let mut w0 = bits | (rand() & !mask);
+            // VOP1/VOP2/VOPC: a quarter each SDWA (src0 249), DPP (250) and a literal (255).
+            if matches!(enc, E::Vop1 | E::Vop2 | E::Vopc) && k % 4 != 0 {
+                w0 = (w0 & !0x1ff) | [249, 250, 255][k % 4 - 1];
+                // The reserved SDWA select 7 crashes llvm-mc-15 (the decoder rejects it): use 6.
+                for at in [8, 16, 24] {
+                    if k % 4 == 1 && (w1 >> at) & 7 == 7 {
+                        w1 &= !(1 << at);
+                    }
+                }
+            }
+            // MFMA: sources in VGPRs/AGPRs; llvm-mc-15 crashes on some scalar and constant ones.
+            if enc == E::Vop3p && (0xd3c0_0000..0xd3f0_0000).contains(&(w0 & 0xffff_0000)) {
+                w1 |= 1 << 8 | 1 << 17 | 1 << 26;
+            }
+            probes.push((probes.len(), [w0, w1, rand()]));
         }
-    }
-    let mut input = String::new();
-    for (i, p) in probes.iter().enumerate() {
-        // The sentinel `s_movk_i32 ttmp15, i` marks where probe i's output starts.
-        let sentinel = 0xB000_0000u32 | 123 << 16 | i as u32;
-        let line: Vec<String> = std::iter::once(sentinel)
-            .chain(std::iter::empty())
-            .flat_map(|w| w.to_le_bytes())
-            .map(|b| format!("0x{b:02x}"))
-            .collect();
-        input.push_str(&line.join(" "));
-        input.push('\n');
-        let line: Vec<String> = p.iter().flat_map(|w| w.to_le_bytes()).map(|b| format!("0x{b:02x}")).collect();
-        input.push_str(&line.join(" "));
-        input.push('\n');
     }
     assert!(probes.len() < 0x10000);
     let dir = scratch_dir("random");
-    let file = dir.join("random.txt");
-    std::fs::write(&file, input).unwrap();
-    let out = Command::new("llvm-mc-15")
-        .args(["--disassemble", "-show-encoding", "-triple=amdgcn", "-mcpu=gfx90a"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let mut printed = Vec::new();
+    let (mut invalid, mut crashed) = (0, Vec::new());
+    for chunk in probes.chunks(256) {
+        let (p, i, c) = llvm_mc(&dir, chunk);
+        printed.extend(p);
+        invalid += i;
+        crashed.extend(c);
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    // Lines whose first byte LLVM rejected.
-    let rejected: std::collections::HashSet<usize> = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.contains("invalid instruction encoding"))
-        .filter_map(|l| {
-            let mut parts = l.split(':');
-            let (_, line, col) = (parts.next()?, parts.next()?.parse::<usize>().ok()?, parts.next()?);
-            (col == "1").then_some(line)
-        })
-        .collect();
-    let mut current = None;
-    let (mut compared, mut bad, mut invalid) = (0, Vec::new(), 0);
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some((asm, enc)) = line.split_once("; encoding: [") else { continue };
-        let asm = norm(asm);
-        if let Some(n) = asm.strip_prefix("s_movk_i32 ttmp15, ") {
-            current = u32::from_str_radix(n.trim_start_matches("0x"), 16).ok().map(|n| n as usize);
-            continue;
-        }
-        let Some(i) = current.take() else { continue };
-        if i >= probes.len() || rejected.contains(&(2 * i + 2)) {
-            continue;
-        }
-        if asm.contains("/*") {
-            // LLVM decoded the word but marks an operand invalid: not an instruction.
-            invalid += 1;
-            continue;
-        }
-        // llvm-mc re-encodes what it printed: a 16-bit integer operand's inline float constant
-        // comes back as a literal, so the size it shows for a VOP1/VOP2/VOPC word is 4 bytes
-        // too many there.
-        let mut size = enc.split(',').count();
-        let bytes: Vec<u8> = probes[i].iter().flat_map(|w| w.to_le_bytes()).collect();
-        compared += 1;
+    let mut bad = Vec::new();
+    for (i, asm, mut size) in &printed {
+        let words = probes[*i].1;
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         match decode(Target::Gfx90a, &bytes, 0) {
             Ok(inst) => {
                 let got = norm(&inst.to_string());
+                // llvm-mc re-encodes what it printed: a 16-bit integer operand's inline float
+                // constant comes back as a literal, so the size it shows for a VOP1/VOP2/VOPC
+                // word is 4 bytes too many there.
                 let i16_float = (0..3).any(|s| {
                     inst.info.flags & (shader::isa::table::F_I16_SRC0 << s) != 0
                         && matches!(inst.operand([Field::S0, Field::S1, Field::S2][s]), Some(Operand::Float(_)))
@@ -264,29 +309,51 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
                 if i16_float && inst.size == 4 {
                     size -= 4;
                 }
-                if got != asm || usize::from(inst.size) != size {
+                // Likewise a literal LLVM prints as an inline constant comes back without its
+                // literal dword.
+                let literal_as_inline = inst.operands().iter().any(|o| matches!(o, Operand::Literal(_)))
+                    && !got.contains("0x")
+                    && size + 4 == usize::from(inst.size);
+                if literal_as_inline {
+                    size += 4;
+                }
+                if got != *asm || usize::from(inst.size) != size {
                     bad.push(format!(
-                        "{:08x?}: llvm-mc `{asm}` ({size} bytes), decoder `{got}` ({} bytes)",
-                        probes[i], inst.size
+                        "{words:08x?}: llvm-mc `{asm}` ({size} bytes), decoder `{got}` ({} bytes)",
+                        inst.size
                     ));
                 }
             }
-            Err(e) => bad.push(format!("{:08x?}: llvm-mc `{asm}`, decoder error: {e}", probes[i])),
+            Err(e) => bad.push(format!("{words:08x?}: llvm-mc `{asm}`, decoder error: {e}")),
         }
     }
+    for i in &crashed {
+        eprintln!(
+            "llvm-mc-15 crashed on {:08x?} (decoder: {:?})",
+            probes[*i].1,
+            decode(Target::Gfx90a, &bytes_of(&probes[*i].1), 0).map(|i| i.to_string())
+        );
+    }
     eprintln!(
-        "{} random words, {compared} decoded by LLVM and compared ({invalid} more printed with invalid operands), {} mismatches",
+        "{} random words, {} decoded by LLVM and compared ({invalid} more printed with invalid operands, {} crashed llvm-mc-15), {} mismatches",
         probes.len(),
+        printed.len(),
+        crashed.len(),
         bad.len()
     );
     for b in &bad {
         eprintln!("MISMATCH {b}");
     }
-    assert!(compared > probes.len() / 4, "only {compared} of {} random words compared", probes.len());
+    assert!(printed.len() > probes.len() / 4, "only {} of {} random words compared", printed.len(), probes.len());
     assert!(
         bad.is_empty(),
-        "{} of {compared} random words differ from llvm-mc-15:\n{}",
+        "{} of {} random words differ from llvm-mc-15:\n{}",
         bad.len(),
+        printed.len(),
         bad[..bad.len().min(60)].join("\n")
     );
+}
+
+fn bytes_of(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }

@@ -5,7 +5,9 @@ use std::fmt::{self, Display, Formatter, Write as _};
 
 use super::inst::{Encoding, Instruction};
 use super::operand::{fmt_operand, InlineFloat, Operand};
-use super::table::{Field, ImmFmt, SrcMods, F_GDS, F_GLC, F_I16_SRC0, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SWIZZLE};
+use super::table::{
+    Field, ImmFmt, SrcMods, F_GDS, F_GLC, F_I16_SRC0, F_LIT16, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SWIZZLE,
+};
 
 const SEL: [&str; 8] = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "SEL_7"];
 const UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_3"];
@@ -204,12 +206,15 @@ impl Display for Instruction {
             let (neg, abs, sext) = match src {
                 Some(s) => {
                     let bit = |v: u8| v >> s & 1 != 0;
-                    match self.info.mods[usize::from(s)] {
+                    let kind = if self.dpp.is_some() { self.info.dpp_mods } else { self.info.mods };
+                    match kind[usize::from(s)] {
                         SrcMods::Fp if mix => (bit(m.neg), bit(m.neg_hi), false),
                         SrcMods::Fp => (bit(m.neg), bit(m.abs), false),
                         // VOP3 integer operands: LLVM reads the neg bit as sext.
                         SrcMods::Int if vop3 => (false, false, bit(m.neg)),
                         SrcMods::Int if self.sdwa.is_some() => (false, false, bit(m.sext)),
+                        // DPP integer operands: the neg bit is sext.
+                        SrcMods::Int if self.dpp.is_some() => (false, false, bit(m.neg)),
                         _ => (false, false, false),
                     }
                 }
@@ -217,20 +222,23 @@ impl Display for Instruction {
             };
             // A 16-bit integer operand: float constants as f16 bits, literals as 16 bits.
             if let Some(s) = source_index(slot.field) {
-                if self.info.flags & (F_I16_SRC0 << s) != 0 {
-                    let half = match op {
-                        Operand::Float(c) => Some(f16_bits(c)),
-                        Operand::Literal(v) => Some(v & 0xffff),
-                        _ => None,
-                    };
-                    if let Some(h) = half {
-                        if (h as i16 as i32) >= -16 && (h as i16 as i32) <= 64 {
-                            write!(f, "{}", h as i16)?;
-                        } else {
-                            write!(f, "0x{h:x}")?;
-                        }
-                        continue;
+                let int16 = self.info.flags & (F_I16_SRC0 << s) != 0;
+                let lit16 = int16 || (s == 0 && self.info.flags & F_LIT16 != 0);
+                let half = match op {
+                    Operand::Float(c) if int16 => Some(f16_bits(c)),
+                    Operand::Literal(v) if lit16 => Some(v & 0xffff),
+                    _ => None,
+                };
+                if let Some(h) = half {
+                    let float = if int16 { None } else { f16_name(h) };
+                    if let Some(name) = float {
+                        f.write_str(name)?;
+                    } else if (-16..=64).contains(&(h as i16)) {
+                        write!(f, "{}", h as i16)?;
+                    } else {
+                        write!(f, "0x{h:x}")?;
                     }
+                    continue;
                 }
             }
             // A negated constant without abs prints as neg(c) (`-8` would read as the constant -8).
@@ -250,7 +258,9 @@ impl Display for Instruction {
             if sext {
                 f.write_str("sext(")?;
             }
-            fmt_operand(f, &op, slot.width)?;
+            // Packed operands hold 32-bit (or 16-bit) elements: a 32-bit constant's spelling.
+            let width = if self.encoding == Encoding::Vop3p { 1 } else { slot.width };
+            fmt_operand(f, &op, width)?;
             if sext {
                 f.write_str(")")?;
             }
@@ -354,8 +364,10 @@ impl Display for Instruction {
                 if m.offset != 0 {
                     let _ = write!(tail, " offset:{}", m.offset);
                 }
-                mem_bits(&mut tail, m.glc, m.slc, m.lds);
+                mem_bits(&mut tail, m.glc, m.slc, m.scc, m.lds);
             }
+            // Cache invalidations (buffer_wbinvl1) print no fields.
+            Encoding::Mubuf if self.info.slots.is_empty() => {}
             Encoding::Mubuf => {
                 if m.idxen {
                     tail.push_str(" idxen");
@@ -366,7 +378,7 @@ impl Display for Instruction {
                 if m.offset != 0 {
                     let _ = write!(tail, " offset:{}", m.offset);
                 }
-                mem_bits(&mut tail, m.glc, m.slc, m.lds);
+                mem_bits(&mut tail, m.glc, m.slc, m.scc, m.lds);
             }
             _ => {}
         }
@@ -387,6 +399,22 @@ fn f16_bits(c: InlineFloat) -> u32 {
         InlineFloat::NegFour => 0xc400,
         InlineFloat::InvTwoPi => 0x3118,
     }
+}
+
+/// The inline float constant whose f16 encoding is `h`, if any.
+fn f16_name(h: u32) -> Option<&'static str> {
+    Some(match h {
+        0x3800 => "0.5",
+        0xb800 => "-0.5",
+        0x3c00 => "1.0",
+        0xbc00 => "-1.0",
+        0x4000 => "2.0",
+        0xc000 => "-2.0",
+        0x4400 => "4.0",
+        0xc400 => "-4.0",
+        0x3118 => "0.15915494",
+        _ => return None,
+    })
 }
 
 /// An SMEM byte offset, in signed hex.
@@ -423,12 +451,15 @@ fn vop3_tail(tail: &mut String, clamp: bool, omod: u8) {
     }
 }
 
-fn mem_bits(tail: &mut String, glc: bool, slc: bool, lds: bool) {
+fn mem_bits(tail: &mut String, glc: bool, slc: bool, scc: bool, lds: bool) {
     if glc {
         tail.push_str(" glc");
     }
     if slc {
         tail.push_str(" slc");
+    }
+    if scc {
+        tail.push_str(" scc");
     }
     if lds {
         tail.push_str(" lds");

@@ -211,12 +211,24 @@ fn vop_ext(inst: &mut Instruction, w: &Words, src0: u32, width: u8, w0: u32) -> 
             }
             let d = w.get(1)?;
             inst.size = 8;
+            let vopc = inst.encoding == Encoding::Vopc;
             let m = &mut inst.mods;
-            m.clamp = bits(d, 13, 13) != 0;
+            m.clamp = !vopc && bits(d, 13, 13) != 0;
             m.omod = bits(d, 15, 14) as u8;
             m.sext = (bits(d, 19, 19) | bits(d, 27, 27) << 1) as u8;
             m.neg = (bits(d, 20, 20) | bits(d, 28, 28) << 1) as u8;
             m.abs = (bits(d, 21, 21) | bits(d, 29, 29) << 1) as u8;
+            // The selects this encoding has: VOPC's dst bits are its sdst, VOP1 has no src1.
+            let sels: &[u32] = match inst.encoding {
+                Encoding::Vopc => &[16, 24],
+                Encoding::Vop1 => &[8, 16],
+                _ => &[8, 16, 24],
+            };
+            for &at in sels {
+                if bits(d, at + 2, at) == 7 {
+                    return Err(DecodeError::Reserved { what: "SDWA select", value: 7, word: w0 });
+                }
+            }
             inst.sdwa = Some(Sdwa {
                 dst_sel: bits(d, 10, 8) as u8,
                 dst_unused: bits(d, 12, 11) as u8,
@@ -254,12 +266,12 @@ fn vop_src0(inst: &mut Instruction, w: &Words, v: u32, width: u8, w0: u32) -> Re
     if inst.info.flags & super::table::F_VSRC0 != 0 {
         return Ok(Operand::Vgpr { index: v as u8, count: width });
     }
+    // An AGPR-only src0 (v_accvgpr_mov_b32): bit 8 is ignored.
+    if inst.info.slots.iter().any(|s| s.field == Field::S0 && s.agpr) {
+        return Ok(Operand::Agpr { index: (v & 0xff) as u8, count: width });
+    }
     match vop_ext(inst, w, v, width, w0)? {
         Some(op) => Ok(op),
-        // An AGPR-only src0 (v_accvgpr_mov_b32): bit 8 is ignored.
-        None if inst.info.slots.iter().any(|s| s.field == Field::S0 && s.agpr) => {
-            Ok(Operand::Agpr { index: (v & 0xff) as u8, count: width })
-        }
         None => src(inst, w, v, width, 1, w0),
     }
 }
@@ -334,7 +346,7 @@ fn vopc(w: &Words, w0: u32) -> Result<Instruction> {
         let d = w.get(1)?;
         inst.mods.omod = 0;
         if bits(d, 15, 15) != 0 {
-            inst.operands[0] = Operand::Sgpr { index: bits(d, 14, 8) as u8, count: 2 };
+            inst.operands[0] = scalar_dst(&inst, bits(d, 14, 8), 2, w0)?;
         }
     }
     Ok(inst)
@@ -466,7 +478,9 @@ fn flat(w: &Words, w0: u32) -> Result<Instruction> {
     m.slc = bits(w0, 17, 17) != 0;
     m.lds = bits(w0, 13, 13) != 0;
     m.acc = bits(w1, 23, 23) != 0;
-    m.offset = if enc == Encoding::Flat { bits(w0, 11, 0) as i32 } else { ((bits(w0, 12, 0) << 19) as i32) >> 19 };
+    m.scc = bits(w0, 25, 25) != 0;
+    // FLAT: a 13-bit unsigned offset (gfx90a); GLOBAL and SCRATCH: 13-bit signed.
+    m.offset = if enc == Encoding::Flat { bits(w0, 12, 0) as i32 } else { ((bits(w0, 12, 0) << 19) as i32) >> 19 };
     let acc = m.acc;
     let saddr = bits(w1, 22, 16);
     let has_saddr = enc != Encoding::Flat && saddr != 0x7f;
@@ -480,7 +494,12 @@ fn flat(w: &Words, w0: u32) -> Result<Instruction> {
             vgpr(bits(w1, 31, 24), Slot { field: Field::D, width, agpr: false }, acc),
         );
     }
+    let lds = inst.mods.lds;
     for &slot in info.slots {
+        if lds && slot.field == Field::D {
+            // A load to LDS has no destination VGPR.
+            continue;
+        }
         let op = match slot.field {
             Field::D => vgpr(bits(w1, 31, 24), slot, acc),
             Field::Addr if has_saddr && enc == Encoding::Scratch => Operand::Off,
@@ -510,9 +529,14 @@ fn mubuf(w: &Words, w0: u32) -> Result<Instruction> {
     m.glc = bits(w0, 14, 14) != 0;
     m.lds = bits(w0, 16, 16) != 0;
     m.slc = bits(w0, 17, 17) != 0;
+    m.scc = bits(w0, 15, 15) != 0;
     m.acc = bits(w1, 23, 23) != 0;
-    let (acc, offen, idxen) = (m.acc, m.offen, m.idxen);
+    let (acc, offen, idxen, lds) = (m.acc, m.offen, m.idxen, m.lds);
     for &slot in info.slots {
+        if lds && slot.field == Field::D {
+            // A load to LDS has no destination VGPR.
+            continue;
+        }
         let op = match slot.field {
             Field::D => vgpr(bits(w1, 15, 8), slot, acc),
             Field::Addr if !offen && !idxen => Operand::Off,

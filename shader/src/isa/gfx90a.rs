@@ -5,142 +5,142 @@
 use super::op::Op;
 use super::table::Field::*;
 #[allow(unused_imports)]
-use super::table::{a, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SWIZZLE, F_VSRC0, MF, MI, MN};
+use super::table::{a, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_LIT16, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SWIZZLE, F_VSRC0, MF, MI, MN};
 
 #[allow(dead_code)]
-const fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16, mods: [SrcMods; 3]) -> Option<OpInfo> {
-    Some(OpInfo { op, name, slots, imm, flags, mods })
+const fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16, mods: [SrcMods; 3], dpp_mods: [SrcMods; 3]) -> Option<OpInfo> {
+    Some(OpInfo { op, name, slots, imm, flags, mods, dpp_mods })
 }
 
 /// DS: 117 of 256 opcode values are instructions.
 pub static DS: [Option<OpInfo>; 256] = [
-    o(Op::DsAddU32, "ds_add_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x0
-    o(Op::DsSubU32, "ds_sub_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1
-    o(Op::DsRsubU32, "ds_rsub_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2
-    o(Op::DsIncU32, "ds_inc_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3
-    o(Op::DsDecU32, "ds_dec_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4
-    o(Op::DsMinI32, "ds_min_i32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5
-    o(Op::DsMaxI32, "ds_max_i32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6
-    o(Op::DsMinU32, "ds_min_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7
-    o(Op::DsMaxU32, "ds_max_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x8
-    o(Op::DsAndB32, "ds_and_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x9
-    o(Op::DsOrB32, "ds_or_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xa
-    o(Op::DsXorB32, "ds_xor_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xb
-    o(Op::DsMskorB32, "ds_mskor_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc
-    o(Op::DsWriteB32, "ds_write_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd
-    o(Op::DsWrite2B32, "ds_write2_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0xe
-    o(Op::DsWrite2st64B32, "ds_write2st64_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0xf
-    o(Op::DsCmpstB32, "ds_cmpst_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::DsCmpstF32, "ds_cmpst_f32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::DsMinF32, "ds_min_f32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::DsMaxF32, "ds_max_f32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    None,
-    o(Op::DsAddF32, "ds_add_f32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::DsWriteAddtidB32, "ds_write_addtid_b32", &[s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d
-    o(Op::DsWriteB8, "ds_write_b8", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
-    o(Op::DsWriteB16, "ds_write_b16", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f
-    o(Op::DsAddRtnU32, "ds_add_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::DsSubRtnU32, "ds_sub_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::DsRsubRtnU32, "ds_rsub_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::DsIncRtnU32, "ds_inc_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::DsDecRtnU32, "ds_dec_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::DsMinRtnI32, "ds_min_rtn_i32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
-    o(Op::DsMaxRtnI32, "ds_max_rtn_i32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x26
-    o(Op::DsMinRtnU32, "ds_min_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x27
-    o(Op::DsMaxRtnU32, "ds_max_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28
-    o(Op::DsAndRtnB32, "ds_and_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x29
-    o(Op::DsOrRtnB32, "ds_or_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2a
-    o(Op::DsXorRtnB32, "ds_xor_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2b
-    o(Op::DsMskorRtnB32, "ds_mskor_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2c
-    o(Op::DsWrxchgRtnB32, "ds_wrxchg_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2d
-    o(Op::DsWrxchg2RtnB32, "ds_wrxchg2_rtn_b32", &[s(D, 2), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x2e
-    o(Op::DsWrxchg2st64RtnB32, "ds_wrxchg2st64_rtn_b32", &[s(D, 2), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x2f
-    o(Op::DsCmpstRtnB32, "ds_cmpst_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x30
-    o(Op::DsCmpstRtnF32, "ds_cmpst_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x31
-    o(Op::DsMinRtnF32, "ds_min_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x32
-    o(Op::DsMaxRtnF32, "ds_max_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x33
-    o(Op::DsWrapRtnB32, "ds_wrap_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x34
-    o(Op::DsAddRtnF32, "ds_add_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x35
-    o(Op::DsReadB32, "ds_read_b32", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x36
-    o(Op::DsRead2B32, "ds_read2_b32", &[s(D, 2), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x37
-    o(Op::DsRead2st64B32, "ds_read2st64_b32", &[s(D, 2), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x38
-    o(Op::DsReadI8, "ds_read_i8", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x39
-    o(Op::DsReadU8, "ds_read_u8", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3a
-    o(Op::DsReadI16, "ds_read_i16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3b
-    o(Op::DsReadU16, "ds_read_u16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c
-    o(Op::DsSwizzleB32, "ds_swizzle_b32", &[s(D, 1), s(Addr, 1)], ImmFmt::None, F_SWIZZLE, [MN, MN, MN]), // 0x3d
-    o(Op::DsPermuteB32, "ds_permute_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e
-    o(Op::DsBpermuteB32, "ds_bpermute_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3f
-    o(Op::DsAddU64, "ds_add_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x40
-    o(Op::DsSubU64, "ds_sub_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x41
-    o(Op::DsRsubU64, "ds_rsub_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x42
-    o(Op::DsIncU64, "ds_inc_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x43
-    o(Op::DsDecU64, "ds_dec_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x44
-    o(Op::DsMinI64, "ds_min_i64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x45
-    o(Op::DsMaxI64, "ds_max_i64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x46
-    o(Op::DsMinU64, "ds_min_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x47
-    o(Op::DsMaxU64, "ds_max_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x48
-    o(Op::DsAndB64, "ds_and_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x49
-    o(Op::DsOrB64, "ds_or_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4a
-    o(Op::DsXorB64, "ds_xor_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4b
-    o(Op::DsMskorB64, "ds_mskor_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4c
-    o(Op::DsWriteB64, "ds_write_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4d
-    o(Op::DsWrite2B64, "ds_write2_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x4e
-    o(Op::DsWrite2st64B64, "ds_write2st64_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x4f
-    o(Op::DsCmpstB64, "ds_cmpst_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x50
-    o(Op::DsCmpstF64, "ds_cmpst_f64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x51
-    o(Op::DsMinF64, "ds_min_f64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x52
-    o(Op::DsMaxF64, "ds_max_f64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x53
-    o(Op::DsWriteB8D16Hi, "ds_write_b8_d16_hi", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x54
-    o(Op::DsWriteB16D16Hi, "ds_write_b16_d16_hi", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x55
-    o(Op::DsReadU8D16, "ds_read_u8_d16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x56
-    o(Op::DsReadU8D16Hi, "ds_read_u8_d16_hi", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x57
-    o(Op::DsReadI8D16, "ds_read_i8_d16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x58
-    o(Op::DsReadI8D16Hi, "ds_read_i8_d16_hi", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x59
-    o(Op::DsReadU16D16, "ds_read_u16_d16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5a
-    o(Op::DsReadU16D16Hi, "ds_read_u16_d16_hi", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5b
-    o(Op::DsAddF64, "ds_add_f64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5c
+    o(Op::DsAddU32, "ds_add_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::DsSubU32, "ds_sub_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::DsRsubU32, "ds_rsub_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::DsIncU32, "ds_inc_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::DsDecU32, "ds_dec_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::DsMinI32, "ds_min_i32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::DsMaxI32, "ds_max_i32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::DsMinU32, "ds_min_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::DsMaxU32, "ds_max_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::DsAndB32, "ds_and_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::DsOrB32, "ds_or_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::DsXorB32, "ds_xor_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::DsMskorB32, "ds_mskor_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::DsWriteB32, "ds_write_b32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::DsWrite2B32, "ds_write2_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::DsWrite2st64B32, "ds_write2st64_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::DsCmpstB32, "ds_cmpst_b32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::DsCmpstF32, "ds_cmpst_f32", &[s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::DsMinF32, "ds_min_f32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::DsMaxF32, "ds_max_f32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    None,
+    o(Op::DsAddF32, "ds_add_f32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    o(Op::DsWriteAddtidB32, "ds_write_addtid_b32", &[s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::DsWriteB8, "ds_write_b8", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
+    o(Op::DsWriteB16, "ds_write_b16", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
+    o(Op::DsAddRtnU32, "ds_add_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::DsSubRtnU32, "ds_sub_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::DsRsubRtnU32, "ds_rsub_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::DsIncRtnU32, "ds_inc_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::DsDecRtnU32, "ds_dec_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::DsMinRtnI32, "ds_min_rtn_i32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
+    o(Op::DsMaxRtnI32, "ds_max_rtn_i32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x26
+    o(Op::DsMinRtnU32, "ds_min_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x27
+    o(Op::DsMaxRtnU32, "ds_max_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28
+    o(Op::DsAndRtnB32, "ds_and_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29
+    o(Op::DsOrRtnB32, "ds_or_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2a
+    o(Op::DsXorRtnB32, "ds_xor_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2b
+    o(Op::DsMskorRtnB32, "ds_mskor_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2c
+    o(Op::DsWrxchgRtnB32, "ds_wrxchg_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2d
+    o(Op::DsWrxchg2RtnB32, "ds_wrxchg2_rtn_b32", &[s(D, 2), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x2e
+    o(Op::DsWrxchg2st64RtnB32, "ds_wrxchg2st64_rtn_b32", &[s(D, 2), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x2f
+    o(Op::DsCmpstRtnB32, "ds_cmpst_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x30
+    o(Op::DsCmpstRtnF32, "ds_cmpst_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x31
+    o(Op::DsMinRtnF32, "ds_min_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x32
+    o(Op::DsMaxRtnF32, "ds_max_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x33
+    o(Op::DsWrapRtnB32, "ds_wrap_rtn_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1), s(Data1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x34
+    o(Op::DsAddRtnF32, "ds_add_rtn_f32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x35
+    o(Op::DsReadB32, "ds_read_b32", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x36
+    o(Op::DsRead2B32, "ds_read2_b32", &[s(D, 2), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x37
+    o(Op::DsRead2st64B32, "ds_read2st64_b32", &[s(D, 2), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x38
+    o(Op::DsReadI8, "ds_read_i8", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x39
+    o(Op::DsReadU8, "ds_read_u8", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3a
+    o(Op::DsReadI16, "ds_read_i16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3b
+    o(Op::DsReadU16, "ds_read_u16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3c
+    o(Op::DsSwizzleB32, "ds_swizzle_b32", &[s(D, 1), s(Addr, 1)], ImmFmt::None, F_SWIZZLE, [MN, MN, MN], [MN, MN, MN]), // 0x3d
+    o(Op::DsPermuteB32, "ds_permute_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3e
+    o(Op::DsBpermuteB32, "ds_bpermute_b32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3f
+    o(Op::DsAddU64, "ds_add_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x40
+    o(Op::DsSubU64, "ds_sub_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x41
+    o(Op::DsRsubU64, "ds_rsub_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x42
+    o(Op::DsIncU64, "ds_inc_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x43
+    o(Op::DsDecU64, "ds_dec_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x44
+    o(Op::DsMinI64, "ds_min_i64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x45
+    o(Op::DsMaxI64, "ds_max_i64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x46
+    o(Op::DsMinU64, "ds_min_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x47
+    o(Op::DsMaxU64, "ds_max_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x48
+    o(Op::DsAndB64, "ds_and_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x49
+    o(Op::DsOrB64, "ds_or_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4a
+    o(Op::DsXorB64, "ds_xor_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4b
+    o(Op::DsMskorB64, "ds_mskor_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4c
+    o(Op::DsWriteB64, "ds_write_b64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4d
+    o(Op::DsWrite2B64, "ds_write2_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x4e
+    o(Op::DsWrite2st64B64, "ds_write2st64_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x4f
+    o(Op::DsCmpstB64, "ds_cmpst_b64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x50
+    o(Op::DsCmpstF64, "ds_cmpst_f64", &[s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x51
+    o(Op::DsMinF64, "ds_min_f64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x52
+    o(Op::DsMaxF64, "ds_max_f64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x53
+    o(Op::DsWriteB8D16Hi, "ds_write_b8_d16_hi", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x54
+    o(Op::DsWriteB16D16Hi, "ds_write_b16_d16_hi", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x55
+    o(Op::DsReadU8D16, "ds_read_u8_d16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x56
+    o(Op::DsReadU8D16Hi, "ds_read_u8_d16_hi", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x57
+    o(Op::DsReadI8D16, "ds_read_i8_d16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x58
+    o(Op::DsReadI8D16Hi, "ds_read_i8_d16_hi", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x59
+    o(Op::DsReadU16D16, "ds_read_u16_d16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5a
+    o(Op::DsReadU16D16Hi, "ds_read_u16_d16_hi", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5b
+    o(Op::DsAddF64, "ds_add_f64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5c
     None,
     None,
     None,
-    o(Op::DsAddRtnU64, "ds_add_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x60
-    o(Op::DsSubRtnU64, "ds_sub_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x61
-    o(Op::DsRsubRtnU64, "ds_rsub_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x62
-    o(Op::DsIncRtnU64, "ds_inc_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x63
-    o(Op::DsDecRtnU64, "ds_dec_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x64
-    o(Op::DsMinRtnI64, "ds_min_rtn_i64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x65
-    o(Op::DsMaxRtnI64, "ds_max_rtn_i64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x66
-    o(Op::DsMinRtnU64, "ds_min_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x67
-    o(Op::DsMaxRtnU64, "ds_max_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x68
-    o(Op::DsAndRtnB64, "ds_and_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x69
-    o(Op::DsOrRtnB64, "ds_or_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6a
-    o(Op::DsXorRtnB64, "ds_xor_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6b
-    o(Op::DsMskorRtnB64, "ds_mskor_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6c
-    o(Op::DsWrxchgRtnB64, "ds_wrxchg_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6d
-    o(Op::DsWrxchg2RtnB64, "ds_wrxchg2_rtn_b64", &[s(D, 4), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x6e
-    o(Op::DsWrxchg2st64RtnB64, "ds_wrxchg2st64_rtn_b64", &[s(D, 4), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x6f
-    o(Op::DsCmpstRtnB64, "ds_cmpst_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x70
-    o(Op::DsCmpstRtnF64, "ds_cmpst_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x71
-    o(Op::DsMinRtnF64, "ds_min_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x72
-    o(Op::DsMaxRtnF64, "ds_max_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x73
+    o(Op::DsAddRtnU64, "ds_add_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x60
+    o(Op::DsSubRtnU64, "ds_sub_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x61
+    o(Op::DsRsubRtnU64, "ds_rsub_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x62
+    o(Op::DsIncRtnU64, "ds_inc_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x63
+    o(Op::DsDecRtnU64, "ds_dec_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x64
+    o(Op::DsMinRtnI64, "ds_min_rtn_i64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x65
+    o(Op::DsMaxRtnI64, "ds_max_rtn_i64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x66
+    o(Op::DsMinRtnU64, "ds_min_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x67
+    o(Op::DsMaxRtnU64, "ds_max_rtn_u64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x68
+    o(Op::DsAndRtnB64, "ds_and_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x69
+    o(Op::DsOrRtnB64, "ds_or_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6a
+    o(Op::DsXorRtnB64, "ds_xor_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6b
+    o(Op::DsMskorRtnB64, "ds_mskor_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6c
+    o(Op::DsWrxchgRtnB64, "ds_wrxchg_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6d
+    o(Op::DsWrxchg2RtnB64, "ds_wrxchg2_rtn_b64", &[s(D, 4), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x6e
+    o(Op::DsWrxchg2st64RtnB64, "ds_wrxchg2st64_rtn_b64", &[s(D, 4), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x6f
+    o(Op::DsCmpstRtnB64, "ds_cmpst_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x70
+    o(Op::DsCmpstRtnF64, "ds_cmpst_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2), s(Data1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x71
+    o(Op::DsMinRtnF64, "ds_min_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x72
+    o(Op::DsMaxRtnF64, "ds_max_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x73
     None,
     None,
-    o(Op::DsReadB64, "ds_read_b64", &[s(D, 2), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x76
-    o(Op::DsRead2B64, "ds_read2_b64", &[s(D, 4), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x77
-    o(Op::DsRead2st64B64, "ds_read2st64_b64", &[s(D, 4), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN]), // 0x78
+    o(Op::DsReadB64, "ds_read_b64", &[s(D, 2), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x76
+    o(Op::DsRead2B64, "ds_read2_b64", &[s(D, 4), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x77
+    o(Op::DsRead2st64B64, "ds_read2st64_b64", &[s(D, 4), s(Addr, 1)], ImmFmt::None, F_OFFSET2, [MN, MN, MN], [MN, MN, MN]), // 0x78
     None,
     None,
     None,
-    o(Op::DsAddRtnF64, "ds_add_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7c
+    o(Op::DsAddRtnF64, "ds_add_rtn_f64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7c
     None,
-    o(Op::DsCondxchg32RtnB64, "ds_condxchg32_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7e
+    o(Op::DsCondxchg32RtnB64, "ds_condxchg32_rtn_b64", &[s(D, 2), s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7e
     None,
     None,
     None,
@@ -196,15 +196,15 @@ pub static DS: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::DsReadAddtidB32, "ds_read_addtid_b32", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xb6
+    o(Op::DsReadAddtidB32, "ds_read_addtid_b32", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb6
     None,
     None,
     None,
     None,
     None,
     None,
-    o(Op::DsConsume, "ds_consume", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xbd
-    o(Op::DsAppend, "ds_append", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xbe
+    o(Op::DsConsume, "ds_consume", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xbd
+    o(Op::DsAppend, "ds_append", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xbe
     None,
     None,
     None,
@@ -236,8 +236,8 @@ pub static DS: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::DsWriteB96, "ds_write_b96", &[s(Addr, 1), s(Data0, 3)], ImmFmt::None, 0, [MN, MN, MN]), // 0xde
-    o(Op::DsWriteB128, "ds_write_b128", &[s(Addr, 1), s(Data0, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0xdf
+    o(Op::DsWriteB96, "ds_write_b96", &[s(Addr, 1), s(Data0, 3)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xde
+    o(Op::DsWriteB128, "ds_write_b128", &[s(Addr, 1), s(Data0, 4)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xdf
     None,
     None,
     None,
@@ -268,8 +268,8 @@ pub static DS: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::DsReadB96, "ds_read_b96", &[s(D, 3), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfe
-    o(Op::DsReadB128, "ds_read_b128", &[s(D, 4), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xff
+    o(Op::DsReadB96, "ds_read_b96", &[s(D, 3), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfe
+    o(Op::DsReadB128, "ds_read_b128", &[s(D, 4), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xff
 ];
 
 /// FLAT: 51 of 128 opcode values are instructions.
@@ -290,28 +290,28 @@ pub static FLAT: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::FlatLoadUbyte, "flat_load_ubyte", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::FlatLoadSbyte, "flat_load_sbyte", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::FlatLoadUshort, "flat_load_ushort", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::FlatLoadSshort, "flat_load_sshort", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::FlatLoadDword, "flat_load_dword", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x14
-    o(Op::FlatLoadDwordx2, "flat_load_dwordx2", &[s(D, 2), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
-    o(Op::FlatLoadDwordx3, "flat_load_dwordx3", &[s(D, 3), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16
-    o(Op::FlatLoadDwordx4, "flat_load_dwordx4", &[s(D, 4), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x17
-    o(Op::FlatStoreByte, "flat_store_byte", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18
-    o(Op::FlatStoreByteD16Hi, "flat_store_byte_d16_hi", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x19
-    o(Op::FlatStoreShort, "flat_store_short", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1a
-    o(Op::FlatStoreShortD16Hi, "flat_store_short_d16_hi", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1b
-    o(Op::FlatStoreDword, "flat_store_dword", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c
-    o(Op::FlatStoreDwordx2, "flat_store_dwordx2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d
-    o(Op::FlatStoreDwordx3, "flat_store_dwordx3", &[s(Addr, 2), s(Data0, 3)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
-    o(Op::FlatStoreDwordx4, "flat_store_dwordx4", &[s(Addr, 2), s(Data0, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f
-    o(Op::FlatLoadUbyteD16, "flat_load_ubyte_d16", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::FlatLoadUbyteD16Hi, "flat_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::FlatLoadSbyteD16, "flat_load_sbyte_d16", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::FlatLoadSbyteD16Hi, "flat_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::FlatLoadShortD16, "flat_load_short_d16", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::FlatLoadShortD16Hi, "flat_load_short_d16_hi", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
+    o(Op::FlatLoadUbyte, "flat_load_ubyte", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::FlatLoadSbyte, "flat_load_sbyte", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::FlatLoadUshort, "flat_load_ushort", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::FlatLoadSshort, "flat_load_sshort", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::FlatLoadDword, "flat_load_dword", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::FlatLoadDwordx2, "flat_load_dwordx2", &[s(D, 2), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::FlatLoadDwordx3, "flat_load_dwordx3", &[s(D, 3), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::FlatLoadDwordx4, "flat_load_dwordx4", &[s(D, 4), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::FlatStoreByte, "flat_store_byte", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::FlatStoreByteD16Hi, "flat_store_byte_d16_hi", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::FlatStoreShort, "flat_store_short", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::FlatStoreShortD16Hi, "flat_store_short_d16_hi", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::FlatStoreDword, "flat_store_dword", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::FlatStoreDwordx2, "flat_store_dwordx2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::FlatStoreDwordx3, "flat_store_dwordx3", &[s(Addr, 2), s(Data0, 3)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
+    o(Op::FlatStoreDwordx4, "flat_store_dwordx4", &[s(Addr, 2), s(Data0, 4)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
+    o(Op::FlatLoadUbyteD16, "flat_load_ubyte_d16", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::FlatLoadUbyteD16Hi, "flat_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::FlatLoadSbyteD16, "flat_load_sbyte_d16", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::FlatLoadSbyteD16Hi, "flat_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::FlatLoadShortD16, "flat_load_short_d16", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::FlatLoadShortD16Hi, "flat_load_short_d16_hi", &[s(D, 1), s(Addr, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
     None,
     None,
     None,
@@ -338,27 +338,24 @@ pub static FLAT: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::FlatAtomicSwap, "flat_atomic_swap", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x40
-    o(Op::FlatAtomicCmpswap, "flat_atomic_cmpswap", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x41
-    o(Op::FlatAtomicAdd, "flat_atomic_add", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x42
-    o(Op::FlatAtomicSub, "flat_atomic_sub", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x43
-    o(Op::FlatAtomicSmin, "flat_atomic_smin", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x44
-    o(Op::FlatAtomicUmin, "flat_atomic_umin", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x45
-    o(Op::FlatAtomicSmax, "flat_atomic_smax", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x46
-    o(Op::FlatAtomicUmax, "flat_atomic_umax", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x47
-    o(Op::FlatAtomicAnd, "flat_atomic_and", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x48
-    o(Op::FlatAtomicOr, "flat_atomic_or", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x49
-    o(Op::FlatAtomicXor, "flat_atomic_xor", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4a
-    o(Op::FlatAtomicInc, "flat_atomic_inc", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4b
-    o(Op::FlatAtomicDec, "flat_atomic_dec", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4c
+    o(Op::FlatAtomicSwap, "flat_atomic_swap", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x40
+    o(Op::FlatAtomicCmpswap, "flat_atomic_cmpswap", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x41
+    o(Op::FlatAtomicAdd, "flat_atomic_add", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x42
+    o(Op::FlatAtomicSub, "flat_atomic_sub", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x43
+    o(Op::FlatAtomicSmin, "flat_atomic_smin", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x44
+    o(Op::FlatAtomicUmin, "flat_atomic_umin", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x45
+    o(Op::FlatAtomicSmax, "flat_atomic_smax", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x46
+    o(Op::FlatAtomicUmax, "flat_atomic_umax", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x47
+    o(Op::FlatAtomicAnd, "flat_atomic_and", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x48
+    o(Op::FlatAtomicOr, "flat_atomic_or", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x49
+    o(Op::FlatAtomicXor, "flat_atomic_xor", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4a
+    o(Op::FlatAtomicInc, "flat_atomic_inc", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4b
+    o(Op::FlatAtomicDec, "flat_atomic_dec", &[s(Addr, 2), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4c
     None,
     None,
-    o(Op::FlatAtomicAddF64, "flat_atomic_add_f64", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4f
-    o(Op::FlatAtomicMinF64, "flat_atomic_min_f64", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x50
-    o(Op::FlatAtomicMaxF64, "flat_atomic_max_f64", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x51
-    None,
-    None,
-    None,
+    o(Op::FlatAtomicAddF64, "flat_atomic_add_f64", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4f
+    o(Op::FlatAtomicMinF64, "flat_atomic_min_f64", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x50
+    o(Op::FlatAtomicMaxF64, "flat_atomic_max_f64", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x51
     None,
     None,
     None,
@@ -370,19 +367,22 @@ pub static FLAT: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::FlatAtomicSwapX2, "flat_atomic_swap_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x60
-    o(Op::FlatAtomicCmpswapX2, "flat_atomic_cmpswap_x2", &[s(Addr, 2), s(Data0, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x61
-    o(Op::FlatAtomicAddX2, "flat_atomic_add_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x62
-    o(Op::FlatAtomicSubX2, "flat_atomic_sub_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x63
-    o(Op::FlatAtomicSminX2, "flat_atomic_smin_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x64
-    o(Op::FlatAtomicUminX2, "flat_atomic_umin_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x65
-    o(Op::FlatAtomicSmaxX2, "flat_atomic_smax_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x66
-    o(Op::FlatAtomicUmaxX2, "flat_atomic_umax_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x67
-    o(Op::FlatAtomicAndX2, "flat_atomic_and_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x68
-    o(Op::FlatAtomicOrX2, "flat_atomic_or_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x69
-    o(Op::FlatAtomicXorX2, "flat_atomic_xor_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6a
-    o(Op::FlatAtomicIncX2, "flat_atomic_inc_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6b
-    o(Op::FlatAtomicDecX2, "flat_atomic_dec_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6c
+    None,
+    None,
+    None,
+    o(Op::FlatAtomicSwapX2, "flat_atomic_swap_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x60
+    o(Op::FlatAtomicCmpswapX2, "flat_atomic_cmpswap_x2", &[s(Addr, 2), s(Data0, 4)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x61
+    o(Op::FlatAtomicAddX2, "flat_atomic_add_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x62
+    o(Op::FlatAtomicSubX2, "flat_atomic_sub_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x63
+    o(Op::FlatAtomicSminX2, "flat_atomic_smin_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x64
+    o(Op::FlatAtomicUminX2, "flat_atomic_umin_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x65
+    o(Op::FlatAtomicSmaxX2, "flat_atomic_smax_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x66
+    o(Op::FlatAtomicUmaxX2, "flat_atomic_umax_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x67
+    o(Op::FlatAtomicAndX2, "flat_atomic_and_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x68
+    o(Op::FlatAtomicOrX2, "flat_atomic_or_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x69
+    o(Op::FlatAtomicXorX2, "flat_atomic_xor_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6a
+    o(Op::FlatAtomicIncX2, "flat_atomic_inc_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6b
+    o(Op::FlatAtomicDecX2, "flat_atomic_dec_x2", &[s(Addr, 2), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6c
     None,
     None,
     None,
@@ -422,28 +422,28 @@ pub static GLOBAL: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::GlobalLoadUbyte, "global_load_ubyte", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::GlobalLoadSbyte, "global_load_sbyte", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::GlobalLoadUshort, "global_load_ushort", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::GlobalLoadSshort, "global_load_sshort", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::GlobalLoadDword, "global_load_dword", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x14
-    o(Op::GlobalLoadDwordx2, "global_load_dwordx2", &[s(D, 2), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
-    o(Op::GlobalLoadDwordx3, "global_load_dwordx3", &[s(D, 3), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16
-    o(Op::GlobalLoadDwordx4, "global_load_dwordx4", &[s(D, 4), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x17
-    o(Op::GlobalStoreByte, "global_store_byte", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18
-    o(Op::GlobalStoreByteD16Hi, "global_store_byte_d16_hi", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x19
-    o(Op::GlobalStoreShort, "global_store_short", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1a
-    o(Op::GlobalStoreShortD16Hi, "global_store_short_d16_hi", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1b
-    o(Op::GlobalStoreDword, "global_store_dword", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c
-    o(Op::GlobalStoreDwordx2, "global_store_dwordx2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d
-    o(Op::GlobalStoreDwordx3, "global_store_dwordx3", &[s(Addr, 2), s(Data0, 3), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
-    o(Op::GlobalStoreDwordx4, "global_store_dwordx4", &[s(Addr, 2), s(Data0, 4), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f
-    o(Op::GlobalLoadUbyteD16, "global_load_ubyte_d16", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::GlobalLoadUbyteD16Hi, "global_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::GlobalLoadSbyteD16, "global_load_sbyte_d16", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::GlobalLoadSbyteD16Hi, "global_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::GlobalLoadShortD16, "global_load_short_d16", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::GlobalLoadShortD16Hi, "global_load_short_d16_hi", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
+    o(Op::GlobalLoadUbyte, "global_load_ubyte", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::GlobalLoadSbyte, "global_load_sbyte", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::GlobalLoadUshort, "global_load_ushort", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::GlobalLoadSshort, "global_load_sshort", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::GlobalLoadDword, "global_load_dword", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::GlobalLoadDwordx2, "global_load_dwordx2", &[s(D, 2), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::GlobalLoadDwordx3, "global_load_dwordx3", &[s(D, 3), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::GlobalLoadDwordx4, "global_load_dwordx4", &[s(D, 4), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::GlobalStoreByte, "global_store_byte", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::GlobalStoreByteD16Hi, "global_store_byte_d16_hi", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::GlobalStoreShort, "global_store_short", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::GlobalStoreShortD16Hi, "global_store_short_d16_hi", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::GlobalStoreDword, "global_store_dword", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::GlobalStoreDwordx2, "global_store_dwordx2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::GlobalStoreDwordx3, "global_store_dwordx3", &[s(Addr, 2), s(Data0, 3), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
+    o(Op::GlobalStoreDwordx4, "global_store_dwordx4", &[s(Addr, 2), s(Data0, 4), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
+    o(Op::GlobalLoadUbyteD16, "global_load_ubyte_d16", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::GlobalLoadUbyteD16Hi, "global_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::GlobalLoadSbyteD16, "global_load_sbyte_d16", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::GlobalLoadSbyteD16Hi, "global_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::GlobalLoadShortD16, "global_load_short_d16", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::GlobalLoadShortD16Hi, "global_load_short_d16_hi", &[s(D, 1), s(Addr, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
     None,
     None,
     None,
@@ -470,24 +470,24 @@ pub static GLOBAL: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::GlobalAtomicSwap, "global_atomic_swap", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x40
-    o(Op::GlobalAtomicCmpswap, "global_atomic_cmpswap", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x41
-    o(Op::GlobalAtomicAdd, "global_atomic_add", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x42
-    o(Op::GlobalAtomicSub, "global_atomic_sub", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x43
-    o(Op::GlobalAtomicSmin, "global_atomic_smin", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x44
-    o(Op::GlobalAtomicUmin, "global_atomic_umin", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x45
-    o(Op::GlobalAtomicSmax, "global_atomic_smax", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x46
-    o(Op::GlobalAtomicUmax, "global_atomic_umax", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x47
-    o(Op::GlobalAtomicAnd, "global_atomic_and", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x48
-    o(Op::GlobalAtomicOr, "global_atomic_or", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x49
-    o(Op::GlobalAtomicXor, "global_atomic_xor", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4a
-    o(Op::GlobalAtomicInc, "global_atomic_inc", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4b
-    o(Op::GlobalAtomicDec, "global_atomic_dec", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4c
-    o(Op::GlobalAtomicAddF32, "global_atomic_add_f32", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4d
-    o(Op::GlobalAtomicPkAddF16, "global_atomic_pk_add_f16", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4e
-    o(Op::GlobalAtomicAddF64, "global_atomic_add_f64", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4f
-    o(Op::GlobalAtomicMinF64, "global_atomic_min_f64", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x50
-    o(Op::GlobalAtomicMaxF64, "global_atomic_max_f64", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x51
+    o(Op::GlobalAtomicSwap, "global_atomic_swap", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x40
+    o(Op::GlobalAtomicCmpswap, "global_atomic_cmpswap", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x41
+    o(Op::GlobalAtomicAdd, "global_atomic_add", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x42
+    o(Op::GlobalAtomicSub, "global_atomic_sub", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x43
+    o(Op::GlobalAtomicSmin, "global_atomic_smin", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x44
+    o(Op::GlobalAtomicUmin, "global_atomic_umin", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x45
+    o(Op::GlobalAtomicSmax, "global_atomic_smax", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x46
+    o(Op::GlobalAtomicUmax, "global_atomic_umax", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x47
+    o(Op::GlobalAtomicAnd, "global_atomic_and", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x48
+    o(Op::GlobalAtomicOr, "global_atomic_or", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x49
+    o(Op::GlobalAtomicXor, "global_atomic_xor", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4a
+    o(Op::GlobalAtomicInc, "global_atomic_inc", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4b
+    o(Op::GlobalAtomicDec, "global_atomic_dec", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4c
+    o(Op::GlobalAtomicAddF32, "global_atomic_add_f32", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4d
+    o(Op::GlobalAtomicPkAddF16, "global_atomic_pk_add_f16", &[s(Addr, 2), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4e
+    o(Op::GlobalAtomicAddF64, "global_atomic_add_f64", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4f
+    o(Op::GlobalAtomicMinF64, "global_atomic_min_f64", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x50
+    o(Op::GlobalAtomicMaxF64, "global_atomic_max_f64", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x51
     None,
     None,
     None,
@@ -502,19 +502,19 @@ pub static GLOBAL: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::GlobalAtomicSwapX2, "global_atomic_swap_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x60
-    o(Op::GlobalAtomicCmpswapX2, "global_atomic_cmpswap_x2", &[s(Addr, 2), s(Data0, 4), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x61
-    o(Op::GlobalAtomicAddX2, "global_atomic_add_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x62
-    o(Op::GlobalAtomicSubX2, "global_atomic_sub_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x63
-    o(Op::GlobalAtomicSminX2, "global_atomic_smin_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x64
-    o(Op::GlobalAtomicUminX2, "global_atomic_umin_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x65
-    o(Op::GlobalAtomicSmaxX2, "global_atomic_smax_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x66
-    o(Op::GlobalAtomicUmaxX2, "global_atomic_umax_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x67
-    o(Op::GlobalAtomicAndX2, "global_atomic_and_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x68
-    o(Op::GlobalAtomicOrX2, "global_atomic_or_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x69
-    o(Op::GlobalAtomicXorX2, "global_atomic_xor_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6a
-    o(Op::GlobalAtomicIncX2, "global_atomic_inc_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6b
-    o(Op::GlobalAtomicDecX2, "global_atomic_dec_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6c
+    o(Op::GlobalAtomicSwapX2, "global_atomic_swap_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x60
+    o(Op::GlobalAtomicCmpswapX2, "global_atomic_cmpswap_x2", &[s(Addr, 2), s(Data0, 4), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x61
+    o(Op::GlobalAtomicAddX2, "global_atomic_add_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x62
+    o(Op::GlobalAtomicSubX2, "global_atomic_sub_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x63
+    o(Op::GlobalAtomicSminX2, "global_atomic_smin_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x64
+    o(Op::GlobalAtomicUminX2, "global_atomic_umin_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x65
+    o(Op::GlobalAtomicSmaxX2, "global_atomic_smax_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x66
+    o(Op::GlobalAtomicUmaxX2, "global_atomic_umax_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x67
+    o(Op::GlobalAtomicAndX2, "global_atomic_and_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x68
+    o(Op::GlobalAtomicOrX2, "global_atomic_or_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x69
+    o(Op::GlobalAtomicXorX2, "global_atomic_xor_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6a
+    o(Op::GlobalAtomicIncX2, "global_atomic_inc_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6b
+    o(Op::GlobalAtomicDecX2, "global_atomic_dec_x2", &[s(Addr, 2), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6c
     None,
     None,
     None,
@@ -538,48 +538,48 @@ pub static GLOBAL: [Option<OpInfo>; 128] = [
 
 /// MUBUF: 76 of 128 opcode values are instructions.
 pub static MUBUF: [Option<OpInfo>; 128] = [
-    o(Op::BufferLoadFormatX, "buffer_load_format_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x0
-    o(Op::BufferLoadFormatXy, "buffer_load_format_xy", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1
-    o(Op::BufferLoadFormatXyz, "buffer_load_format_xyz", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2
-    o(Op::BufferLoadFormatXyzw, "buffer_load_format_xyzw", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3
-    o(Op::BufferStoreFormatX, "buffer_store_format_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4
-    o(Op::BufferStoreFormatXy, "buffer_store_format_xy", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5
-    o(Op::BufferStoreFormatXyz, "buffer_store_format_xyz", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6
-    o(Op::BufferStoreFormatXyzw, "buffer_store_format_xyzw", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7
-    o(Op::BufferLoadFormatD16X, "buffer_load_format_d16_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x8
-    o(Op::BufferLoadFormatD16Xy, "buffer_load_format_d16_xy", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x9
-    o(Op::BufferLoadFormatD16Xyz, "buffer_load_format_d16_xyz", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xa
-    o(Op::BufferLoadFormatD16Xyzw, "buffer_load_format_d16_xyzw", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xb
-    o(Op::BufferStoreFormatD16X, "buffer_store_format_d16_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc
-    o(Op::BufferStoreFormatD16Xy, "buffer_store_format_d16_xy", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd
-    o(Op::BufferStoreFormatD16Xyz, "buffer_store_format_d16_xyz", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe
-    o(Op::BufferStoreFormatD16Xyzw, "buffer_store_format_d16_xyzw", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf
-    o(Op::BufferLoadUbyte, "buffer_load_ubyte", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::BufferLoadSbyte, "buffer_load_sbyte", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::BufferLoadUshort, "buffer_load_ushort", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::BufferLoadSshort, "buffer_load_sshort", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::BufferLoadDword, "buffer_load_dword", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x14
-    o(Op::BufferLoadDwordx2, "buffer_load_dwordx2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
-    o(Op::BufferLoadDwordx3, "buffer_load_dwordx3", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16
-    o(Op::BufferLoadDwordx4, "buffer_load_dwordx4", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x17
-    o(Op::BufferStoreByte, "buffer_store_byte", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18
-    o(Op::BufferStoreByteD16Hi, "buffer_store_byte_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x19
-    o(Op::BufferStoreShort, "buffer_store_short", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1a
-    o(Op::BufferStoreShortD16Hi, "buffer_store_short_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1b
-    o(Op::BufferStoreDword, "buffer_store_dword", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c
-    o(Op::BufferStoreDwordx2, "buffer_store_dwordx2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d
-    o(Op::BufferStoreDwordx3, "buffer_store_dwordx3", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
-    o(Op::BufferStoreDwordx4, "buffer_store_dwordx4", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f
-    o(Op::BufferLoadUbyteD16, "buffer_load_ubyte_d16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::BufferLoadUbyteD16Hi, "buffer_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::BufferLoadSbyteD16, "buffer_load_sbyte_d16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::BufferLoadSbyteD16Hi, "buffer_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::BufferLoadShortD16, "buffer_load_short_d16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::BufferLoadShortD16Hi, "buffer_load_short_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
-    o(Op::BufferLoadFormatD16HiX, "buffer_load_format_d16_hi_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x26
-    o(Op::BufferStoreFormatD16HiX, "buffer_store_format_d16_hi_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x27
-    o(Op::BufferWbl2, "buffer_wbl2", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x28
-    o(Op::BufferInvl2, "buffer_invl2", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x29
+    o(Op::BufferLoadFormatX, "buffer_load_format_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::BufferLoadFormatXy, "buffer_load_format_xy", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::BufferLoadFormatXyz, "buffer_load_format_xyz", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::BufferLoadFormatXyzw, "buffer_load_format_xyzw", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::BufferStoreFormatX, "buffer_store_format_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::BufferStoreFormatXy, "buffer_store_format_xy", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::BufferStoreFormatXyz, "buffer_store_format_xyz", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::BufferStoreFormatXyzw, "buffer_store_format_xyzw", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::BufferLoadFormatD16X, "buffer_load_format_d16_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::BufferLoadFormatD16Xy, "buffer_load_format_d16_xy", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::BufferLoadFormatD16Xyz, "buffer_load_format_d16_xyz", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::BufferLoadFormatD16Xyzw, "buffer_load_format_d16_xyzw", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::BufferStoreFormatD16X, "buffer_store_format_d16_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::BufferStoreFormatD16Xy, "buffer_store_format_d16_xy", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::BufferStoreFormatD16Xyz, "buffer_store_format_d16_xyz", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::BufferStoreFormatD16Xyzw, "buffer_store_format_d16_xyzw", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::BufferLoadUbyte, "buffer_load_ubyte", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::BufferLoadSbyte, "buffer_load_sbyte", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::BufferLoadUshort, "buffer_load_ushort", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::BufferLoadSshort, "buffer_load_sshort", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::BufferLoadDword, "buffer_load_dword", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::BufferLoadDwordx2, "buffer_load_dwordx2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::BufferLoadDwordx3, "buffer_load_dwordx3", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::BufferLoadDwordx4, "buffer_load_dwordx4", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::BufferStoreByte, "buffer_store_byte", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::BufferStoreByteD16Hi, "buffer_store_byte_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::BufferStoreShort, "buffer_store_short", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::BufferStoreShortD16Hi, "buffer_store_short_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::BufferStoreDword, "buffer_store_dword", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::BufferStoreDwordx2, "buffer_store_dwordx2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::BufferStoreDwordx3, "buffer_store_dwordx3", &[s(D, 3), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
+    o(Op::BufferStoreDwordx4, "buffer_store_dwordx4", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
+    o(Op::BufferLoadUbyteD16, "buffer_load_ubyte_d16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::BufferLoadUbyteD16Hi, "buffer_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::BufferLoadSbyteD16, "buffer_load_sbyte_d16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::BufferLoadSbyteD16Hi, "buffer_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::BufferLoadShortD16, "buffer_load_short_d16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::BufferLoadShortD16Hi, "buffer_load_short_d16_hi", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
+    o(Op::BufferLoadFormatD16HiX, "buffer_load_format_d16_hi_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x26
+    o(Op::BufferStoreFormatD16HiX, "buffer_store_format_d16_hi_x", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x27
+    o(Op::BufferWbl2, "buffer_wbl2", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28
+    o(Op::BufferInvl2, "buffer_invl2", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29
     None,
     None,
     None,
@@ -600,26 +600,26 @@ pub static MUBUF: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::BufferWbinvl1, "buffer_wbinvl1", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e
-    o(Op::BufferWbinvl1Vol, "buffer_wbinvl1_vol", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x3f
-    o(Op::BufferAtomicSwap, "buffer_atomic_swap", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x40
-    o(Op::BufferAtomicCmpswap, "buffer_atomic_cmpswap", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x41
-    o(Op::BufferAtomicAdd, "buffer_atomic_add", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x42
-    o(Op::BufferAtomicSub, "buffer_atomic_sub", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x43
-    o(Op::BufferAtomicSmin, "buffer_atomic_smin", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x44
-    o(Op::BufferAtomicUmin, "buffer_atomic_umin", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x45
-    o(Op::BufferAtomicSmax, "buffer_atomic_smax", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x46
-    o(Op::BufferAtomicUmax, "buffer_atomic_umax", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x47
-    o(Op::BufferAtomicAnd, "buffer_atomic_and", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x48
-    o(Op::BufferAtomicOr, "buffer_atomic_or", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x49
-    o(Op::BufferAtomicXor, "buffer_atomic_xor", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4a
-    o(Op::BufferAtomicInc, "buffer_atomic_inc", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4b
-    o(Op::BufferAtomicDec, "buffer_atomic_dec", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4c
-    o(Op::BufferAtomicAddF32, "buffer_atomic_add_f32", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4d
-    o(Op::BufferAtomicPkAddF16, "buffer_atomic_pk_add_f16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4e
-    o(Op::BufferAtomicAddF64, "buffer_atomic_add_f64", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4f
-    o(Op::BufferAtomicMinF64, "buffer_atomic_min_f64", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x50
-    o(Op::BufferAtomicMaxF64, "buffer_atomic_max_f64", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x51
+    o(Op::BufferWbinvl1, "buffer_wbinvl1", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3e
+    o(Op::BufferWbinvl1Vol, "buffer_wbinvl1_vol", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3f
+    o(Op::BufferAtomicSwap, "buffer_atomic_swap", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x40
+    o(Op::BufferAtomicCmpswap, "buffer_atomic_cmpswap", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x41
+    o(Op::BufferAtomicAdd, "buffer_atomic_add", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x42
+    o(Op::BufferAtomicSub, "buffer_atomic_sub", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x43
+    o(Op::BufferAtomicSmin, "buffer_atomic_smin", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x44
+    o(Op::BufferAtomicUmin, "buffer_atomic_umin", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x45
+    o(Op::BufferAtomicSmax, "buffer_atomic_smax", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x46
+    o(Op::BufferAtomicUmax, "buffer_atomic_umax", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x47
+    o(Op::BufferAtomicAnd, "buffer_atomic_and", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x48
+    o(Op::BufferAtomicOr, "buffer_atomic_or", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x49
+    o(Op::BufferAtomicXor, "buffer_atomic_xor", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4a
+    o(Op::BufferAtomicInc, "buffer_atomic_inc", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4b
+    o(Op::BufferAtomicDec, "buffer_atomic_dec", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4c
+    o(Op::BufferAtomicAddF32, "buffer_atomic_add_f32", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4d
+    o(Op::BufferAtomicPkAddF16, "buffer_atomic_pk_add_f16", &[s(D, 1), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4e
+    o(Op::BufferAtomicAddF64, "buffer_atomic_add_f64", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4f
+    o(Op::BufferAtomicMinF64, "buffer_atomic_min_f64", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x50
+    o(Op::BufferAtomicMaxF64, "buffer_atomic_max_f64", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x51
     None,
     None,
     None,
@@ -634,24 +634,24 @@ pub static MUBUF: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::BufferAtomicSwapX2, "buffer_atomic_swap_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x60
-    o(Op::BufferAtomicCmpswapX2, "buffer_atomic_cmpswap_x2", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x61
-    o(Op::BufferAtomicAddX2, "buffer_atomic_add_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x62
-    o(Op::BufferAtomicSubX2, "buffer_atomic_sub_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x63
-    o(Op::BufferAtomicSminX2, "buffer_atomic_smin_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x64
-    o(Op::BufferAtomicUminX2, "buffer_atomic_umin_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x65
-    o(Op::BufferAtomicSmaxX2, "buffer_atomic_smax_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x66
-    o(Op::BufferAtomicUmaxX2, "buffer_atomic_umax_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x67
-    o(Op::BufferAtomicAndX2, "buffer_atomic_and_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x68
-    o(Op::BufferAtomicOrX2, "buffer_atomic_or_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x69
-    o(Op::BufferAtomicXorX2, "buffer_atomic_xor_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6a
-    o(Op::BufferAtomicIncX2, "buffer_atomic_inc_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6b
-    o(Op::BufferAtomicDecX2, "buffer_atomic_dec_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6c
+    o(Op::BufferAtomicSwapX2, "buffer_atomic_swap_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x60
+    o(Op::BufferAtomicCmpswapX2, "buffer_atomic_cmpswap_x2", &[s(D, 4), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x61
+    o(Op::BufferAtomicAddX2, "buffer_atomic_add_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x62
+    o(Op::BufferAtomicSubX2, "buffer_atomic_sub_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x63
+    o(Op::BufferAtomicSminX2, "buffer_atomic_smin_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x64
+    o(Op::BufferAtomicUminX2, "buffer_atomic_umin_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x65
+    o(Op::BufferAtomicSmaxX2, "buffer_atomic_smax_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x66
+    o(Op::BufferAtomicUmaxX2, "buffer_atomic_umax_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x67
+    o(Op::BufferAtomicAndX2, "buffer_atomic_and_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x68
+    o(Op::BufferAtomicOrX2, "buffer_atomic_or_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x69
+    o(Op::BufferAtomicXorX2, "buffer_atomic_xor_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6a
+    o(Op::BufferAtomicIncX2, "buffer_atomic_inc_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6b
+    o(Op::BufferAtomicDecX2, "buffer_atomic_dec_x2", &[s(D, 2), s(Addr, 1), s(Rsrc, 4), s(Soff, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6c
     None,
     None,
     None,
     None,
-    o(Op::BufferWbinvl1, "buffer_wbinvl1", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x71
+    o(Op::BufferWbinvl1, "buffer_wbinvl1", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x71
     None,
     None,
     None,
@@ -686,28 +686,28 @@ pub static SCRATCH: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::ScratchLoadUbyte, "scratch_load_ubyte", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::ScratchLoadSbyte, "scratch_load_sbyte", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::ScratchLoadUshort, "scratch_load_ushort", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::ScratchLoadSshort, "scratch_load_sshort", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::ScratchLoadDword, "scratch_load_dword", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x14
-    o(Op::ScratchLoadDwordx2, "scratch_load_dwordx2", &[s(D, 2), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
-    o(Op::ScratchLoadDwordx3, "scratch_load_dwordx3", &[s(D, 3), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16
-    o(Op::ScratchLoadDwordx4, "scratch_load_dwordx4", &[s(D, 4), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x17
-    o(Op::ScratchStoreByte, "scratch_store_byte", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18
-    o(Op::ScratchStoreByteD16Hi, "scratch_store_byte_d16_hi", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x19
-    o(Op::ScratchStoreShort, "scratch_store_short", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1a
-    o(Op::ScratchStoreShortD16Hi, "scratch_store_short_d16_hi", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1b
-    o(Op::ScratchStoreDword, "scratch_store_dword", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c
-    o(Op::ScratchStoreDwordx2, "scratch_store_dwordx2", &[s(Addr, 1), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d
-    o(Op::ScratchStoreDwordx3, "scratch_store_dwordx3", &[s(Addr, 1), s(Data0, 3), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
-    o(Op::ScratchStoreDwordx4, "scratch_store_dwordx4", &[s(Addr, 1), s(Data0, 4), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f
-    o(Op::ScratchLoadUbyteD16, "scratch_load_ubyte_d16", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::ScratchLoadUbyteD16Hi, "scratch_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::ScratchLoadSbyteD16, "scratch_load_sbyte_d16", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::ScratchLoadSbyteD16Hi, "scratch_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::ScratchLoadShortD16, "scratch_load_short_d16", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::ScratchLoadShortD16Hi, "scratch_load_short_d16_hi", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
+    o(Op::ScratchLoadUbyte, "scratch_load_ubyte", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::ScratchLoadSbyte, "scratch_load_sbyte", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::ScratchLoadUshort, "scratch_load_ushort", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::ScratchLoadSshort, "scratch_load_sshort", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::ScratchLoadDword, "scratch_load_dword", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::ScratchLoadDwordx2, "scratch_load_dwordx2", &[s(D, 2), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::ScratchLoadDwordx3, "scratch_load_dwordx3", &[s(D, 3), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::ScratchLoadDwordx4, "scratch_load_dwordx4", &[s(D, 4), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::ScratchStoreByte, "scratch_store_byte", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::ScratchStoreByteD16Hi, "scratch_store_byte_d16_hi", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::ScratchStoreShort, "scratch_store_short", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::ScratchStoreShortD16Hi, "scratch_store_short_d16_hi", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::ScratchStoreDword, "scratch_store_dword", &[s(Addr, 1), s(Data0, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::ScratchStoreDwordx2, "scratch_store_dwordx2", &[s(Addr, 1), s(Data0, 2), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::ScratchStoreDwordx3, "scratch_store_dwordx3", &[s(Addr, 1), s(Data0, 3), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
+    o(Op::ScratchStoreDwordx4, "scratch_store_dwordx4", &[s(Addr, 1), s(Data0, 4), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
+    o(Op::ScratchLoadUbyteD16, "scratch_load_ubyte_d16", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::ScratchLoadUbyteD16Hi, "scratch_load_ubyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::ScratchLoadSbyteD16, "scratch_load_sbyte_d16", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::ScratchLoadSbyteD16Hi, "scratch_load_sbyte_d16_hi", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::ScratchLoadShortD16, "scratch_load_short_d16", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::ScratchLoadShortD16Hi, "scratch_load_short_d16_hi", &[s(D, 1), s(Addr, 1), s(Saddr, 0)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
     None,
     None,
     None,
@@ -802,48 +802,48 @@ pub static SCRATCH: [Option<OpInfo>; 128] = [
 
 /// SMEM: 84 of 256 opcode values are instructions.
 pub static SMEM: [Option<OpInfo>; 256] = [
-    o(Op::SLoadDword, "s_load_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x0
-    o(Op::SLoadDwordx2, "s_load_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x1
-    o(Op::SLoadDwordx4, "s_load_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x2
-    o(Op::SLoadDwordx8, "s_load_dwordx8", &[s(D, 8), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x3
-    o(Op::SLoadDwordx16, "s_load_dwordx16", &[s(D, 16), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x4
-    o(Op::SScratchLoadDword, "s_scratch_load_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x5
-    o(Op::SScratchLoadDwordx2, "s_scratch_load_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x6
-    o(Op::SScratchLoadDwordx4, "s_scratch_load_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x7
-    o(Op::SBufferLoadDword, "s_buffer_load_dword", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x8
-    o(Op::SBufferLoadDwordx2, "s_buffer_load_dwordx2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x9
-    o(Op::SBufferLoadDwordx4, "s_buffer_load_dwordx4", &[s(D, 4), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa
-    o(Op::SBufferLoadDwordx8, "s_buffer_load_dwordx8", &[s(D, 8), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xb
-    o(Op::SBufferLoadDwordx16, "s_buffer_load_dwordx16", &[s(D, 16), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xc
+    o(Op::SLoadDword, "s_load_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::SLoadDwordx2, "s_load_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::SLoadDwordx4, "s_load_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::SLoadDwordx8, "s_load_dwordx8", &[s(D, 8), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::SLoadDwordx16, "s_load_dwordx16", &[s(D, 16), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::SScratchLoadDword, "s_scratch_load_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::SScratchLoadDwordx2, "s_scratch_load_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::SScratchLoadDwordx4, "s_scratch_load_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::SBufferLoadDword, "s_buffer_load_dword", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::SBufferLoadDwordx2, "s_buffer_load_dwordx2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::SBufferLoadDwordx4, "s_buffer_load_dwordx4", &[s(D, 4), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::SBufferLoadDwordx8, "s_buffer_load_dwordx8", &[s(D, 8), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::SBufferLoadDwordx16, "s_buffer_load_dwordx16", &[s(D, 16), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xc
     None,
     None,
     None,
-    o(Op::SStoreDword, "s_store_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x10
-    o(Op::SStoreDwordx2, "s_store_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x11
-    o(Op::SStoreDwordx4, "s_store_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x12
+    o(Op::SStoreDword, "s_store_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::SStoreDwordx2, "s_store_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::SStoreDwordx4, "s_store_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x12
     None,
     None,
-    o(Op::SScratchStoreDword, "s_scratch_store_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x15
-    o(Op::SScratchStoreDwordx2, "s_scratch_store_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x16
-    o(Op::SScratchStoreDwordx4, "s_scratch_store_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x17
-    o(Op::SBufferStoreDword, "s_buffer_store_dword", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x18
-    o(Op::SBufferStoreDwordx2, "s_buffer_store_dwordx2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x19
-    o(Op::SBufferStoreDwordx4, "s_buffer_store_dwordx4", &[s(D, 4), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x1a
+    o(Op::SScratchStoreDword, "s_scratch_store_dword", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::SScratchStoreDwordx2, "s_scratch_store_dwordx2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::SScratchStoreDwordx4, "s_scratch_store_dwordx4", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::SBufferStoreDword, "s_buffer_store_dword", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::SBufferStoreDwordx2, "s_buffer_store_dwordx2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::SBufferStoreDwordx4, "s_buffer_store_dwordx4", &[s(D, 4), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x1a
     None,
     None,
     None,
     None,
     None,
-    o(Op::SDcacheInv, "s_dcache_inv", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::SDcacheWb, "s_dcache_wb", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::SDcacheInvVol, "s_dcache_inv_vol", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::SDcacheWbVol, "s_dcache_wb_vol", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::SMemtime, "s_memtime", &[s(D, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::SMemrealtime, "s_memrealtime", &[s(D, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
-    o(Op::SAtcProbe, "s_atc_probe", &[s(Imm, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x26
-    o(Op::SAtcProbeBuffer, "s_atc_probe_buffer", &[s(Imm, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x27
-    o(Op::SDcacheDiscard, "s_dcache_discard", &[s(Base, 2), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28
-    o(Op::SDcacheDiscardX2, "s_dcache_discard_x2", &[s(Base, 2), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x29
+    o(Op::SDcacheInv, "s_dcache_inv", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::SDcacheWb, "s_dcache_wb", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::SDcacheInvVol, "s_dcache_inv_vol", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::SDcacheWbVol, "s_dcache_wb_vol", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::SMemtime, "s_memtime", &[s(D, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::SMemrealtime, "s_memrealtime", &[s(D, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
+    o(Op::SAtcProbe, "s_atc_probe", &[s(Imm, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x26
+    o(Op::SAtcProbeBuffer, "s_atc_probe_buffer", &[s(Imm, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x27
+    o(Op::SDcacheDiscard, "s_dcache_discard", &[s(Base, 2), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28
+    o(Op::SDcacheDiscardX2, "s_dcache_discard_x2", &[s(Base, 2), s(Off, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29
     None,
     None,
     None,
@@ -866,19 +866,19 @@ pub static SMEM: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::SBufferAtomicSwap, "s_buffer_atomic_swap", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x40
-    o(Op::SBufferAtomicCmpswap, "s_buffer_atomic_cmpswap", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x41
-    o(Op::SBufferAtomicAdd, "s_buffer_atomic_add", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x42
-    o(Op::SBufferAtomicSub, "s_buffer_atomic_sub", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x43
-    o(Op::SBufferAtomicSmin, "s_buffer_atomic_smin", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x44
-    o(Op::SBufferAtomicUmin, "s_buffer_atomic_umin", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x45
-    o(Op::SBufferAtomicSmax, "s_buffer_atomic_smax", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x46
-    o(Op::SBufferAtomicUmax, "s_buffer_atomic_umax", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x47
-    o(Op::SBufferAtomicAnd, "s_buffer_atomic_and", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x48
-    o(Op::SBufferAtomicOr, "s_buffer_atomic_or", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x49
-    o(Op::SBufferAtomicXor, "s_buffer_atomic_xor", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x4a
-    o(Op::SBufferAtomicInc, "s_buffer_atomic_inc", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x4b
-    o(Op::SBufferAtomicDec, "s_buffer_atomic_dec", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x4c
+    o(Op::SBufferAtomicSwap, "s_buffer_atomic_swap", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x40
+    o(Op::SBufferAtomicCmpswap, "s_buffer_atomic_cmpswap", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x41
+    o(Op::SBufferAtomicAdd, "s_buffer_atomic_add", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x42
+    o(Op::SBufferAtomicSub, "s_buffer_atomic_sub", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x43
+    o(Op::SBufferAtomicSmin, "s_buffer_atomic_smin", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x44
+    o(Op::SBufferAtomicUmin, "s_buffer_atomic_umin", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x45
+    o(Op::SBufferAtomicSmax, "s_buffer_atomic_smax", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x46
+    o(Op::SBufferAtomicUmax, "s_buffer_atomic_umax", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x47
+    o(Op::SBufferAtomicAnd, "s_buffer_atomic_and", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x48
+    o(Op::SBufferAtomicOr, "s_buffer_atomic_or", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x49
+    o(Op::SBufferAtomicXor, "s_buffer_atomic_xor", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x4a
+    o(Op::SBufferAtomicInc, "s_buffer_atomic_inc", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x4b
+    o(Op::SBufferAtomicDec, "s_buffer_atomic_dec", &[s(D, 1), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x4c
     None,
     None,
     None,
@@ -898,19 +898,19 @@ pub static SMEM: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::SBufferAtomicSwapX2, "s_buffer_atomic_swap_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x60
-    o(Op::SBufferAtomicCmpswapX2, "s_buffer_atomic_cmpswap_x2", &[s(D, 4), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x61
-    o(Op::SBufferAtomicAddX2, "s_buffer_atomic_add_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x62
-    o(Op::SBufferAtomicSubX2, "s_buffer_atomic_sub_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x63
-    o(Op::SBufferAtomicSminX2, "s_buffer_atomic_smin_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x64
-    o(Op::SBufferAtomicUminX2, "s_buffer_atomic_umin_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x65
-    o(Op::SBufferAtomicSmaxX2, "s_buffer_atomic_smax_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x66
-    o(Op::SBufferAtomicUmaxX2, "s_buffer_atomic_umax_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x67
-    o(Op::SBufferAtomicAndX2, "s_buffer_atomic_and_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x68
-    o(Op::SBufferAtomicOrX2, "s_buffer_atomic_or_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x69
-    o(Op::SBufferAtomicXorX2, "s_buffer_atomic_xor_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x6a
-    o(Op::SBufferAtomicIncX2, "s_buffer_atomic_inc_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x6b
-    o(Op::SBufferAtomicDecX2, "s_buffer_atomic_dec_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x6c
+    o(Op::SBufferAtomicSwapX2, "s_buffer_atomic_swap_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x60
+    o(Op::SBufferAtomicCmpswapX2, "s_buffer_atomic_cmpswap_x2", &[s(D, 4), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x61
+    o(Op::SBufferAtomicAddX2, "s_buffer_atomic_add_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x62
+    o(Op::SBufferAtomicSubX2, "s_buffer_atomic_sub_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x63
+    o(Op::SBufferAtomicSminX2, "s_buffer_atomic_smin_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x64
+    o(Op::SBufferAtomicUminX2, "s_buffer_atomic_umin_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x65
+    o(Op::SBufferAtomicSmaxX2, "s_buffer_atomic_smax_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x66
+    o(Op::SBufferAtomicUmaxX2, "s_buffer_atomic_umax_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x67
+    o(Op::SBufferAtomicAndX2, "s_buffer_atomic_and_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x68
+    o(Op::SBufferAtomicOrX2, "s_buffer_atomic_or_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x69
+    o(Op::SBufferAtomicXorX2, "s_buffer_atomic_xor_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x6a
+    o(Op::SBufferAtomicIncX2, "s_buffer_atomic_inc_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x6b
+    o(Op::SBufferAtomicDecX2, "s_buffer_atomic_dec_x2", &[s(D, 2), s(Base, 4), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x6c
     None,
     None,
     None,
@@ -930,19 +930,19 @@ pub static SMEM: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::SAtomicSwap, "s_atomic_swap", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x80
-    o(Op::SAtomicCmpswap, "s_atomic_cmpswap", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x81
-    o(Op::SAtomicAdd, "s_atomic_add", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x82
-    o(Op::SAtomicSub, "s_atomic_sub", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x83
-    o(Op::SAtomicSmin, "s_atomic_smin", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x84
-    o(Op::SAtomicUmin, "s_atomic_umin", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x85
-    o(Op::SAtomicSmax, "s_atomic_smax", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x86
-    o(Op::SAtomicUmax, "s_atomic_umax", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x87
-    o(Op::SAtomicAnd, "s_atomic_and", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x88
-    o(Op::SAtomicOr, "s_atomic_or", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x89
-    o(Op::SAtomicXor, "s_atomic_xor", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x8a
-    o(Op::SAtomicInc, "s_atomic_inc", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x8b
-    o(Op::SAtomicDec, "s_atomic_dec", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0x8c
+    o(Op::SAtomicSwap, "s_atomic_swap", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x80
+    o(Op::SAtomicCmpswap, "s_atomic_cmpswap", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x81
+    o(Op::SAtomicAdd, "s_atomic_add", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x82
+    o(Op::SAtomicSub, "s_atomic_sub", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x83
+    o(Op::SAtomicSmin, "s_atomic_smin", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x84
+    o(Op::SAtomicUmin, "s_atomic_umin", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x85
+    o(Op::SAtomicSmax, "s_atomic_smax", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x86
+    o(Op::SAtomicUmax, "s_atomic_umax", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x87
+    o(Op::SAtomicAnd, "s_atomic_and", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x88
+    o(Op::SAtomicOr, "s_atomic_or", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x89
+    o(Op::SAtomicXor, "s_atomic_xor", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x8a
+    o(Op::SAtomicInc, "s_atomic_inc", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x8b
+    o(Op::SAtomicDec, "s_atomic_dec", &[s(D, 1), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0x8c
     None,
     None,
     None,
@@ -962,19 +962,19 @@ pub static SMEM: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::SAtomicSwapX2, "s_atomic_swap_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa0
-    o(Op::SAtomicCmpswapX2, "s_atomic_cmpswap_x2", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa1
-    o(Op::SAtomicAddX2, "s_atomic_add_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa2
-    o(Op::SAtomicSubX2, "s_atomic_sub_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa3
-    o(Op::SAtomicSminX2, "s_atomic_smin_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa4
-    o(Op::SAtomicUminX2, "s_atomic_umin_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa5
-    o(Op::SAtomicSmaxX2, "s_atomic_smax_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa6
-    o(Op::SAtomicUmaxX2, "s_atomic_umax_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa7
-    o(Op::SAtomicAndX2, "s_atomic_and_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa8
-    o(Op::SAtomicOrX2, "s_atomic_or_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xa9
-    o(Op::SAtomicXorX2, "s_atomic_xor_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xaa
-    o(Op::SAtomicIncX2, "s_atomic_inc_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xab
-    o(Op::SAtomicDecX2, "s_atomic_dec_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN]), // 0xac
+    o(Op::SAtomicSwapX2, "s_atomic_swap_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa0
+    o(Op::SAtomicCmpswapX2, "s_atomic_cmpswap_x2", &[s(D, 4), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa1
+    o(Op::SAtomicAddX2, "s_atomic_add_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa2
+    o(Op::SAtomicSubX2, "s_atomic_sub_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa3
+    o(Op::SAtomicSminX2, "s_atomic_smin_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa4
+    o(Op::SAtomicUminX2, "s_atomic_umin_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa5
+    o(Op::SAtomicSmaxX2, "s_atomic_smax_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa6
+    o(Op::SAtomicUmaxX2, "s_atomic_umax_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa7
+    o(Op::SAtomicAndX2, "s_atomic_and_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa8
+    o(Op::SAtomicOrX2, "s_atomic_or_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xa9
+    o(Op::SAtomicXorX2, "s_atomic_xor_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xaa
+    o(Op::SAtomicIncX2, "s_atomic_inc_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xab
+    o(Op::SAtomicDecX2, "s_atomic_dec_x2", &[s(D, 2), s(Base, 2), s(Off, 1)], ImmFmt::None, F_GLC, [MN, MN, MN], [MN, MN, MN]), // 0xac
     None,
     None,
     None,
@@ -1062,62 +1062,62 @@ pub static SMEM: [Option<OpInfo>; 256] = [
 
 /// SOP1: 54 of 256 opcode values are instructions.
 pub static SOP1: [Option<OpInfo>; 256] = [
-    o(Op::SMovB32, "s_mov_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x0
-    o(Op::SMovB64, "s_mov_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1
-    o(Op::SCmovB32, "s_cmov_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2
-    o(Op::SCmovB64, "s_cmov_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3
-    o(Op::SNotB32, "s_not_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4
-    o(Op::SNotB64, "s_not_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5
-    o(Op::SWqmB32, "s_wqm_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6
-    o(Op::SWqmB64, "s_wqm_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7
-    o(Op::SBrevB32, "s_brev_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x8
-    o(Op::SBrevB64, "s_brev_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x9
-    o(Op::SBcnt0I32B32, "s_bcnt0_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xa
-    o(Op::SBcnt0I32B64, "s_bcnt0_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xb
-    o(Op::SBcnt1I32B32, "s_bcnt1_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc
-    o(Op::SBcnt1I32B64, "s_bcnt1_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd
-    o(Op::SFf0I32B32, "s_ff0_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe
-    o(Op::SFf0I32B64, "s_ff0_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf
-    o(Op::SFf1I32B32, "s_ff1_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::SFf1I32B64, "s_ff1_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::SFlbitI32B32, "s_flbit_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::SFlbitI32B64, "s_flbit_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::SFlbitI32, "s_flbit_i32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x14
-    o(Op::SFlbitI32I64, "s_flbit_i32_i64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
-    o(Op::SSextI32I8, "s_sext_i32_i8", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16
-    o(Op::SSextI32I16, "s_sext_i32_i16", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x17
-    o(Op::SBitset0B32, "s_bitset0_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18
-    o(Op::SBitset0B64, "s_bitset0_b64", &[s(D, 2), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x19
-    o(Op::SBitset1B32, "s_bitset1_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1a
-    o(Op::SBitset1B64, "s_bitset1_b64", &[s(D, 2), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1b
-    o(Op::SGetpcB64, "s_getpc_b64", &[s(D, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c
-    o(Op::SSetpcB64, "s_setpc_b64", &[s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d
-    o(Op::SSwappcB64, "s_swappc_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
-    o(Op::SRfeB64, "s_rfe_b64", &[s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f
-    o(Op::SAndSaveexecB64, "s_and_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::SOrSaveexecB64, "s_or_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::SXorSaveexecB64, "s_xor_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::SAndn2SaveexecB64, "s_andn2_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::SOrn2SaveexecB64, "s_orn2_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::SNandSaveexecB64, "s_nand_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
-    o(Op::SNorSaveexecB64, "s_nor_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x26
-    o(Op::SXnorSaveexecB64, "s_xnor_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x27
-    o(Op::SQuadmaskB32, "s_quadmask_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28
-    o(Op::SQuadmaskB64, "s_quadmask_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x29
-    o(Op::SMovrelsB32, "s_movrels_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2a
-    o(Op::SMovrelsB64, "s_movrels_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2b
-    o(Op::SMovreldB32, "s_movreld_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2c
-    o(Op::SMovreldB64, "s_movreld_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2d
-    o(Op::SCbranchJoin, "s_cbranch_join", &[s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2e
+    o(Op::SMovB32, "s_mov_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::SMovB64, "s_mov_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::SCmovB32, "s_cmov_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::SCmovB64, "s_cmov_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::SNotB32, "s_not_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::SNotB64, "s_not_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::SWqmB32, "s_wqm_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::SWqmB64, "s_wqm_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::SBrevB32, "s_brev_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::SBrevB64, "s_brev_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::SBcnt0I32B32, "s_bcnt0_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::SBcnt0I32B64, "s_bcnt0_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::SBcnt1I32B32, "s_bcnt1_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::SBcnt1I32B64, "s_bcnt1_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::SFf0I32B32, "s_ff0_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::SFf0I32B64, "s_ff0_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::SFf1I32B32, "s_ff1_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::SFf1I32B64, "s_ff1_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::SFlbitI32B32, "s_flbit_i32_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::SFlbitI32B64, "s_flbit_i32_b64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::SFlbitI32, "s_flbit_i32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::SFlbitI32I64, "s_flbit_i32_i64", &[s(D, 1), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::SSextI32I8, "s_sext_i32_i8", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::SSextI32I16, "s_sext_i32_i16", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::SBitset0B32, "s_bitset0_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::SBitset0B64, "s_bitset0_b64", &[s(D, 2), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::SBitset1B32, "s_bitset1_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::SBitset1B64, "s_bitset1_b64", &[s(D, 2), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::SGetpcB64, "s_getpc_b64", &[s(D, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::SSetpcB64, "s_setpc_b64", &[s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::SSwappcB64, "s_swappc_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
+    o(Op::SRfeB64, "s_rfe_b64", &[s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
+    o(Op::SAndSaveexecB64, "s_and_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::SOrSaveexecB64, "s_or_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::SXorSaveexecB64, "s_xor_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::SAndn2SaveexecB64, "s_andn2_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::SOrn2SaveexecB64, "s_orn2_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::SNandSaveexecB64, "s_nand_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
+    o(Op::SNorSaveexecB64, "s_nor_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x26
+    o(Op::SXnorSaveexecB64, "s_xnor_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x27
+    o(Op::SQuadmaskB32, "s_quadmask_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28
+    o(Op::SQuadmaskB64, "s_quadmask_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29
+    o(Op::SMovrelsB32, "s_movrels_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2a
+    o(Op::SMovrelsB64, "s_movrels_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2b
+    o(Op::SMovreldB32, "s_movreld_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2c
+    o(Op::SMovreldB64, "s_movreld_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2d
+    o(Op::SCbranchJoin, "s_cbranch_join", &[s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2e
     None,
-    o(Op::SAbsI32, "s_abs_i32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x30
+    o(Op::SAbsI32, "s_abs_i32", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x30
     None,
-    o(Op::SSetGprIdxIdx, "s_set_gpr_idx_idx", &[s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x32
-    o(Op::SAndn1SaveexecB64, "s_andn1_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x33
-    o(Op::SOrn1SaveexecB64, "s_orn1_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x34
-    o(Op::SAndn1WrexecB64, "s_andn1_wrexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x35
-    o(Op::SAndn2WrexecB64, "s_andn2_wrexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x36
-    o(Op::SBitreplicateB64B32, "s_bitreplicate_b64_b32", &[s(D, 2), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x37
+    o(Op::SSetGprIdxIdx, "s_set_gpr_idx_idx", &[s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x32
+    o(Op::SAndn1SaveexecB64, "s_andn1_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x33
+    o(Op::SOrn1SaveexecB64, "s_orn1_saveexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x34
+    o(Op::SAndn1WrexecB64, "s_andn1_wrexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x35
+    o(Op::SAndn2WrexecB64, "s_andn2_wrexec_b64", &[s(D, 2), s(S0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x36
+    o(Op::SBitreplicateB64B32, "s_bitreplicate_b64_b32", &[s(D, 2), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x37
     None,
     None,
     None,
@@ -1322,59 +1322,59 @@ pub static SOP1: [Option<OpInfo>; 256] = [
 
 /// SOP2: 53 of 96 opcode values are instructions.
 pub static SOP2: [Option<OpInfo>; 96] = [
-    o(Op::SAddU32, "s_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x0
-    o(Op::SSubU32, "s_sub_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1
-    o(Op::SAddI32, "s_add_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2
-    o(Op::SSubI32, "s_sub_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3
-    o(Op::SAddcU32, "s_addc_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4
-    o(Op::SSubbU32, "s_subb_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5
-    o(Op::SMinI32, "s_min_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6
-    o(Op::SMinU32, "s_min_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7
-    o(Op::SMaxI32, "s_max_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x8
-    o(Op::SMaxU32, "s_max_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x9
-    o(Op::SCselectB32, "s_cselect_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xa
-    o(Op::SCselectB64, "s_cselect_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xb
-    o(Op::SAndB32, "s_and_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc
-    o(Op::SAndB64, "s_and_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd
-    o(Op::SOrB32, "s_or_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe
-    o(Op::SOrB64, "s_or_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf
-    o(Op::SXorB32, "s_xor_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::SXorB64, "s_xor_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::SAndn2B32, "s_andn2_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::SAndn2B64, "s_andn2_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::SOrn2B32, "s_orn2_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x14
-    o(Op::SOrn2B64, "s_orn2_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
-    o(Op::SNandB32, "s_nand_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16
-    o(Op::SNandB64, "s_nand_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x17
-    o(Op::SNorB32, "s_nor_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18
-    o(Op::SNorB64, "s_nor_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x19
-    o(Op::SXnorB32, "s_xnor_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1a
-    o(Op::SXnorB64, "s_xnor_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1b
-    o(Op::SLshlB32, "s_lshl_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c
-    o(Op::SLshlB64, "s_lshl_b64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d
-    o(Op::SLshrB32, "s_lshr_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
-    o(Op::SLshrB64, "s_lshr_b64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f
-    o(Op::SAshrI32, "s_ashr_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x20
-    o(Op::SAshrI64, "s_ashr_i64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x21
-    o(Op::SBfmB32, "s_bfm_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x22
-    o(Op::SBfmB64, "s_bfm_b64", &[s(D, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
-    o(Op::SMulI32, "s_mul_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::SBfeU32, "s_bfe_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
-    o(Op::SBfeI32, "s_bfe_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x26
-    o(Op::SBfeU64, "s_bfe_u64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x27
-    o(Op::SBfeI64, "s_bfe_i64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28
-    o(Op::SCbranchGFork, "s_cbranch_g_fork", &[s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x29
-    o(Op::SAbsdiffI32, "s_absdiff_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2a
-    o(Op::SRfeRestoreB64, "s_rfe_restore_b64", &[s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2b
-    o(Op::SMulHiU32, "s_mul_hi_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2c
-    o(Op::SMulHiI32, "s_mul_hi_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2d
-    o(Op::SLshl1AddU32, "s_lshl1_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2e
-    o(Op::SLshl2AddU32, "s_lshl2_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2f
-    o(Op::SLshl3AddU32, "s_lshl3_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x30
-    o(Op::SLshl4AddU32, "s_lshl4_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x31
-    o(Op::SPackLlB32B16, "s_pack_ll_b32_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x32
-    o(Op::SPackLhB32B16, "s_pack_lh_b32_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x33
-    o(Op::SPackHhB32B16, "s_pack_hh_b32_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x34
+    o(Op::SAddU32, "s_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::SSubU32, "s_sub_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::SAddI32, "s_add_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::SSubI32, "s_sub_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::SAddcU32, "s_addc_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::SSubbU32, "s_subb_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::SMinI32, "s_min_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::SMinU32, "s_min_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::SMaxI32, "s_max_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::SMaxU32, "s_max_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::SCselectB32, "s_cselect_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::SCselectB64, "s_cselect_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::SAndB32, "s_and_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::SAndB64, "s_and_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::SOrB32, "s_or_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::SOrB64, "s_or_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::SXorB32, "s_xor_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::SXorB64, "s_xor_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::SAndn2B32, "s_andn2_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::SAndn2B64, "s_andn2_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::SOrn2B32, "s_orn2_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::SOrn2B64, "s_orn2_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::SNandB32, "s_nand_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::SNandB64, "s_nand_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::SNorB32, "s_nor_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::SNorB64, "s_nor_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::SXnorB32, "s_xnor_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::SXnorB64, "s_xnor_b64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::SLshlB32, "s_lshl_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::SLshlB64, "s_lshl_b64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::SLshrB32, "s_lshr_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
+    o(Op::SLshrB64, "s_lshr_b64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
+    o(Op::SAshrI32, "s_ashr_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
+    o(Op::SAshrI64, "s_ashr_i64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x21
+    o(Op::SBfmB32, "s_bfm_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x22
+    o(Op::SBfmB64, "s_bfm_b64", &[s(D, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
+    o(Op::SMulI32, "s_mul_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::SBfeU32, "s_bfe_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x25
+    o(Op::SBfeI32, "s_bfe_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x26
+    o(Op::SBfeU64, "s_bfe_u64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x27
+    o(Op::SBfeI64, "s_bfe_i64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28
+    o(Op::SCbranchGFork, "s_cbranch_g_fork", &[s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29
+    o(Op::SAbsdiffI32, "s_absdiff_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2a
+    o(Op::SRfeRestoreB64, "s_rfe_restore_b64", &[s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2b
+    o(Op::SMulHiU32, "s_mul_hi_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2c
+    o(Op::SMulHiI32, "s_mul_hi_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2d
+    o(Op::SLshl1AddU32, "s_lshl1_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2e
+    o(Op::SLshl2AddU32, "s_lshl2_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2f
+    o(Op::SLshl3AddU32, "s_lshl3_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x30
+    o(Op::SLshl4AddU32, "s_lshl4_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x31
+    o(Op::SPackLlB32B16, "s_pack_ll_b32_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x32
+    o(Op::SPackLhB32B16, "s_pack_lh_b32_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x33
+    o(Op::SPackHhB32B16, "s_pack_hh_b32_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x34
     None,
     None,
     None,
@@ -1422,26 +1422,26 @@ pub static SOP2: [Option<OpInfo>; 96] = [
 
 /// SOPC: 20 of 128 opcode values are instructions.
 pub static SOPC: [Option<OpInfo>; 128] = [
-    o(Op::SCmpEqI32, "s_cmp_eq_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x0
-    o(Op::SCmpLgI32, "s_cmp_lg_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1
-    o(Op::SCmpGtI32, "s_cmp_gt_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2
-    o(Op::SCmpGeI32, "s_cmp_ge_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3
-    o(Op::SCmpLtI32, "s_cmp_lt_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4
-    o(Op::SCmpLeI32, "s_cmp_le_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5
-    o(Op::SCmpEqU32, "s_cmp_eq_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6
-    o(Op::SCmpLgU32, "s_cmp_lg_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7
-    o(Op::SCmpGtU32, "s_cmp_gt_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x8
-    o(Op::SCmpGeU32, "s_cmp_ge_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x9
-    o(Op::SCmpLtU32, "s_cmp_lt_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xa
-    o(Op::SCmpLeU32, "s_cmp_le_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xb
-    o(Op::SBitcmp0B32, "s_bitcmp0_b32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc
-    o(Op::SBitcmp1B32, "s_bitcmp1_b32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd
-    o(Op::SBitcmp0B64, "s_bitcmp0_b64", &[s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe
-    o(Op::SBitcmp1B64, "s_bitcmp1_b64", &[s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf
-    o(Op::SSetvskip, "s_setvskip", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::SSetGprIdxOn, "s_set_gpr_idx_on", &[s(S0, 1), s(Imm, 1)], ImmFmt::GprIdx, 0, [MN, MN, MN]), // 0x11
-    o(Op::SCmpEqU64, "s_cmp_eq_u64", &[s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::SCmpLgU64, "s_cmp_lg_u64", &[s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
+    o(Op::SCmpEqI32, "s_cmp_eq_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::SCmpLgI32, "s_cmp_lg_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::SCmpGtI32, "s_cmp_gt_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::SCmpGeI32, "s_cmp_ge_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::SCmpLtI32, "s_cmp_lt_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::SCmpLeI32, "s_cmp_le_i32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::SCmpEqU32, "s_cmp_eq_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::SCmpLgU32, "s_cmp_lg_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::SCmpGtU32, "s_cmp_gt_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::SCmpGeU32, "s_cmp_ge_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::SCmpLtU32, "s_cmp_lt_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::SCmpLeU32, "s_cmp_le_u32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::SBitcmp0B32, "s_bitcmp0_b32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::SBitcmp1B32, "s_bitcmp1_b32", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::SBitcmp0B64, "s_bitcmp0_b64", &[s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::SBitcmp1B64, "s_bitcmp1_b64", &[s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::SSetvskip, "s_setvskip", &[s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::SSetGprIdxOn, "s_set_gpr_idx_on", &[s(S0, 1), s(Imm, 1)], ImmFmt::GprIdx, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::SCmpEqU64, "s_cmp_eq_u64", &[s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::SCmpLgU64, "s_cmp_lg_u64", &[s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
     None,
     None,
     None,
@@ -1554,28 +1554,28 @@ pub static SOPC: [Option<OpInfo>; 128] = [
 
 /// SOPK: 21 of 29 opcode values are instructions.
 pub static SOPK: [Option<OpInfo>; 29] = [
-    o(Op::SMovkI32, "s_movk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x0
-    o(Op::SCmovkI32, "s_cmovk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x1
-    o(Op::SCmpkEqI32, "s_cmpk_eq_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x2
-    o(Op::SCmpkLgI32, "s_cmpk_lg_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x3
-    o(Op::SCmpkGtI32, "s_cmpk_gt_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x4
-    o(Op::SCmpkGeI32, "s_cmpk_ge_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x5
-    o(Op::SCmpkLtI32, "s_cmpk_lt_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x6
-    o(Op::SCmpkLeI32, "s_cmpk_le_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x7
-    o(Op::SCmpkEqU32, "s_cmpk_eq_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x8
-    o(Op::SCmpkLgU32, "s_cmpk_lg_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0x9
-    o(Op::SCmpkGtU32, "s_cmpk_gt_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0xa
-    o(Op::SCmpkGeU32, "s_cmpk_ge_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0xb
-    o(Op::SCmpkLtU32, "s_cmpk_lt_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0xc
-    o(Op::SCmpkLeU32, "s_cmpk_le_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0xd
-    o(Op::SAddkI32, "s_addk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0xe
-    o(Op::SMulkI32, "s_mulk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN]), // 0xf
-    o(Op::SCbranchIFork, "s_cbranch_i_fork", &[s(D, 2), s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x10
-    o(Op::SGetregB32, "s_getreg_b32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hwreg, 0, [MN, MN, MN]), // 0x11
-    o(Op::SSetregB32, "s_setreg_b32", &[s(Imm, 1), s(D, 1)], ImmFmt::Hwreg, 0, [MN, MN, MN]), // 0x12
+    o(Op::SMovkI32, "s_movk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::SCmovkI32, "s_cmovk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::SCmpkEqI32, "s_cmpk_eq_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::SCmpkLgI32, "s_cmpk_lg_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::SCmpkGtI32, "s_cmpk_gt_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::SCmpkGeI32, "s_cmpk_ge_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::SCmpkLtI32, "s_cmpk_lt_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::SCmpkLeI32, "s_cmpk_le_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::SCmpkEqU32, "s_cmpk_eq_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::SCmpkLgU32, "s_cmpk_lg_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::SCmpkGtU32, "s_cmpk_gt_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::SCmpkGeU32, "s_cmpk_ge_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::SCmpkLtU32, "s_cmpk_lt_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::SCmpkLeU32, "s_cmpk_le_u32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::SAddkI32, "s_addk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::SMulkI32, "s_mulk_i32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hex, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::SCbranchIFork, "s_cbranch_i_fork", &[s(D, 2), s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::SGetregB32, "s_getreg_b32", &[s(D, 1), s(Imm, 1)], ImmFmt::Hwreg, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::SSetregB32, "s_setreg_b32", &[s(Imm, 1), s(D, 1)], ImmFmt::Hwreg, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
     None,
-    o(Op::SSetregImm32B32, "s_setreg_imm32_b32", &[s(Imm, 1), s(K, 1)], ImmFmt::Hwreg, 0, [MN, MN, MN]), // 0x14
-    o(Op::SCallB64, "s_call_b64", &[s(D, 2), s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x15
+    o(Op::SSetregImm32B32, "s_setreg_imm32_b32", &[s(Imm, 1), s(K, 1)], ImmFmt::Hwreg, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::SCallB64, "s_call_b64", &[s(D, 2), s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
     None,
     None,
     None,
@@ -1587,37 +1587,37 @@ pub static SOPK: [Option<OpInfo>; 29] = [
 
 /// SOPP: 31 of 128 opcode values are instructions.
 pub static SOPP: [Option<OpInfo>; 128] = [
-    o(Op::SNop, "s_nop", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0x0
-    o(Op::SEndpgm, "s_endpgm", &[s(Imm, 1)], ImmFmt::Dec, F_IMM_OMIT_ZERO, [MN, MN, MN]), // 0x1
-    o(Op::SBranch, "s_branch", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x2
-    o(Op::SWakeup, "s_wakeup", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x3
-    o(Op::SCbranchScc0, "s_cbranch_scc0", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x4
-    o(Op::SCbranchScc1, "s_cbranch_scc1", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x5
-    o(Op::SCbranchVccz, "s_cbranch_vccz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x6
-    o(Op::SCbranchVccnz, "s_cbranch_vccnz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x7
-    o(Op::SCbranchExecz, "s_cbranch_execz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x8
-    o(Op::SCbranchExecnz, "s_cbranch_execnz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x9
-    o(Op::SBarrier, "s_barrier", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0xa
-    o(Op::SSetkill, "s_setkill", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0xb
-    o(Op::SWaitcnt, "s_waitcnt", &[s(Imm, 1)], ImmFmt::Waitcnt, 0, [MN, MN, MN]), // 0xc
-    o(Op::SSethalt, "s_sethalt", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0xd
-    o(Op::SSleep, "s_sleep", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0xe
-    o(Op::SSetprio, "s_setprio", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0xf
-    o(Op::SSendmsg, "s_sendmsg", &[s(Imm, 1)], ImmFmt::Sendmsg, 0, [MN, MN, MN]), // 0x10
-    o(Op::SSendmsghalt, "s_sendmsghalt", &[s(Imm, 1)], ImmFmt::Sendmsg, 0, [MN, MN, MN]), // 0x11
-    o(Op::STrap, "s_trap", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0x12
-    o(Op::SIcacheInv, "s_icache_inv", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::SIncperflevel, "s_incperflevel", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0x14
-    o(Op::SDecperflevel, "s_decperflevel", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN]), // 0x15
-    o(Op::STtracedata, "s_ttracedata", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x16
-    o(Op::SCbranchCdbgsys, "s_cbranch_cdbgsys", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x17
-    o(Op::SCbranchCdbguser, "s_cbranch_cdbguser", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x18
-    o(Op::SCbranchCdbgsysOrUser, "s_cbranch_cdbgsys_or_user", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x19
-    o(Op::SCbranchCdbgsysAndUser, "s_cbranch_cdbgsys_and_user", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN]), // 0x1a
-    o(Op::SEndpgmSaved, "s_endpgm_saved", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x1b
-    o(Op::SSetGprIdxOff, "s_set_gpr_idx_off", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c
-    o(Op::SSetGprIdxMode, "s_set_gpr_idx_mode", &[s(Imm, 1)], ImmFmt::GprIdx, 0, [MN, MN, MN]), // 0x1d
-    o(Op::SEndpgmOrderedPsDone, "s_endpgm_ordered_ps_done", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e
+    o(Op::SNop, "s_nop", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::SEndpgm, "s_endpgm", &[s(Imm, 1)], ImmFmt::Dec, F_IMM_OMIT_ZERO, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::SBranch, "s_branch", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::SWakeup, "s_wakeup", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::SCbranchScc0, "s_cbranch_scc0", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::SCbranchScc1, "s_cbranch_scc1", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::SCbranchVccz, "s_cbranch_vccz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::SCbranchVccnz, "s_cbranch_vccnz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::SCbranchExecz, "s_cbranch_execz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::SCbranchExecnz, "s_cbranch_execnz", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::SBarrier, "s_barrier", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::SSetkill, "s_setkill", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::SWaitcnt, "s_waitcnt", &[s(Imm, 1)], ImmFmt::Waitcnt, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::SSethalt, "s_sethalt", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::SSleep, "s_sleep", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::SSetprio, "s_setprio", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::SSendmsg, "s_sendmsg", &[s(Imm, 1)], ImmFmt::Sendmsg, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::SSendmsghalt, "s_sendmsghalt", &[s(Imm, 1)], ImmFmt::Sendmsg, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::STrap, "s_trap", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::SIcacheInv, "s_icache_inv", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::SIncperflevel, "s_incperflevel", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::SDecperflevel, "s_decperflevel", &[s(Imm, 1)], ImmFmt::DecSmall, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
+    o(Op::STtracedata, "s_ttracedata", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::SCbranchCdbgsys, "s_cbranch_cdbgsys", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::SCbranchCdbguser, "s_cbranch_cdbguser", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::SCbranchCdbgsysOrUser, "s_cbranch_cdbgsys_or_user", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::SCbranchCdbgsysAndUser, "s_cbranch_cdbgsys_and_user", &[s(Imm, 1)], ImmFmt::Dec, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::SEndpgmSaved, "s_endpgm_saved", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::SSetGprIdxOff, "s_set_gpr_idx_off", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::SSetGprIdxMode, "s_set_gpr_idx_mode", &[s(Imm, 1)], ImmFmt::GprIdx, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d
+    o(Op::SEndpgmOrderedPsDone, "s_endpgm_ordered_ps_done", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
     None,
     None,
     None,
@@ -1719,89 +1719,89 @@ pub static SOPP: [Option<OpInfo>; 128] = [
 
 /// VOP1: 79 of 256 opcode values are instructions.
 pub static VOP1: [Option<OpInfo>; 256] = [
-    o(Op::VNop, "v_nop", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x0
-    o(Op::VMovB32, "v_mov_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x1
-    o(Op::VReadfirstlaneB32, "v_readfirstlane_b32", &[s(Ds, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2
-    o(Op::VCvtI32F64, "v_cvt_i32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x3
-    o(Op::VCvtF64I32, "v_cvt_f64_i32_e32", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x4
-    o(Op::VCvtF32I32, "v_cvt_f32_i32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x5
-    o(Op::VCvtF32U32, "v_cvt_f32_u32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x6
-    o(Op::VCvtU32F32, "v_cvt_u32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x7
-    o(Op::VCvtI32F32, "v_cvt_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x8
+    o(Op::VNop, "v_nop", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::VMovB32, "v_mov_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::VReadfirstlaneB32, "v_readfirstlane_b32", &[s(Ds, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::VCvtI32F64, "v_cvt_i32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x3
+    o(Op::VCvtF64I32, "v_cvt_f64_i32_e32", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::VCvtF32I32, "v_cvt_f32_i32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::VCvtF32U32, "v_cvt_f32_u32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::VCvtU32F32, "v_cvt_u32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x7
+    o(Op::VCvtI32F32, "v_cvt_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x8
     None,
-    o(Op::VCvtF16F32, "v_cvt_f16_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0xa
-    o(Op::VCvtF32F16, "v_cvt_f32_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0xb
-    o(Op::VCvtRpiI32F32, "v_cvt_rpi_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0xc
-    o(Op::VCvtFlrI32F32, "v_cvt_flr_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0xd
-    o(Op::VCvtOffF32I4, "v_cvt_off_f32_i4_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0xe
-    o(Op::VCvtF32F64, "v_cvt_f32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0xf
-    o(Op::VCvtF64F32, "v_cvt_f64_f32_e32", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x10
-    o(Op::VCvtF32Ubyte0, "v_cvt_f32_ubyte0_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x11
-    o(Op::VCvtF32Ubyte1, "v_cvt_f32_ubyte1_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x12
-    o(Op::VCvtF32Ubyte2, "v_cvt_f32_ubyte2_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x13
-    o(Op::VCvtF32Ubyte3, "v_cvt_f32_ubyte3_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x14
-    o(Op::VCvtU32F64, "v_cvt_u32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x15
-    o(Op::VCvtF64U32, "v_cvt_f64_u32_e32", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x16
-    o(Op::VTruncF64, "v_trunc_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x17
-    o(Op::VCeilF64, "v_ceil_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x18
-    o(Op::VRndneF64, "v_rndne_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x19
-    o(Op::VFloorF64, "v_floor_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x1a
-    o(Op::VFractF32, "v_fract_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x1b
-    o(Op::VTruncF32, "v_trunc_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x1c
-    o(Op::VCeilF32, "v_ceil_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x1d
-    o(Op::VRndneF32, "v_rndne_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x1e
-    o(Op::VFloorF32, "v_floor_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x1f
-    o(Op::VExpF32, "v_exp_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x20
-    o(Op::VLogF32, "v_log_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x21
-    o(Op::VRcpF32, "v_rcp_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x22
-    o(Op::VRcpIflagF32, "v_rcp_iflag_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x23
-    o(Op::VRsqF32, "v_rsq_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x24
-    o(Op::VRcpF64, "v_rcp_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x25
-    o(Op::VRsqF64, "v_rsq_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x26
-    o(Op::VSqrtF32, "v_sqrt_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x27
-    o(Op::VSqrtF64, "v_sqrt_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x28
-    o(Op::VSinF32, "v_sin_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x29
-    o(Op::VCosF32, "v_cos_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x2a
-    o(Op::VNotB32, "v_not_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x2b
-    o(Op::VBfrevB32, "v_bfrev_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x2c
-    o(Op::VFfbhU32, "v_ffbh_u32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x2d
-    o(Op::VFfblB32, "v_ffbl_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x2e
-    o(Op::VFfbhI32, "v_ffbh_i32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x2f
-    o(Op::VFrexpExpI32F64, "v_frexp_exp_i32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x30
-    o(Op::VFrexpMantF64, "v_frexp_mant_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x31
-    o(Op::VFractF64, "v_fract_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x32
-    o(Op::VFrexpExpI32F32, "v_frexp_exp_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x33
-    o(Op::VFrexpMantF32, "v_frexp_mant_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x34
-    o(Op::VClrexcp, "v_clrexcp", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x35
+    o(Op::VCvtF16F32, "v_cvt_f16_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0xa
+    o(Op::VCvtF32F16, "v_cvt_f32_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0xb
+    o(Op::VCvtRpiI32F32, "v_cvt_rpi_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0xc
+    o(Op::VCvtFlrI32F32, "v_cvt_flr_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0xd
+    o(Op::VCvtOffF32I4, "v_cvt_off_f32_i4_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::VCvtF32F64, "v_cvt_f32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0xf
+    o(Op::VCvtF64F32, "v_cvt_f64_f32_e32", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x10
+    o(Op::VCvtF32Ubyte0, "v_cvt_f32_ubyte0_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::VCvtF32Ubyte1, "v_cvt_f32_ubyte1_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::VCvtF32Ubyte2, "v_cvt_f32_ubyte2_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::VCvtF32Ubyte3, "v_cvt_f32_ubyte3_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::VCvtU32F64, "v_cvt_u32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x15
+    o(Op::VCvtF64U32, "v_cvt_f64_u32_e32", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MN, MN, MN]), // 0x16
+    o(Op::VTruncF64, "v_trunc_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x17
+    o(Op::VCeilF64, "v_ceil_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x18
+    o(Op::VRndneF64, "v_rndne_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x19
+    o(Op::VFloorF64, "v_floor_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x1a
+    o(Op::VFractF32, "v_fract_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x1b
+    o(Op::VTruncF32, "v_trunc_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x1c
+    o(Op::VCeilF32, "v_ceil_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x1d
+    o(Op::VRndneF32, "v_rndne_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x1e
+    o(Op::VFloorF32, "v_floor_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x1f
+    o(Op::VExpF32, "v_exp_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x20
+    o(Op::VLogF32, "v_log_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x21
+    o(Op::VRcpF32, "v_rcp_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x22
+    o(Op::VRcpIflagF32, "v_rcp_iflag_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x23
+    o(Op::VRsqF32, "v_rsq_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x24
+    o(Op::VRcpF64, "v_rcp_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x25
+    o(Op::VRsqF64, "v_rsq_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x26
+    o(Op::VSqrtF32, "v_sqrt_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x27
+    o(Op::VSqrtF64, "v_sqrt_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x28
+    o(Op::VSinF32, "v_sin_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x29
+    o(Op::VCosF32, "v_cos_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x2a
+    o(Op::VNotB32, "v_not_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x2b
+    o(Op::VBfrevB32, "v_bfrev_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x2c
+    o(Op::VFfbhU32, "v_ffbh_u32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x2d
+    o(Op::VFfblB32, "v_ffbl_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x2e
+    o(Op::VFfbhI32, "v_ffbh_i32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x2f
+    o(Op::VFrexpExpI32F64, "v_frexp_exp_i32_f64_e32", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x30
+    o(Op::VFrexpMantF64, "v_frexp_mant_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x31
+    o(Op::VFractF64, "v_fract_f64_e32", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MN, MN]), // 0x32
+    o(Op::VFrexpExpI32F32, "v_frexp_exp_i32_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x33
+    o(Op::VFrexpMantF32, "v_frexp_mant_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x34
+    o(Op::VClrexcp, "v_clrexcp", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x35
     None,
-    o(Op::VScreenPartition4seB32, "v_screen_partition_4se_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x37
+    o(Op::VScreenPartition4seB32, "v_screen_partition_4se_b32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x37
     None,
-    o(Op::VCvtF16U16, "v_cvt_f16_u16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MN, MN]), // 0x39
-    o(Op::VCvtF16I16, "v_cvt_f16_i16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MN, MN]), // 0x3a
-    o(Op::VCvtU16F16, "v_cvt_u16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x3b
-    o(Op::VCvtI16F16, "v_cvt_i16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x3c
-    o(Op::VRcpF16, "v_rcp_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x3d
-    o(Op::VSqrtF16, "v_sqrt_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x3e
-    o(Op::VRsqF16, "v_rsq_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x3f
-    o(Op::VLogF16, "v_log_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x40
-    o(Op::VExpF16, "v_exp_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x41
-    o(Op::VFrexpMantF16, "v_frexp_mant_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x42
-    o(Op::VFrexpExpI16F16, "v_frexp_exp_i16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x43
-    o(Op::VFloorF16, "v_floor_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x44
-    o(Op::VCeilF16, "v_ceil_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x45
-    o(Op::VTruncF16, "v_trunc_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x46
-    o(Op::VRndneF16, "v_rndne_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x47
-    o(Op::VFractF16, "v_fract_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x48
-    o(Op::VSinF16, "v_sin_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x49
-    o(Op::VCosF16, "v_cos_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x4a
-    o(Op::VExpLegacyF32, "v_exp_legacy_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x4b
-    o(Op::VLogLegacyF32, "v_log_legacy_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x4c
-    o(Op::VCvtNormI16F16, "v_cvt_norm_i16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x4d
-    o(Op::VCvtNormU16F16, "v_cvt_norm_u16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN]), // 0x4e
-    o(Op::VSatPkU8I16, "v_sat_pk_u8_i16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN]), // 0x4f
+    o(Op::VCvtF16U16, "v_cvt_f16_u16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x39
+    o(Op::VCvtF16I16, "v_cvt_f16_i16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x3a
+    o(Op::VCvtU16F16, "v_cvt_u16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x3b
+    o(Op::VCvtI16F16, "v_cvt_i16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x3c
+    o(Op::VRcpF16, "v_rcp_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x3d
+    o(Op::VSqrtF16, "v_sqrt_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x3e
+    o(Op::VRsqF16, "v_rsq_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x3f
+    o(Op::VLogF16, "v_log_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x40
+    o(Op::VExpF16, "v_exp_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x41
+    o(Op::VFrexpMantF16, "v_frexp_mant_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x42
+    o(Op::VFrexpExpI16F16, "v_frexp_exp_i16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x43
+    o(Op::VFloorF16, "v_floor_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x44
+    o(Op::VCeilF16, "v_ceil_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x45
+    o(Op::VTruncF16, "v_trunc_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x46
+    o(Op::VRndneF16, "v_rndne_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x47
+    o(Op::VFractF16, "v_fract_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x48
+    o(Op::VSinF16, "v_sin_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x49
+    o(Op::VCosF16, "v_cos_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x4a
+    o(Op::VExpLegacyF32, "v_exp_legacy_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x4b
+    o(Op::VLogLegacyF32, "v_log_legacy_f32_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x4c
+    o(Op::VCvtNormI16F16, "v_cvt_norm_i16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x4d
+    o(Op::VCvtNormU16F16, "v_cvt_norm_u16_f16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MN, MN], [MF, MN, MN]), // 0x4e
+    o(Op::VSatPkU8I16, "v_sat_pk_u8_i16_e32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MN, MN], [MN, MN, MN]), // 0x4f
     None,
-    o(Op::VSwapB32, "v_swap_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_VSRC0, [MN, MN, MN]), // 0x51
-    o(Op::VAccvgprMovB32, "v_accvgpr_mov_b32", &[a(D, 1), a(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x52
+    o(Op::VSwapB32, "v_swap_b32", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_VSRC0, [MN, MN, MN], [MN, MN, MN]), // 0x51
+    o(Op::VAccvgprMovB32, "v_accvgpr_mov_b32", &[a(D, 1), a(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x52
     None,
     None,
     None,
@@ -1979,506 +1979,506 @@ pub static VOP1: [Option<OpInfo>; 256] = [
 
 /// VOP2: 62 of 62 opcode values are instructions.
 pub static VOP2: [Option<OpInfo>; 62] = [
-    o(Op::VCndmaskB32, "v_cndmask_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x0
-    o(Op::VAddF32, "v_add_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x1
-    o(Op::VSubF32, "v_sub_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x2
-    o(Op::VSubrevF32, "v_subrev_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x3
-    o(Op::VFmacF64, "v_fmac_f64_e32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x4
-    o(Op::VMulF32, "v_mul_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x5
-    o(Op::VMulI32I24, "v_mul_i32_i24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x6
-    o(Op::VMulHiI32I24, "v_mul_hi_i32_i24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x7
-    o(Op::VMulU32U24, "v_mul_u32_u24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x8
-    o(Op::VMulHiU32U24, "v_mul_hi_u32_u24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x9
-    o(Op::VMinF32, "v_min_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0xa
-    o(Op::VMaxF32, "v_max_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0xb
-    o(Op::VMinI32, "v_min_i32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0xc
-    o(Op::VMaxI32, "v_max_i32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0xd
-    o(Op::VMinU32, "v_min_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0xe
-    o(Op::VMaxU32, "v_max_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0xf
-    o(Op::VLshrrevB32, "v_lshrrev_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x10
-    o(Op::VAshrrevI32, "v_ashrrev_i32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x11
-    o(Op::VLshlrevB32, "v_lshlrev_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x12
-    o(Op::VAndB32, "v_and_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x13
-    o(Op::VOrB32, "v_or_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x14
-    o(Op::VXorB32, "v_xor_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x15
-    o(Op::VMacF32, "v_mac_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x16
-    o(Op::VMadmkF32, "v_madmk_f32", &[s(D, 1), s(S0, 1), s(K, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x17
-    o(Op::VMadakF32, "v_madak_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(K, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18
-    o(Op::VAddCoU32, "v_add_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x19
-    o(Op::VSubCoU32, "v_sub_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x1a
-    o(Op::VSubrevCoU32, "v_subrev_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x1b
-    o(Op::VAddcCoU32, "v_addc_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x1c
-    o(Op::VSubbCoU32, "v_subb_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x1d
-    o(Op::VSubbrevCoU32, "v_subbrev_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x1e
-    o(Op::VAddF16, "v_add_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x1f
-    o(Op::VSubF16, "v_sub_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x20
-    o(Op::VSubrevF16, "v_subrev_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x21
-    o(Op::VMulF16, "v_mul_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x22
-    o(Op::VMacF16, "v_mac_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x23
-    o(Op::VMadmkF16, "v_madmk_f16", &[s(D, 1), s(S0, 1), s(K, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x24
-    o(Op::VMadakF16, "v_madak_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(K, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x25
-    o(Op::VAddU16, "v_add_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x26
-    o(Op::VSubU16, "v_sub_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x27
-    o(Op::VSubrevU16, "v_subrev_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x28
-    o(Op::VMulLoU16, "v_mul_lo_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x29
-    o(Op::VLshlrevB16, "v_lshlrev_b16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x2a
-    o(Op::VLshrrevB16, "v_lshrrev_b16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x2b
-    o(Op::VAshrrevI16, "v_ashrrev_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x2c
-    o(Op::VMaxF16, "v_max_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x2d
-    o(Op::VMinF16, "v_min_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN]), // 0x2e
-    o(Op::VMaxU16, "v_max_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x2f
-    o(Op::VMaxI16, "v_max_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x30
-    o(Op::VMinU16, "v_min_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x31
-    o(Op::VMinI16, "v_min_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0x32
-    o(Op::VLdexpF16, "v_ldexp_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x33
-    o(Op::VAddU32, "v_add_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x34
-    o(Op::VSubU32, "v_sub_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x35
-    o(Op::VSubrevU32, "v_subrev_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x36
-    o(Op::VDot2cF32F16, "v_dot2c_f32_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x37
-    o(Op::VDot2cI32I16, "v_dot2c_i32_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x38
-    o(Op::VDot4cI32I8, "v_dot4c_i32_i8_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x39
-    o(Op::VDot8cI32I4, "v_dot8c_i32_i4_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x3a
-    o(Op::VFmacF32, "v_fmac_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN]), // 0x3b
-    o(Op::VPkFmacF16, "v_pk_fmac_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c
-    o(Op::VXnorB32, "v_xnor_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN]), // 0x3d
+    o(Op::VCndmaskB32, "v_cndmask_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x0
+    o(Op::VAddF32, "v_add_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x1
+    o(Op::VSubF32, "v_sub_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x2
+    o(Op::VSubrevF32, "v_subrev_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x3
+    o(Op::VFmacF64, "v_fmac_f64_e32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MF, MN]), // 0x4
+    o(Op::VMulF32, "v_mul_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x5
+    o(Op::VMulI32I24, "v_mul_i32_i24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x6
+    o(Op::VMulHiI32I24, "v_mul_hi_i32_i24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x7
+    o(Op::VMulU32U24, "v_mul_u32_u24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x8
+    o(Op::VMulHiU32U24, "v_mul_hi_u32_u24_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x9
+    o(Op::VMinF32, "v_min_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0xa
+    o(Op::VMaxF32, "v_max_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0xb
+    o(Op::VMinI32, "v_min_i32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc
+    o(Op::VMaxI32, "v_max_i32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd
+    o(Op::VMinU32, "v_min_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xe
+    o(Op::VMaxU32, "v_max_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xf
+    o(Op::VLshrrevB32, "v_lshrrev_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x10
+    o(Op::VAshrrevI32, "v_ashrrev_i32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x11
+    o(Op::VLshlrevB32, "v_lshlrev_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x12
+    o(Op::VAndB32, "v_and_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x13
+    o(Op::VOrB32, "v_or_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x14
+    o(Op::VXorB32, "v_xor_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x15
+    o(Op::VMacF32, "v_mac_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MF, MN]), // 0x16
+    o(Op::VMadmkF32, "v_madmk_f32", &[s(D, 1), s(S0, 1), s(K, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x17
+    o(Op::VMadakF32, "v_madak_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(K, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::VAddCoU32, "v_add_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x19
+    o(Op::VSubCoU32, "v_sub_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x1a
+    o(Op::VSubrevCoU32, "v_subrev_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x1b
+    o(Op::VAddcCoU32, "v_addc_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x1c
+    o(Op::VSubbCoU32, "v_subb_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x1d
+    o(Op::VSubbrevCoU32, "v_subbrev_co_u32_e32", &[s(D, 1), s(Vcc, 2), s(S0, 1), s(S1, 1), s(Vcc, 2)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x1e
+    o(Op::VAddF16, "v_add_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x1f
+    o(Op::VSubF16, "v_sub_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x20
+    o(Op::VSubrevF16, "v_subrev_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x21
+    o(Op::VMulF16, "v_mul_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x22
+    o(Op::VMacF16, "v_mac_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16, [MN, MN, MN], [MF, MF, MN]), // 0x23
+    o(Op::VMadmkF16, "v_madmk_f16", &[s(D, 1), s(S0, 1), s(K, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x24
+    o(Op::VMadakF16, "v_madak_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(K, 1)], ImmFmt::None, F_LIT16, [MN, MN, MN], [MN, MN, MN]), // 0x25
+    o(Op::VAddU16, "v_add_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x26
+    o(Op::VSubU16, "v_sub_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x27
+    o(Op::VSubrevU16, "v_subrev_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x28
+    o(Op::VMulLoU16, "v_mul_lo_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x29
+    o(Op::VLshlrevB16, "v_lshlrev_b16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x2a
+    o(Op::VLshrrevB16, "v_lshrrev_b16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x2b
+    o(Op::VAshrrevI16, "v_ashrrev_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x2c
+    o(Op::VMaxF16, "v_max_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x2d
+    o(Op::VMinF16, "v_min_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MF, MN], [MF, MF, MN]), // 0x2e
+    o(Op::VMaxU16, "v_max_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x2f
+    o(Op::VMaxI16, "v_max_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x30
+    o(Op::VMinU16, "v_min_u16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x31
+    o(Op::VMinI16, "v_min_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x32
+    o(Op::VLdexpF16, "v_ldexp_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16 | F_SDWA, [MF, MI, MN], [MF, MI, MN]), // 0x33
+    o(Op::VAddU32, "v_add_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x34
+    o(Op::VSubU32, "v_sub_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x35
+    o(Op::VSubrevU32, "v_subrev_u32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x36
+    o(Op::VDot2cF32F16, "v_dot2c_f32_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_LIT16, [MN, MN, MN], [MF, MF, MN]), // 0x37
+    o(Op::VDot2cI32I16, "v_dot2c_i32_i16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MN, MN, MN]), // 0x38
+    o(Op::VDot4cI32I8, "v_dot4c_i32_i8_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MN, MN, MN]), // 0x39
+    o(Op::VDot8cI32I4, "v_dot8c_i32_i4_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MN, MN, MN]), // 0x3a
+    o(Op::VFmacF32, "v_fmac_f32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP, [MN, MN, MN], [MF, MF, MN]), // 0x3b
+    o(Op::VPkFmacF16, "v_pk_fmac_f16_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16, [MN, MN, MN], [MN, MN, MN]), // 0x3c
+    o(Op::VXnorB32, "v_xnor_b32_e32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_DPP | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0x3d
 ];
 
-/// VOP3: 493 of 1024 opcode values are instructions.
-pub static VOP3: [Option<OpInfo>; 1024] = [
+/// VOP3: 431 of 896 opcode values are instructions.
+pub static VOP3: [Option<OpInfo>; 896] = [
     None,
     None,
     None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::VCmpClassF32, "v_cmp_class_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x10
-    o(Op::VCmpxClassF32, "v_cmpx_class_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x11
-    o(Op::VCmpClassF64, "v_cmp_class_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x12
-    o(Op::VCmpxClassF64, "v_cmpx_class_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x13
-    o(Op::VCmpClassF16, "v_cmp_class_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x14
-    o(Op::VCmpxClassF16, "v_cmpx_class_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x15
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::VCmpFF16, "v_cmp_f_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x20
-    o(Op::VCmpLtF16, "v_cmp_lt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x21
-    o(Op::VCmpEqF16, "v_cmp_eq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x22
-    o(Op::VCmpLeF16, "v_cmp_le_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x23
-    o(Op::VCmpGtF16, "v_cmp_gt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x24
-    o(Op::VCmpLgF16, "v_cmp_lg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x25
-    o(Op::VCmpGeF16, "v_cmp_ge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x26
-    o(Op::VCmpOF16, "v_cmp_o_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x27
-    o(Op::VCmpUF16, "v_cmp_u_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x28
-    o(Op::VCmpNgeF16, "v_cmp_nge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x29
-    o(Op::VCmpNlgF16, "v_cmp_nlg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x2a
-    o(Op::VCmpNgtF16, "v_cmp_ngt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x2b
-    o(Op::VCmpNleF16, "v_cmp_nle_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x2c
-    o(Op::VCmpNeqF16, "v_cmp_neq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x2d
-    o(Op::VCmpNltF16, "v_cmp_nlt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x2e
-    o(Op::VCmpTruF16, "v_cmp_tru_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x2f
-    o(Op::VCmpxFF16, "v_cmpx_f_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x30
-    o(Op::VCmpxLtF16, "v_cmpx_lt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x31
-    o(Op::VCmpxEqF16, "v_cmpx_eq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x32
-    o(Op::VCmpxLeF16, "v_cmpx_le_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x33
-    o(Op::VCmpxGtF16, "v_cmpx_gt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x34
-    o(Op::VCmpxLgF16, "v_cmpx_lg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x35
-    o(Op::VCmpxGeF16, "v_cmpx_ge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x36
-    o(Op::VCmpxOF16, "v_cmpx_o_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x37
-    o(Op::VCmpxUF16, "v_cmpx_u_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x38
-    o(Op::VCmpxNgeF16, "v_cmpx_nge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x39
-    o(Op::VCmpxNlgF16, "v_cmpx_nlg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x3a
-    o(Op::VCmpxNgtF16, "v_cmpx_ngt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x3b
-    o(Op::VCmpxNleF16, "v_cmpx_nle_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x3c
-    o(Op::VCmpxNeqF16, "v_cmpx_neq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x3d
-    o(Op::VCmpxNltF16, "v_cmpx_nlt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x3e
-    o(Op::VCmpxTruF16, "v_cmpx_tru_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x3f
-    o(Op::VCmpFF32, "v_cmp_f_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x40
-    o(Op::VCmpLtF32, "v_cmp_lt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x41
-    o(Op::VCmpEqF32, "v_cmp_eq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x42
-    o(Op::VCmpLeF32, "v_cmp_le_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x43
-    o(Op::VCmpGtF32, "v_cmp_gt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x44
-    o(Op::VCmpLgF32, "v_cmp_lg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x45
-    o(Op::VCmpGeF32, "v_cmp_ge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x46
-    o(Op::VCmpOF32, "v_cmp_o_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x47
-    o(Op::VCmpUF32, "v_cmp_u_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x48
-    o(Op::VCmpNgeF32, "v_cmp_nge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x49
-    o(Op::VCmpNlgF32, "v_cmp_nlg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x4a
-    o(Op::VCmpNgtF32, "v_cmp_ngt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x4b
-    o(Op::VCmpNleF32, "v_cmp_nle_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x4c
-    o(Op::VCmpNeqF32, "v_cmp_neq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x4d
-    o(Op::VCmpNltF32, "v_cmp_nlt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x4e
-    o(Op::VCmpTruF32, "v_cmp_tru_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x4f
-    o(Op::VCmpxFF32, "v_cmpx_f_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x50
-    o(Op::VCmpxLtF32, "v_cmpx_lt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x51
-    o(Op::VCmpxEqF32, "v_cmpx_eq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x52
-    o(Op::VCmpxLeF32, "v_cmpx_le_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x53
-    o(Op::VCmpxGtF32, "v_cmpx_gt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x54
-    o(Op::VCmpxLgF32, "v_cmpx_lg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x55
-    o(Op::VCmpxGeF32, "v_cmpx_ge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x56
-    o(Op::VCmpxOF32, "v_cmpx_o_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x57
-    o(Op::VCmpxUF32, "v_cmpx_u_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x58
-    o(Op::VCmpxNgeF32, "v_cmpx_nge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x59
-    o(Op::VCmpxNlgF32, "v_cmpx_nlg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x5a
-    o(Op::VCmpxNgtF32, "v_cmpx_ngt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x5b
-    o(Op::VCmpxNleF32, "v_cmpx_nle_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x5c
-    o(Op::VCmpxNeqF32, "v_cmpx_neq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x5d
-    o(Op::VCmpxNltF32, "v_cmpx_nlt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x5e
-    o(Op::VCmpxTruF32, "v_cmpx_tru_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x5f
-    o(Op::VCmpFF64, "v_cmp_f_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x60
-    o(Op::VCmpLtF64, "v_cmp_lt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x61
-    o(Op::VCmpEqF64, "v_cmp_eq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x62
-    o(Op::VCmpLeF64, "v_cmp_le_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x63
-    o(Op::VCmpGtF64, "v_cmp_gt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x64
-    o(Op::VCmpLgF64, "v_cmp_lg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x65
-    o(Op::VCmpGeF64, "v_cmp_ge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x66
-    o(Op::VCmpOF64, "v_cmp_o_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x67
-    o(Op::VCmpUF64, "v_cmp_u_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x68
-    o(Op::VCmpNgeF64, "v_cmp_nge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x69
-    o(Op::VCmpNlgF64, "v_cmp_nlg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x6a
-    o(Op::VCmpNgtF64, "v_cmp_ngt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x6b
-    o(Op::VCmpNleF64, "v_cmp_nle_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x6c
-    o(Op::VCmpNeqF64, "v_cmp_neq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x6d
-    o(Op::VCmpNltF64, "v_cmp_nlt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x6e
-    o(Op::VCmpTruF64, "v_cmp_tru_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x6f
-    o(Op::VCmpxFF64, "v_cmpx_f_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x70
-    o(Op::VCmpxLtF64, "v_cmpx_lt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x71
-    o(Op::VCmpxEqF64, "v_cmpx_eq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x72
-    o(Op::VCmpxLeF64, "v_cmpx_le_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x73
-    o(Op::VCmpxGtF64, "v_cmpx_gt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x74
-    o(Op::VCmpxLgF64, "v_cmpx_lg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x75
-    o(Op::VCmpxGeF64, "v_cmpx_ge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x76
-    o(Op::VCmpxOF64, "v_cmpx_o_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x77
-    o(Op::VCmpxUF64, "v_cmpx_u_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x78
-    o(Op::VCmpxNgeF64, "v_cmpx_nge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x79
-    o(Op::VCmpxNlgF64, "v_cmpx_nlg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x7a
-    o(Op::VCmpxNgtF64, "v_cmpx_ngt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x7b
-    o(Op::VCmpxNleF64, "v_cmpx_nle_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x7c
-    o(Op::VCmpxNeqF64, "v_cmpx_neq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x7d
-    o(Op::VCmpxNltF64, "v_cmpx_nlt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x7e
-    o(Op::VCmpxTruF64, "v_cmpx_tru_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x7f
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::VCmpFI16, "v_cmp_f_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa0
-    o(Op::VCmpLtI16, "v_cmp_lt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa1
-    o(Op::VCmpEqI16, "v_cmp_eq_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa2
-    o(Op::VCmpLeI16, "v_cmp_le_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa3
-    o(Op::VCmpGtI16, "v_cmp_gt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa4
-    o(Op::VCmpNeI16, "v_cmp_ne_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa5
-    o(Op::VCmpGeI16, "v_cmp_ge_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa6
-    o(Op::VCmpTI16, "v_cmp_t_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa7
-    o(Op::VCmpFU16, "v_cmp_f_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa8
-    o(Op::VCmpLtU16, "v_cmp_lt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xa9
-    o(Op::VCmpEqU16, "v_cmp_eq_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xaa
-    o(Op::VCmpLeU16, "v_cmp_le_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xab
-    o(Op::VCmpGtU16, "v_cmp_gt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xac
-    o(Op::VCmpNeU16, "v_cmp_ne_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xad
-    o(Op::VCmpGeU16, "v_cmp_ge_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xae
-    o(Op::VCmpTU16, "v_cmp_t_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xaf
-    o(Op::VCmpxFI16, "v_cmpx_f_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb0
-    o(Op::VCmpxLtI16, "v_cmpx_lt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb1
-    o(Op::VCmpxEqI16, "v_cmpx_eq_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb2
-    o(Op::VCmpxLeI16, "v_cmpx_le_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb3
-    o(Op::VCmpxGtI16, "v_cmpx_gt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb4
-    o(Op::VCmpxNeI16, "v_cmpx_ne_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb5
-    o(Op::VCmpxGeI16, "v_cmpx_ge_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb6
-    o(Op::VCmpxTI16, "v_cmpx_t_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb7
-    o(Op::VCmpxFU16, "v_cmpx_f_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb8
-    o(Op::VCmpxLtU16, "v_cmpx_lt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xb9
-    o(Op::VCmpxEqU16, "v_cmpx_eq_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xba
-    o(Op::VCmpxLeU16, "v_cmpx_le_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xbb
-    o(Op::VCmpxGtU16, "v_cmpx_gt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xbc
-    o(Op::VCmpxNeU16, "v_cmpx_ne_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xbd
-    o(Op::VCmpxGeU16, "v_cmpx_ge_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xbe
-    o(Op::VCmpxTU16, "v_cmpx_t_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0xbf
-    o(Op::VCmpFI32, "v_cmp_f_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc0
-    o(Op::VCmpLtI32, "v_cmp_lt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc1
-    o(Op::VCmpEqI32, "v_cmp_eq_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc2
-    o(Op::VCmpLeI32, "v_cmp_le_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc3
-    o(Op::VCmpGtI32, "v_cmp_gt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc4
-    o(Op::VCmpNeI32, "v_cmp_ne_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc5
-    o(Op::VCmpGeI32, "v_cmp_ge_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc6
-    o(Op::VCmpTI32, "v_cmp_t_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc7
-    o(Op::VCmpFU32, "v_cmp_f_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc8
-    o(Op::VCmpLtU32, "v_cmp_lt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc9
-    o(Op::VCmpEqU32, "v_cmp_eq_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xca
-    o(Op::VCmpLeU32, "v_cmp_le_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xcb
-    o(Op::VCmpGtU32, "v_cmp_gt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xcc
-    o(Op::VCmpNeU32, "v_cmp_ne_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xcd
-    o(Op::VCmpGeU32, "v_cmp_ge_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xce
-    o(Op::VCmpTU32, "v_cmp_t_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xcf
-    o(Op::VCmpxFI32, "v_cmpx_f_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd0
-    o(Op::VCmpxLtI32, "v_cmpx_lt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd1
-    o(Op::VCmpxEqI32, "v_cmpx_eq_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd2
-    o(Op::VCmpxLeI32, "v_cmpx_le_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd3
-    o(Op::VCmpxGtI32, "v_cmpx_gt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd4
-    o(Op::VCmpxNeI32, "v_cmpx_ne_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd5
-    o(Op::VCmpxGeI32, "v_cmpx_ge_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd6
-    o(Op::VCmpxTI32, "v_cmpx_t_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd7
-    o(Op::VCmpxFU32, "v_cmpx_f_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd8
-    o(Op::VCmpxLtU32, "v_cmpx_lt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd9
-    o(Op::VCmpxEqU32, "v_cmpx_eq_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xda
-    o(Op::VCmpxLeU32, "v_cmpx_le_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xdb
-    o(Op::VCmpxGtU32, "v_cmpx_gt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xdc
-    o(Op::VCmpxNeU32, "v_cmpx_ne_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xdd
-    o(Op::VCmpxGeU32, "v_cmpx_ge_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xde
-    o(Op::VCmpxTU32, "v_cmpx_t_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xdf
-    o(Op::VCmpFI64, "v_cmp_f_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe0
-    o(Op::VCmpLtI64, "v_cmp_lt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe1
-    o(Op::VCmpEqI64, "v_cmp_eq_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe2
-    o(Op::VCmpLeI64, "v_cmp_le_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe3
-    o(Op::VCmpGtI64, "v_cmp_gt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe4
-    o(Op::VCmpNeI64, "v_cmp_ne_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe5
-    o(Op::VCmpGeI64, "v_cmp_ge_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe6
-    o(Op::VCmpTI64, "v_cmp_t_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe7
-    o(Op::VCmpFU64, "v_cmp_f_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe8
-    o(Op::VCmpLtU64, "v_cmp_lt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe9
-    o(Op::VCmpEqU64, "v_cmp_eq_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xea
-    o(Op::VCmpLeU64, "v_cmp_le_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xeb
-    o(Op::VCmpGtU64, "v_cmp_gt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xec
-    o(Op::VCmpNeU64, "v_cmp_ne_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xed
-    o(Op::VCmpGeU64, "v_cmp_ge_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xee
-    o(Op::VCmpTU64, "v_cmp_t_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xef
-    o(Op::VCmpxFI64, "v_cmpx_f_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf0
-    o(Op::VCmpxLtI64, "v_cmpx_lt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf1
-    o(Op::VCmpxEqI64, "v_cmpx_eq_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf2
-    o(Op::VCmpxLeI64, "v_cmpx_le_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf3
-    o(Op::VCmpxGtI64, "v_cmpx_gt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf4
-    o(Op::VCmpxNeI64, "v_cmpx_ne_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf5
-    o(Op::VCmpxGeI64, "v_cmpx_ge_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf6
-    o(Op::VCmpxTI64, "v_cmpx_t_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf7
-    o(Op::VCmpxFU64, "v_cmpx_f_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf8
-    o(Op::VCmpxLtU64, "v_cmpx_lt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf9
-    o(Op::VCmpxEqU64, "v_cmpx_eq_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfa
-    o(Op::VCmpxLeU64, "v_cmpx_le_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfb
-    o(Op::VCmpxGtU64, "v_cmpx_gt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfc
-    o(Op::VCmpxNeU64, "v_cmpx_ne_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfd
-    o(Op::VCmpxGeU64, "v_cmpx_ge_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfe
-    o(Op::VCmpxTU64, "v_cmpx_t_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xff
-    o(Op::VCndmaskB32, "v_cndmask_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MF, MF, MN]), // 0x100
-    o(Op::VAddF32, "v_add_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x101
-    o(Op::VSubF32, "v_sub_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x102
-    o(Op::VSubrevF32, "v_subrev_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x103
-    o(Op::VFmacF64, "v_fmac_f64_e64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x104
-    o(Op::VMulF32, "v_mul_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x105
-    o(Op::VMulI32I24, "v_mul_i32_i24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x106
-    o(Op::VMulHiI32I24, "v_mul_hi_i32_i24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x107
-    o(Op::VMulU32U24, "v_mul_u32_u24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x108
-    o(Op::VMulHiU32U24, "v_mul_hi_u32_u24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x109
-    o(Op::VMinF32, "v_min_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x10a
-    o(Op::VMaxF32, "v_max_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x10b
-    o(Op::VMinI32, "v_min_i32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10c
-    o(Op::VMaxI32, "v_max_i32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10d
-    o(Op::VMinU32, "v_min_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10e
-    o(Op::VMaxU32, "v_max_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10f
-    o(Op::VLshrrevB32, "v_lshrrev_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x110
-    o(Op::VAshrrevI32, "v_ashrrev_i32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x111
-    o(Op::VLshlrevB32, "v_lshlrev_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x112
-    o(Op::VAndB32, "v_and_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x113
-    o(Op::VOrB32, "v_or_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x114
-    o(Op::VXorB32, "v_xor_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x115
-    o(Op::VMacF32, "v_mac_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x116
-    None,
-    None,
-    o(Op::VAddCoU32, "v_add_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x119
-    o(Op::VSubCoU32, "v_sub_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11a
-    o(Op::VSubrevCoU32, "v_subrev_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11b
-    o(Op::VAddcCoU32, "v_addc_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11c
-    o(Op::VSubbCoU32, "v_subb_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11d
-    o(Op::VSubbrevCoU32, "v_subbrev_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11e
-    o(Op::VAddF16, "v_add_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x11f
-    o(Op::VSubF16, "v_sub_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x120
-    o(Op::VSubrevF16, "v_subrev_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x121
-    o(Op::VMulF16, "v_mul_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x122
-    o(Op::VMacF16, "v_mac_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x123
-    None,
-    None,
-    o(Op::VAddU16, "v_add_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x126
-    o(Op::VSubU16, "v_sub_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x127
-    o(Op::VSubrevU16, "v_subrev_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x128
-    o(Op::VMulLoU16, "v_mul_lo_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x129
-    o(Op::VLshlrevB16, "v_lshlrev_b16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x12a
-    o(Op::VLshrrevB16, "v_lshrrev_b16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x12b
-    o(Op::VAshrrevI16, "v_ashrrev_i16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x12c
-    o(Op::VMaxF16, "v_max_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x12d
-    o(Op::VMinF16, "v_min_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x12e
-    o(Op::VMaxU16, "v_max_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x12f
-    o(Op::VMaxI16, "v_max_i16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x130
-    o(Op::VMinU16, "v_min_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x131
-    o(Op::VMinI16, "v_min_i16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x132
-    o(Op::VLdexpF16, "v_ldexp_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN]), // 0x133
-    o(Op::VAddU32, "v_add_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x134
-    o(Op::VSubU32, "v_sub_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x135
-    o(Op::VSubrevU32, "v_subrev_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x136
-    None,
-    None,
-    None,
-    None,
-    o(Op::VFmacF32, "v_fmac_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x13b
-    None,
-    o(Op::VXnorB32, "v_xnor_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13d
-    None,
-    None,
-    o(Op::VNop, "v_nop", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x140
-    o(Op::VMovB32, "v_mov_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x141
-    None,
-    o(Op::VCvtI32F64, "v_cvt_i32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x143
-    o(Op::VCvtF64I32, "v_cvt_f64_i32_e64", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x144
-    o(Op::VCvtF32I32, "v_cvt_f32_i32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x145
-    o(Op::VCvtF32U32, "v_cvt_f32_u32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x146
-    o(Op::VCvtU32F32, "v_cvt_u32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x147
-    o(Op::VCvtI32F32, "v_cvt_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x148
-    None,
-    o(Op::VCvtF16F32, "v_cvt_f16_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x14a
-    o(Op::VCvtF32F16, "v_cvt_f32_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x14b
-    o(Op::VCvtRpiI32F32, "v_cvt_rpi_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x14c
-    o(Op::VCvtFlrI32F32, "v_cvt_flr_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x14d
-    o(Op::VCvtOffF32I4, "v_cvt_off_f32_i4_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x14e
-    o(Op::VCvtF32F64, "v_cvt_f32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x14f
-    o(Op::VCvtF64F32, "v_cvt_f64_f32_e64", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x150
-    o(Op::VCvtF32Ubyte0, "v_cvt_f32_ubyte0_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x151
-    o(Op::VCvtF32Ubyte1, "v_cvt_f32_ubyte1_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x152
-    o(Op::VCvtF32Ubyte2, "v_cvt_f32_ubyte2_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x153
-    o(Op::VCvtF32Ubyte3, "v_cvt_f32_ubyte3_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x154
-    o(Op::VCvtU32F64, "v_cvt_u32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x155
-    o(Op::VCvtF64U32, "v_cvt_f64_u32_e64", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN]), // 0x156
-    o(Op::VTruncF64, "v_trunc_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x157
-    o(Op::VCeilF64, "v_ceil_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x158
-    o(Op::VRndneF64, "v_rndne_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x159
-    o(Op::VFloorF64, "v_floor_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x15a
-    o(Op::VFractF32, "v_fract_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x15b
-    o(Op::VTruncF32, "v_trunc_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x15c
-    o(Op::VCeilF32, "v_ceil_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x15d
-    o(Op::VRndneF32, "v_rndne_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x15e
-    o(Op::VFloorF32, "v_floor_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x15f
-    o(Op::VExpF32, "v_exp_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x160
-    o(Op::VLogF32, "v_log_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x161
-    o(Op::VRcpF32, "v_rcp_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x162
-    o(Op::VRcpIflagF32, "v_rcp_iflag_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x163
-    o(Op::VRsqF32, "v_rsq_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x164
-    o(Op::VRcpF64, "v_rcp_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x165
-    o(Op::VRsqF64, "v_rsq_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x166
-    o(Op::VSqrtF32, "v_sqrt_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x167
-    o(Op::VSqrtF64, "v_sqrt_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x168
-    o(Op::VSinF32, "v_sin_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x169
-    o(Op::VCosF32, "v_cos_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x16a
-    o(Op::VNotB32, "v_not_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16b
-    o(Op::VBfrevB32, "v_bfrev_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16c
-    o(Op::VFfbhU32, "v_ffbh_u32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16d
-    o(Op::VFfblB32, "v_ffbl_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16e
-    o(Op::VFfbhI32, "v_ffbh_i32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x16f
-    o(Op::VFrexpExpI32F64, "v_frexp_exp_i32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x170
-    o(Op::VFrexpMantF64, "v_frexp_mant_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x171
-    o(Op::VFractF64, "v_fract_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x172
-    o(Op::VFrexpExpI32F32, "v_frexp_exp_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MF, MN, MN]), // 0x173
-    o(Op::VFrexpMantF32, "v_frexp_mant_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x174
-    o(Op::VClrexcp, "v_clrexcp", &[], ImmFmt::None, 0, [MN, MN, MN]), // 0x175
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    o(Op::VCmpClassF32, "v_cmp_class_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::VCmpxClassF32, "v_cmpx_class_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::VCmpClassF64, "v_cmp_class_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::VCmpxClassF64, "v_cmpx_class_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::VCmpClassF16, "v_cmp_class_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x14
+    o(Op::VCmpxClassF16, "v_cmpx_class_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x15
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    o(Op::VCmpFF16, "v_cmp_f_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x20
+    o(Op::VCmpLtF16, "v_cmp_lt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x21
+    o(Op::VCmpEqF16, "v_cmp_eq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x22
+    o(Op::VCmpLeF16, "v_cmp_le_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x23
+    o(Op::VCmpGtF16, "v_cmp_gt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x24
+    o(Op::VCmpLgF16, "v_cmp_lg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x25
+    o(Op::VCmpGeF16, "v_cmp_ge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x26
+    o(Op::VCmpOF16, "v_cmp_o_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x27
+    o(Op::VCmpUF16, "v_cmp_u_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x28
+    o(Op::VCmpNgeF16, "v_cmp_nge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x29
+    o(Op::VCmpNlgF16, "v_cmp_nlg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x2a
+    o(Op::VCmpNgtF16, "v_cmp_ngt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x2b
+    o(Op::VCmpNleF16, "v_cmp_nle_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x2c
+    o(Op::VCmpNeqF16, "v_cmp_neq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x2d
+    o(Op::VCmpNltF16, "v_cmp_nlt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x2e
+    o(Op::VCmpTruF16, "v_cmp_tru_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x2f
+    o(Op::VCmpxFF16, "v_cmpx_f_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x30
+    o(Op::VCmpxLtF16, "v_cmpx_lt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x31
+    o(Op::VCmpxEqF16, "v_cmpx_eq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x32
+    o(Op::VCmpxLeF16, "v_cmpx_le_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x33
+    o(Op::VCmpxGtF16, "v_cmpx_gt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x34
+    o(Op::VCmpxLgF16, "v_cmpx_lg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x35
+    o(Op::VCmpxGeF16, "v_cmpx_ge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x36
+    o(Op::VCmpxOF16, "v_cmpx_o_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x37
+    o(Op::VCmpxUF16, "v_cmpx_u_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x38
+    o(Op::VCmpxNgeF16, "v_cmpx_nge_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x39
+    o(Op::VCmpxNlgF16, "v_cmpx_nlg_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x3a
+    o(Op::VCmpxNgtF16, "v_cmpx_ngt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x3b
+    o(Op::VCmpxNleF16, "v_cmpx_nle_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x3c
+    o(Op::VCmpxNeqF16, "v_cmpx_neq_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x3d
+    o(Op::VCmpxNltF16, "v_cmpx_nlt_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x3e
+    o(Op::VCmpxTruF16, "v_cmpx_tru_f16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x3f
+    o(Op::VCmpFF32, "v_cmp_f_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x40
+    o(Op::VCmpLtF32, "v_cmp_lt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x41
+    o(Op::VCmpEqF32, "v_cmp_eq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x42
+    o(Op::VCmpLeF32, "v_cmp_le_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x43
+    o(Op::VCmpGtF32, "v_cmp_gt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x44
+    o(Op::VCmpLgF32, "v_cmp_lg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x45
+    o(Op::VCmpGeF32, "v_cmp_ge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x46
+    o(Op::VCmpOF32, "v_cmp_o_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x47
+    o(Op::VCmpUF32, "v_cmp_u_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x48
+    o(Op::VCmpNgeF32, "v_cmp_nge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x49
+    o(Op::VCmpNlgF32, "v_cmp_nlg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x4a
+    o(Op::VCmpNgtF32, "v_cmp_ngt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x4b
+    o(Op::VCmpNleF32, "v_cmp_nle_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x4c
+    o(Op::VCmpNeqF32, "v_cmp_neq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x4d
+    o(Op::VCmpNltF32, "v_cmp_nlt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x4e
+    o(Op::VCmpTruF32, "v_cmp_tru_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x4f
+    o(Op::VCmpxFF32, "v_cmpx_f_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x50
+    o(Op::VCmpxLtF32, "v_cmpx_lt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x51
+    o(Op::VCmpxEqF32, "v_cmpx_eq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x52
+    o(Op::VCmpxLeF32, "v_cmpx_le_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x53
+    o(Op::VCmpxGtF32, "v_cmpx_gt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x54
+    o(Op::VCmpxLgF32, "v_cmpx_lg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x55
+    o(Op::VCmpxGeF32, "v_cmpx_ge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x56
+    o(Op::VCmpxOF32, "v_cmpx_o_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x57
+    o(Op::VCmpxUF32, "v_cmpx_u_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x58
+    o(Op::VCmpxNgeF32, "v_cmpx_nge_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x59
+    o(Op::VCmpxNlgF32, "v_cmpx_nlg_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x5a
+    o(Op::VCmpxNgtF32, "v_cmpx_ngt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x5b
+    o(Op::VCmpxNleF32, "v_cmpx_nle_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x5c
+    o(Op::VCmpxNeqF32, "v_cmpx_neq_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x5d
+    o(Op::VCmpxNltF32, "v_cmpx_nlt_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x5e
+    o(Op::VCmpxTruF32, "v_cmpx_tru_f32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x5f
+    o(Op::VCmpFF64, "v_cmp_f_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x60
+    o(Op::VCmpLtF64, "v_cmp_lt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x61
+    o(Op::VCmpEqF64, "v_cmp_eq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x62
+    o(Op::VCmpLeF64, "v_cmp_le_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x63
+    o(Op::VCmpGtF64, "v_cmp_gt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x64
+    o(Op::VCmpLgF64, "v_cmp_lg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x65
+    o(Op::VCmpGeF64, "v_cmp_ge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x66
+    o(Op::VCmpOF64, "v_cmp_o_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x67
+    o(Op::VCmpUF64, "v_cmp_u_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x68
+    o(Op::VCmpNgeF64, "v_cmp_nge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x69
+    o(Op::VCmpNlgF64, "v_cmp_nlg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x6a
+    o(Op::VCmpNgtF64, "v_cmp_ngt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x6b
+    o(Op::VCmpNleF64, "v_cmp_nle_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x6c
+    o(Op::VCmpNeqF64, "v_cmp_neq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x6d
+    o(Op::VCmpNltF64, "v_cmp_nlt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x6e
+    o(Op::VCmpTruF64, "v_cmp_tru_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x6f
+    o(Op::VCmpxFF64, "v_cmpx_f_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x70
+    o(Op::VCmpxLtF64, "v_cmpx_lt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x71
+    o(Op::VCmpxEqF64, "v_cmpx_eq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x72
+    o(Op::VCmpxLeF64, "v_cmpx_le_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x73
+    o(Op::VCmpxGtF64, "v_cmpx_gt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x74
+    o(Op::VCmpxLgF64, "v_cmpx_lg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x75
+    o(Op::VCmpxGeF64, "v_cmpx_ge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x76
+    o(Op::VCmpxOF64, "v_cmpx_o_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x77
+    o(Op::VCmpxUF64, "v_cmpx_u_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x78
+    o(Op::VCmpxNgeF64, "v_cmpx_nge_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x79
+    o(Op::VCmpxNlgF64, "v_cmpx_nlg_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x7a
+    o(Op::VCmpxNgtF64, "v_cmpx_ngt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x7b
+    o(Op::VCmpxNleF64, "v_cmpx_nle_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x7c
+    o(Op::VCmpxNeqF64, "v_cmpx_neq_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x7d
+    o(Op::VCmpxNltF64, "v_cmpx_nlt_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x7e
+    o(Op::VCmpxTruF64, "v_cmpx_tru_f64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x7f
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    o(Op::VCmpFI16, "v_cmp_f_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa0
+    o(Op::VCmpLtI16, "v_cmp_lt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa1
+    o(Op::VCmpEqI16, "v_cmp_eq_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa2
+    o(Op::VCmpLeI16, "v_cmp_le_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa3
+    o(Op::VCmpGtI16, "v_cmp_gt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa4
+    o(Op::VCmpNeI16, "v_cmp_ne_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa5
+    o(Op::VCmpGeI16, "v_cmp_ge_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa6
+    o(Op::VCmpTI16, "v_cmp_t_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa7
+    o(Op::VCmpFU16, "v_cmp_f_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa8
+    o(Op::VCmpLtU16, "v_cmp_lt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xa9
+    o(Op::VCmpEqU16, "v_cmp_eq_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xaa
+    o(Op::VCmpLeU16, "v_cmp_le_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xab
+    o(Op::VCmpGtU16, "v_cmp_gt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xac
+    o(Op::VCmpNeU16, "v_cmp_ne_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xad
+    o(Op::VCmpGeU16, "v_cmp_ge_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xae
+    o(Op::VCmpTU16, "v_cmp_t_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xaf
+    o(Op::VCmpxFI16, "v_cmpx_f_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb0
+    o(Op::VCmpxLtI16, "v_cmpx_lt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb1
+    o(Op::VCmpxEqI16, "v_cmpx_eq_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb2
+    o(Op::VCmpxLeI16, "v_cmpx_le_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb3
+    o(Op::VCmpxGtI16, "v_cmpx_gt_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb4
+    o(Op::VCmpxNeI16, "v_cmpx_ne_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb5
+    o(Op::VCmpxGeI16, "v_cmpx_ge_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb6
+    o(Op::VCmpxTI16, "v_cmpx_t_i16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb7
+    o(Op::VCmpxFU16, "v_cmpx_f_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb8
+    o(Op::VCmpxLtU16, "v_cmpx_lt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xb9
+    o(Op::VCmpxEqU16, "v_cmpx_eq_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xba
+    o(Op::VCmpxLeU16, "v_cmpx_le_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xbb
+    o(Op::VCmpxGtU16, "v_cmpx_gt_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xbc
+    o(Op::VCmpxNeU16, "v_cmpx_ne_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xbd
+    o(Op::VCmpxGeU16, "v_cmpx_ge_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xbe
+    o(Op::VCmpxTU16, "v_cmpx_t_u16_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0xbf
+    o(Op::VCmpFI32, "v_cmp_f_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc0
+    o(Op::VCmpLtI32, "v_cmp_lt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc1
+    o(Op::VCmpEqI32, "v_cmp_eq_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc2
+    o(Op::VCmpLeI32, "v_cmp_le_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc3
+    o(Op::VCmpGtI32, "v_cmp_gt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc4
+    o(Op::VCmpNeI32, "v_cmp_ne_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc5
+    o(Op::VCmpGeI32, "v_cmp_ge_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc6
+    o(Op::VCmpTI32, "v_cmp_t_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc7
+    o(Op::VCmpFU32, "v_cmp_f_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc8
+    o(Op::VCmpLtU32, "v_cmp_lt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc9
+    o(Op::VCmpEqU32, "v_cmp_eq_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xca
+    o(Op::VCmpLeU32, "v_cmp_le_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xcb
+    o(Op::VCmpGtU32, "v_cmp_gt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xcc
+    o(Op::VCmpNeU32, "v_cmp_ne_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xcd
+    o(Op::VCmpGeU32, "v_cmp_ge_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xce
+    o(Op::VCmpTU32, "v_cmp_t_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xcf
+    o(Op::VCmpxFI32, "v_cmpx_f_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd0
+    o(Op::VCmpxLtI32, "v_cmpx_lt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd1
+    o(Op::VCmpxEqI32, "v_cmpx_eq_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd2
+    o(Op::VCmpxLeI32, "v_cmpx_le_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd3
+    o(Op::VCmpxGtI32, "v_cmpx_gt_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd4
+    o(Op::VCmpxNeI32, "v_cmpx_ne_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd5
+    o(Op::VCmpxGeI32, "v_cmpx_ge_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd6
+    o(Op::VCmpxTI32, "v_cmpx_t_i32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd7
+    o(Op::VCmpxFU32, "v_cmpx_f_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd8
+    o(Op::VCmpxLtU32, "v_cmpx_lt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd9
+    o(Op::VCmpxEqU32, "v_cmpx_eq_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xda
+    o(Op::VCmpxLeU32, "v_cmpx_le_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xdb
+    o(Op::VCmpxGtU32, "v_cmpx_gt_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xdc
+    o(Op::VCmpxNeU32, "v_cmpx_ne_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xdd
+    o(Op::VCmpxGeU32, "v_cmpx_ge_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xde
+    o(Op::VCmpxTU32, "v_cmpx_t_u32_e64", &[s(Ds, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xdf
+    o(Op::VCmpFI64, "v_cmp_f_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe0
+    o(Op::VCmpLtI64, "v_cmp_lt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe1
+    o(Op::VCmpEqI64, "v_cmp_eq_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe2
+    o(Op::VCmpLeI64, "v_cmp_le_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe3
+    o(Op::VCmpGtI64, "v_cmp_gt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe4
+    o(Op::VCmpNeI64, "v_cmp_ne_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe5
+    o(Op::VCmpGeI64, "v_cmp_ge_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe6
+    o(Op::VCmpTI64, "v_cmp_t_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe7
+    o(Op::VCmpFU64, "v_cmp_f_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe8
+    o(Op::VCmpLtU64, "v_cmp_lt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe9
+    o(Op::VCmpEqU64, "v_cmp_eq_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xea
+    o(Op::VCmpLeU64, "v_cmp_le_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xeb
+    o(Op::VCmpGtU64, "v_cmp_gt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xec
+    o(Op::VCmpNeU64, "v_cmp_ne_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xed
+    o(Op::VCmpGeU64, "v_cmp_ge_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xee
+    o(Op::VCmpTU64, "v_cmp_t_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xef
+    o(Op::VCmpxFI64, "v_cmpx_f_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf0
+    o(Op::VCmpxLtI64, "v_cmpx_lt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf1
+    o(Op::VCmpxEqI64, "v_cmpx_eq_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf2
+    o(Op::VCmpxLeI64, "v_cmpx_le_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf3
+    o(Op::VCmpxGtI64, "v_cmpx_gt_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf4
+    o(Op::VCmpxNeI64, "v_cmpx_ne_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf5
+    o(Op::VCmpxGeI64, "v_cmpx_ge_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf6
+    o(Op::VCmpxTI64, "v_cmpx_t_i64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf7
+    o(Op::VCmpxFU64, "v_cmpx_f_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf8
+    o(Op::VCmpxLtU64, "v_cmpx_lt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf9
+    o(Op::VCmpxEqU64, "v_cmpx_eq_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfa
+    o(Op::VCmpxLeU64, "v_cmpx_le_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfb
+    o(Op::VCmpxGtU64, "v_cmpx_gt_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfc
+    o(Op::VCmpxNeU64, "v_cmpx_ne_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfd
+    o(Op::VCmpxGeU64, "v_cmpx_ge_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfe
+    o(Op::VCmpxTU64, "v_cmpx_t_u64_e64", &[s(Ds, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xff
+    o(Op::VCndmaskB32, "v_cndmask_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x100
+    o(Op::VAddF32, "v_add_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x101
+    o(Op::VSubF32, "v_sub_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x102
+    o(Op::VSubrevF32, "v_subrev_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x103
+    o(Op::VFmacF64, "v_fmac_f64_e64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x104
+    o(Op::VMulF32, "v_mul_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x105
+    o(Op::VMulI32I24, "v_mul_i32_i24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x106
+    o(Op::VMulHiI32I24, "v_mul_hi_i32_i24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x107
+    o(Op::VMulU32U24, "v_mul_u32_u24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x108
+    o(Op::VMulHiU32U24, "v_mul_hi_u32_u24_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x109
+    o(Op::VMinF32, "v_min_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x10a
+    o(Op::VMaxF32, "v_max_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x10b
+    o(Op::VMinI32, "v_min_i32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10c
+    o(Op::VMaxI32, "v_max_i32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10d
+    o(Op::VMinU32, "v_min_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10e
+    o(Op::VMaxU32, "v_max_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10f
+    o(Op::VLshrrevB32, "v_lshrrev_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x110
+    o(Op::VAshrrevI32, "v_ashrrev_i32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x111
+    o(Op::VLshlrevB32, "v_lshlrev_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x112
+    o(Op::VAndB32, "v_and_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x113
+    o(Op::VOrB32, "v_or_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x114
+    o(Op::VXorB32, "v_xor_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x115
+    o(Op::VMacF32, "v_mac_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x116
+    None,
+    None,
+    o(Op::VAddCoU32, "v_add_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x119
+    o(Op::VSubCoU32, "v_sub_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11a
+    o(Op::VSubrevCoU32, "v_subrev_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11b
+    o(Op::VAddcCoU32, "v_addc_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11c
+    o(Op::VSubbCoU32, "v_subb_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11d
+    o(Op::VSubbrevCoU32, "v_subbrev_co_u32_e64", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11e
+    o(Op::VAddF16, "v_add_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x11f
+    o(Op::VSubF16, "v_sub_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x120
+    o(Op::VSubrevF16, "v_subrev_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x121
+    o(Op::VMulF16, "v_mul_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x122
+    o(Op::VMacF16, "v_mac_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x123
+    None,
+    None,
+    o(Op::VAddU16, "v_add_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x126
+    o(Op::VSubU16, "v_sub_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x127
+    o(Op::VSubrevU16, "v_subrev_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x128
+    o(Op::VMulLoU16, "v_mul_lo_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x129
+    o(Op::VLshlrevB16, "v_lshlrev_b16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x12a
+    o(Op::VLshrrevB16, "v_lshrrev_b16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x12b
+    o(Op::VAshrrevI16, "v_ashrrev_i16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x12c
+    o(Op::VMaxF16, "v_max_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x12d
+    o(Op::VMinF16, "v_min_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x12e
+    o(Op::VMaxU16, "v_max_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x12f
+    o(Op::VMaxI16, "v_max_i16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x130
+    o(Op::VMinU16, "v_min_u16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x131
+    o(Op::VMinI16, "v_min_i16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x132
+    o(Op::VLdexpF16, "v_ldexp_f16_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN], [MN, MN, MN]), // 0x133
+    o(Op::VAddU32, "v_add_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x134
+    o(Op::VSubU32, "v_sub_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x135
+    o(Op::VSubrevU32, "v_subrev_u32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x136
+    None,
+    None,
+    None,
+    None,
+    o(Op::VFmacF32, "v_fmac_f32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x13b
+    None,
+    o(Op::VXnorB32, "v_xnor_b32_e64", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13d
+    None,
+    None,
+    o(Op::VNop, "v_nop", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x140
+    o(Op::VMovB32, "v_mov_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x141
+    None,
+    o(Op::VCvtI32F64, "v_cvt_i32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x143
+    o(Op::VCvtF64I32, "v_cvt_f64_i32_e64", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x144
+    o(Op::VCvtF32I32, "v_cvt_f32_i32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x145
+    o(Op::VCvtF32U32, "v_cvt_f32_u32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x146
+    o(Op::VCvtU32F32, "v_cvt_u32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x147
+    o(Op::VCvtI32F32, "v_cvt_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x148
+    None,
+    o(Op::VCvtF16F32, "v_cvt_f16_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x14a
+    o(Op::VCvtF32F16, "v_cvt_f32_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x14b
+    o(Op::VCvtRpiI32F32, "v_cvt_rpi_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x14c
+    o(Op::VCvtFlrI32F32, "v_cvt_flr_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x14d
+    o(Op::VCvtOffF32I4, "v_cvt_off_f32_i4_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x14e
+    o(Op::VCvtF32F64, "v_cvt_f32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x14f
+    o(Op::VCvtF64F32, "v_cvt_f64_f32_e64", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x150
+    o(Op::VCvtF32Ubyte0, "v_cvt_f32_ubyte0_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x151
+    o(Op::VCvtF32Ubyte1, "v_cvt_f32_ubyte1_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x152
+    o(Op::VCvtF32Ubyte2, "v_cvt_f32_ubyte2_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x153
+    o(Op::VCvtF32Ubyte3, "v_cvt_f32_ubyte3_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x154
+    o(Op::VCvtU32F64, "v_cvt_u32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x155
+    o(Op::VCvtF64U32, "v_cvt_f64_u32_e64", &[s(D, 2), s(S0, 1)], ImmFmt::None, F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x156
+    o(Op::VTruncF64, "v_trunc_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x157
+    o(Op::VCeilF64, "v_ceil_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x158
+    o(Op::VRndneF64, "v_rndne_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x159
+    o(Op::VFloorF64, "v_floor_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x15a
+    o(Op::VFractF32, "v_fract_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x15b
+    o(Op::VTruncF32, "v_trunc_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x15c
+    o(Op::VCeilF32, "v_ceil_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x15d
+    o(Op::VRndneF32, "v_rndne_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x15e
+    o(Op::VFloorF32, "v_floor_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x15f
+    o(Op::VExpF32, "v_exp_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x160
+    o(Op::VLogF32, "v_log_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x161
+    o(Op::VRcpF32, "v_rcp_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x162
+    o(Op::VRcpIflagF32, "v_rcp_iflag_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x163
+    o(Op::VRsqF32, "v_rsq_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x164
+    o(Op::VRcpF64, "v_rcp_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x165
+    o(Op::VRsqF64, "v_rsq_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x166
+    o(Op::VSqrtF32, "v_sqrt_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x167
+    o(Op::VSqrtF64, "v_sqrt_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x168
+    o(Op::VSinF32, "v_sin_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x169
+    o(Op::VCosF32, "v_cos_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x16a
+    o(Op::VNotB32, "v_not_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16b
+    o(Op::VBfrevB32, "v_bfrev_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16c
+    o(Op::VFfbhU32, "v_ffbh_u32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16d
+    o(Op::VFfblB32, "v_ffbl_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16e
+    o(Op::VFfbhI32, "v_ffbh_i32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x16f
+    o(Op::VFrexpExpI32F64, "v_frexp_exp_i32_f64_e64", &[s(D, 1), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x170
+    o(Op::VFrexpMantF64, "v_frexp_mant_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x171
+    o(Op::VFractF64, "v_fract_f64_e64", &[s(D, 2), s(S0, 2)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x172
+    o(Op::VFrexpExpI32F32, "v_frexp_exp_i32_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MF, MN, MN], [MN, MN, MN]), // 0x173
+    o(Op::VFrexpMantF32, "v_frexp_mant_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x174
+    o(Op::VClrexcp, "v_clrexcp", &[], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x175
     None,
-    o(Op::VScreenPartition4seB32, "v_screen_partition_4se_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x177
+    o(Op::VScreenPartition4seB32, "v_screen_partition_4se_b32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x177
     None,
-    o(Op::VCvtF16U16, "v_cvt_f16_u16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_I16_SRC0 | F_OMOD, [MN, MN, MN]), // 0x179
-    o(Op::VCvtF16I16, "v_cvt_f16_i16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_I16_SRC0 | F_OMOD, [MN, MN, MN]), // 0x17a
-    o(Op::VCvtU16F16, "v_cvt_u16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x17b
-    o(Op::VCvtI16F16, "v_cvt_i16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x17c
-    o(Op::VRcpF16, "v_rcp_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x17d
-    o(Op::VSqrtF16, "v_sqrt_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x17e
-    o(Op::VRsqF16, "v_rsq_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x17f
-    o(Op::VLogF16, "v_log_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x180
-    o(Op::VExpF16, "v_exp_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x181
-    o(Op::VFrexpMantF16, "v_frexp_mant_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x182
-    o(Op::VFrexpExpI16F16, "v_frexp_exp_i16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x183
-    o(Op::VFloorF16, "v_floor_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x184
-    o(Op::VCeilF16, "v_ceil_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x185
-    o(Op::VTruncF16, "v_trunc_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x186
-    o(Op::VRndneF16, "v_rndne_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x187
-    o(Op::VFractF16, "v_fract_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x188
-    o(Op::VSinF16, "v_sin_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x189
-    o(Op::VCosF16, "v_cos_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x18a
-    o(Op::VExpLegacyF32, "v_exp_legacy_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x18b
-    o(Op::VLogLegacyF32, "v_log_legacy_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x18c
-    o(Op::VCvtNormI16F16, "v_cvt_norm_i16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x18d
-    o(Op::VCvtNormU16F16, "v_cvt_norm_u16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN]), // 0x18e
-    o(Op::VSatPkU8I16, "v_sat_pk_u8_i16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x18f
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
+    o(Op::VCvtF16U16, "v_cvt_f16_u16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_I16_SRC0 | F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x179
+    o(Op::VCvtF16I16, "v_cvt_f16_i16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_I16_SRC0 | F_OMOD, [MN, MN, MN], [MN, MN, MN]), // 0x17a
+    o(Op::VCvtU16F16, "v_cvt_u16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x17b
+    o(Op::VCvtI16F16, "v_cvt_i16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x17c
+    o(Op::VRcpF16, "v_rcp_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x17d
+    o(Op::VSqrtF16, "v_sqrt_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x17e
+    o(Op::VRsqF16, "v_rsq_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x17f
+    o(Op::VLogF16, "v_log_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x180
+    o(Op::VExpF16, "v_exp_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x181
+    o(Op::VFrexpMantF16, "v_frexp_mant_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x182
+    o(Op::VFrexpExpI16F16, "v_frexp_exp_i16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x183
+    o(Op::VFloorF16, "v_floor_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x184
+    o(Op::VCeilF16, "v_ceil_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x185
+    o(Op::VTruncF16, "v_trunc_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x186
+    o(Op::VRndneF16, "v_rndne_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x187
+    o(Op::VFractF16, "v_fract_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x188
+    o(Op::VSinF16, "v_sin_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x189
+    o(Op::VCosF16, "v_cos_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x18a
+    o(Op::VExpLegacyF32, "v_exp_legacy_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x18b
+    o(Op::VLogLegacyF32, "v_log_legacy_f32_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x18c
+    o(Op::VCvtNormI16F16, "v_cvt_norm_i16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x18d
+    o(Op::VCvtNormU16F16, "v_cvt_norm_u16_f16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, F_OMOD, [MF, MN, MN], [MN, MN, MN]), // 0x18e
+    o(Op::VSatPkU8I16, "v_sat_pk_u8_i16_e64", &[s(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x18f
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
     None,
     None,
     None,
@@ -2493,78 +2493,78 @@ pub static VOP3: [Option<OpInfo>; 1024] = [
     None,
     None,
     None,
-    o(Op::VMadLegacyF32, "v_mad_legacy_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1c0
-    o(Op::VMadF32, "v_mad_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1c1
-    o(Op::VMadI32I24, "v_mad_i32_i24", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c2
-    o(Op::VMadU32U24, "v_mad_u32_u24", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c3
-    o(Op::VCubeidF32, "v_cubeid_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1c4
-    o(Op::VCubescF32, "v_cubesc_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1c5
-    o(Op::VCubetcF32, "v_cubetc_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1c6
-    o(Op::VCubemaF32, "v_cubema_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1c7
-    o(Op::VBfeU32, "v_bfe_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c8
-    o(Op::VBfeI32, "v_bfe_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1c9
-    o(Op::VBfiB32, "v_bfi_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1ca
-    o(Op::VFmaF32, "v_fma_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1cb
-    o(Op::VFmaF64, "v_fma_f64", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1cc
-    o(Op::VLerpU8, "v_lerp_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1cd
-    o(Op::VAlignbitB32, "v_alignbit_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1ce
-    o(Op::VAlignbyteB32, "v_alignbyte_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1cf
-    o(Op::VMin3F32, "v_min3_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1d0
-    o(Op::VMin3I32, "v_min3_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d1
-    o(Op::VMin3U32, "v_min3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d2
-    o(Op::VMax3F32, "v_max3_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1d3
-    o(Op::VMax3I32, "v_max3_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d4
-    o(Op::VMax3U32, "v_max3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d5
-    o(Op::VMed3F32, "v_med3_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1d6
-    o(Op::VMed3I32, "v_med3_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d7
-    o(Op::VMed3U32, "v_med3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d8
-    o(Op::VSadU8, "v_sad_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1d9
-    o(Op::VSadHiU8, "v_sad_hi_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1da
-    o(Op::VSadU16, "v_sad_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1db
-    o(Op::VSadU32, "v_sad_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1dc
-    o(Op::VCvtPkU8F32, "v_cvt_pk_u8_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MI, MI]), // 0x1dd
-    o(Op::VDivFixupF32, "v_div_fixup_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1de
-    o(Op::VDivFixupF64, "v_div_fixup_f64", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1df
-    o(Op::VDivScaleF32, "v_div_scale_f32", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1e0
-    o(Op::VDivScaleF64, "v_div_scale_f64", &[s(D, 2), s(Sd, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1e1
-    o(Op::VDivFmasF32, "v_div_fmas_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1e2
-    o(Op::VDivFmasF64, "v_div_fmas_f64", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1e3
-    o(Op::VMsadU8, "v_msad_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e4
-    o(Op::VQsadPkU16U8, "v_qsad_pk_u16_u8", &[s(D, 2), s(S0, 2), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e5
-    o(Op::VMqsadPkU16U8, "v_mqsad_pk_u16_u8", &[s(D, 2), s(S0, 2), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e6
-    o(Op::VMqsadU32U8, "v_mqsad_u32_u8", &[s(D, 4), s(S0, 2), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e7
-    o(Op::VMadU64U32, "v_mad_u64_u32", &[s(D, 2), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e8
-    o(Op::VMadI64I32, "v_mad_i64_i32", &[s(D, 2), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1e9
-    o(Op::VMadLegacyF16, "v_mad_legacy_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1ea
-    o(Op::VMadLegacyU16, "v_mad_legacy_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2, [MN, MN, MN]), // 0x1eb
-    o(Op::VMadLegacyI16, "v_mad_legacy_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2, [MN, MN, MN]), // 0x1ec
-    o(Op::VPermB32, "v_perm_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1ed
-    o(Op::VFmaLegacyF16, "v_fma_legacy_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1ee
-    o(Op::VDivFixupLegacyF16, "v_div_fixup_legacy_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF]), // 0x1ef
-    o(Op::VCvtPkaccumU8F32, "v_cvt_pkaccum_u8_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MI, MN]), // 0x1f0
-    o(Op::VMadU32U16, "v_mad_u32_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_OPSEL, [MN, MN, MN]), // 0x1f1
-    o(Op::VMadI32I16, "v_mad_i32_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_OPSEL, [MN, MN, MN]), // 0x1f2
-    o(Op::VXadU32, "v_xad_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1f3
-    o(Op::VMin3F16, "v_min3_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x1f4
-    o(Op::VMin3I16, "v_min3_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x1f5
-    o(Op::VMin3U16, "v_min3_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x1f6
-    o(Op::VMax3F16, "v_max3_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x1f7
-    o(Op::VMax3I16, "v_max3_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x1f8
-    o(Op::VMax3U16, "v_max3_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x1f9
-    o(Op::VMed3F16, "v_med3_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x1fa
-    o(Op::VMed3I16, "v_med3_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x1fb
-    o(Op::VMed3U16, "v_med3_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x1fc
-    o(Op::VLshlAddU32, "v_lshl_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1fd
-    o(Op::VAddLshlU32, "v_add_lshl_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1fe
-    o(Op::VAdd3U32, "v_add3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1ff
-    o(Op::VLshlOrB32, "v_lshl_or_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x200
-    o(Op::VAndOrB32, "v_and_or_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x201
-    o(Op::VOr3B32, "v_or3_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x202
-    o(Op::VMadF16, "v_mad_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x203
-    o(Op::VMadU16, "v_mad_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x204
-    o(Op::VMadI16, "v_mad_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x205
-    o(Op::VFmaF16, "v_fma_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x206
-    o(Op::VDivFixupF16, "v_div_fixup_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x207
+    o(Op::VMadLegacyF32, "v_mad_legacy_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1c0
+    o(Op::VMadF32, "v_mad_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1c1
+    o(Op::VMadI32I24, "v_mad_i32_i24", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c2
+    o(Op::VMadU32U24, "v_mad_u32_u24", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c3
+    o(Op::VCubeidF32, "v_cubeid_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1c4
+    o(Op::VCubescF32, "v_cubesc_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1c5
+    o(Op::VCubetcF32, "v_cubetc_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1c6
+    o(Op::VCubemaF32, "v_cubema_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1c7
+    o(Op::VBfeU32, "v_bfe_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c8
+    o(Op::VBfeI32, "v_bfe_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1c9
+    o(Op::VBfiB32, "v_bfi_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1ca
+    o(Op::VFmaF32, "v_fma_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1cb
+    o(Op::VFmaF64, "v_fma_f64", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1cc
+    o(Op::VLerpU8, "v_lerp_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1cd
+    o(Op::VAlignbitB32, "v_alignbit_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1ce
+    o(Op::VAlignbyteB32, "v_alignbyte_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1cf
+    o(Op::VMin3F32, "v_min3_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1d0
+    o(Op::VMin3I32, "v_min3_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d1
+    o(Op::VMin3U32, "v_min3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d2
+    o(Op::VMax3F32, "v_max3_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1d3
+    o(Op::VMax3I32, "v_max3_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d4
+    o(Op::VMax3U32, "v_max3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d5
+    o(Op::VMed3F32, "v_med3_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1d6
+    o(Op::VMed3I32, "v_med3_i32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d7
+    o(Op::VMed3U32, "v_med3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d8
+    o(Op::VSadU8, "v_sad_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1d9
+    o(Op::VSadHiU8, "v_sad_hi_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1da
+    o(Op::VSadU16, "v_sad_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1db
+    o(Op::VSadU32, "v_sad_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1dc
+    o(Op::VCvtPkU8F32, "v_cvt_pk_u8_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MI, MI], [MN, MN, MN]), // 0x1dd
+    o(Op::VDivFixupF32, "v_div_fixup_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1de
+    o(Op::VDivFixupF64, "v_div_fixup_f64", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1df
+    o(Op::VDivScaleF32, "v_div_scale_f32", &[s(D, 1), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1e0
+    o(Op::VDivScaleF64, "v_div_scale_f64", &[s(D, 2), s(Sd, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1e1
+    o(Op::VDivFmasF32, "v_div_fmas_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1e2
+    o(Op::VDivFmasF64, "v_div_fmas_f64", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1e3
+    o(Op::VMsadU8, "v_msad_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e4
+    o(Op::VQsadPkU16U8, "v_qsad_pk_u16_u8", &[s(D, 2), s(S0, 2), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e5
+    o(Op::VMqsadPkU16U8, "v_mqsad_pk_u16_u8", &[s(D, 2), s(S0, 2), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e6
+    o(Op::VMqsadU32U8, "v_mqsad_u32_u8", &[s(D, 4), s(S0, 2), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e7
+    o(Op::VMadU64U32, "v_mad_u64_u32", &[s(D, 2), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e8
+    o(Op::VMadI64I32, "v_mad_i64_i32", &[s(D, 2), s(Sd, 2), s(S0, 1), s(S1, 1), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e9
+    o(Op::VMadLegacyF16, "v_mad_legacy_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1ea
+    o(Op::VMadLegacyU16, "v_mad_legacy_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2, [MN, MN, MN], [MN, MN, MN]), // 0x1eb
+    o(Op::VMadLegacyI16, "v_mad_legacy_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2, [MN, MN, MN], [MN, MN, MN]), // 0x1ec
+    o(Op::VPermB32, "v_perm_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1ed
+    o(Op::VFmaLegacyF16, "v_fma_legacy_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1ee
+    o(Op::VDivFixupLegacyF16, "v_div_fixup_legacy_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OMOD, [MF, MF, MF], [MN, MN, MN]), // 0x1ef
+    o(Op::VCvtPkaccumU8F32, "v_cvt_pkaccum_u8_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MI, MN], [MN, MN, MN]), // 0x1f0
+    o(Op::VMadU32U16, "v_mad_u32_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1f1
+    o(Op::VMadI32I16, "v_mad_i32_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1f2
+    o(Op::VXadU32, "v_xad_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f3
+    o(Op::VMin3F16, "v_min3_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF], [MN, MN, MN]), // 0x1f4
+    o(Op::VMin3I16, "v_min3_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1f5
+    o(Op::VMin3U16, "v_min3_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1f6
+    o(Op::VMax3F16, "v_max3_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF], [MN, MN, MN]), // 0x1f7
+    o(Op::VMax3I16, "v_max3_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1f8
+    o(Op::VMax3U16, "v_max3_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1f9
+    o(Op::VMed3F16, "v_med3_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF], [MN, MN, MN]), // 0x1fa
+    o(Op::VMed3I16, "v_med3_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1fb
+    o(Op::VMed3U16, "v_med3_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x1fc
+    o(Op::VLshlAddU32, "v_lshl_add_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1fd
+    o(Op::VAddLshlU32, "v_add_lshl_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1fe
+    o(Op::VAdd3U32, "v_add3_u32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1ff
+    o(Op::VLshlOrB32, "v_lshl_or_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x200
+    o(Op::VAndOrB32, "v_and_or_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x201
+    o(Op::VOr3B32, "v_or3_b32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x202
+    o(Op::VMadF16, "v_mad_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF], [MN, MN, MN]), // 0x203
+    o(Op::VMadU16, "v_mad_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x204
+    o(Op::VMadI16, "v_mad_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN], [MN, MN, MN]), // 0x205
+    o(Op::VFmaF16, "v_fma_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF], [MN, MN, MN]), // 0x206
+    o(Op::VDivFixupF16, "v_div_fixup_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF], [MN, MN, MN]), // 0x207
     None,
     None,
     None,
@@ -2685,40 +2685,40 @@ pub static VOP3: [Option<OpInfo>; 1024] = [
     None,
     None,
     None,
-    o(Op::VAddF64, "v_add_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x280
-    o(Op::VMulF64, "v_mul_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x281
-    o(Op::VMinF64, "v_min_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x282
-    o(Op::VMaxF64, "v_max_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x283
-    o(Op::VLdexpF64, "v_ldexp_f64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN]), // 0x284
-    o(Op::VMulLoU32, "v_mul_lo_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x285
-    o(Op::VMulHiU32, "v_mul_hi_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x286
-    o(Op::VMulHiI32, "v_mul_hi_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x287
-    o(Op::VLdexpF32, "v_ldexp_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN]), // 0x288
-    o(Op::VReadlaneB32, "v_readlane_b32", &[s(Ds, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x289
-    o(Op::VWritelaneB32, "v_writelane_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28a
-    o(Op::VBcntU32B32, "v_bcnt_u32_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28b
-    o(Op::VMbcntLoU32B32, "v_mbcnt_lo_u32_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28c
-    o(Op::VMbcntHiU32B32, "v_mbcnt_hi_u32_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28d
+    o(Op::VAddF64, "v_add_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x280
+    o(Op::VMulF64, "v_mul_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x281
+    o(Op::VMinF64, "v_min_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x282
+    o(Op::VMaxF64, "v_max_f64", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x283
+    o(Op::VLdexpF64, "v_ldexp_f64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN], [MN, MN, MN]), // 0x284
+    o(Op::VMulLoU32, "v_mul_lo_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x285
+    o(Op::VMulHiU32, "v_mul_hi_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x286
+    o(Op::VMulHiI32, "v_mul_hi_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x287
+    o(Op::VLdexpF32, "v_ldexp_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN], [MN, MN, MN]), // 0x288
+    o(Op::VReadlaneB32, "v_readlane_b32", &[s(Ds, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x289
+    o(Op::VWritelaneB32, "v_writelane_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28a
+    o(Op::VBcntU32B32, "v_bcnt_u32_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28b
+    o(Op::VMbcntLoU32B32, "v_mbcnt_lo_u32_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28c
+    o(Op::VMbcntHiU32B32, "v_mbcnt_hi_u32_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28d
     None,
-    o(Op::VLshlrevB64, "v_lshlrev_b64", &[s(D, 2), s(S0, 1), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28f
-    o(Op::VLshrrevB64, "v_lshrrev_b64", &[s(D, 2), s(S0, 1), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x290
-    o(Op::VAshrrevI64, "v_ashrrev_i64", &[s(D, 2), s(S0, 1), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x291
-    o(Op::VTrigPreopF64, "v_trig_preop_f64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN]), // 0x292
-    o(Op::VBfmB32, "v_bfm_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x293
-    o(Op::VCvtPknormI16F32, "v_cvt_pknorm_i16_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x294
-    o(Op::VCvtPknormU16F32, "v_cvt_pknorm_u16_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x295
-    o(Op::VCvtPkrtzF16F32, "v_cvt_pkrtz_f16_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x296
-    o(Op::VCvtPkU16U32, "v_cvt_pk_u16_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x297
-    o(Op::VCvtPkI16I32, "v_cvt_pk_i16_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x298
-    o(Op::VCvtPknormI16F16, "v_cvt_pknorm_i16_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x299
-    o(Op::VCvtPknormU16F16, "v_cvt_pknorm_u16_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x29a
+    o(Op::VLshlrevB64, "v_lshlrev_b64", &[s(D, 2), s(S0, 1), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28f
+    o(Op::VLshrrevB64, "v_lshrrev_b64", &[s(D, 2), s(S0, 1), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x290
+    o(Op::VAshrrevI64, "v_ashrrev_i64", &[s(D, 2), s(S0, 1), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x291
+    o(Op::VTrigPreopF64, "v_trig_preop_f64", &[s(D, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MI, MN], [MN, MN, MN]), // 0x292
+    o(Op::VBfmB32, "v_bfm_b32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x293
+    o(Op::VCvtPknormI16F32, "v_cvt_pknorm_i16_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x294
+    o(Op::VCvtPknormU16F32, "v_cvt_pknorm_u16_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x295
+    o(Op::VCvtPkrtzF16F32, "v_cvt_pkrtz_f16_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x296
+    o(Op::VCvtPkU16U32, "v_cvt_pk_u16_u32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x297
+    o(Op::VCvtPkI16I32, "v_cvt_pk_i16_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x298
+    o(Op::VCvtPknormI16F16, "v_cvt_pknorm_i16_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x299
+    o(Op::VCvtPknormU16F16, "v_cvt_pknorm_u16_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x29a
     None,
-    o(Op::VAddI32, "v_add_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x29c
-    o(Op::VSubI32, "v_sub_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x29d
-    o(Op::VAddI16, "v_add_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x29e
-    o(Op::VSubI16, "v_sub_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x29f
-    o(Op::VPackB32F16, "v_pack_b32_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN]), // 0x2a0
-    o(Op::VMulLegacyF32, "v_mul_legacy_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN]), // 0x2a1
+    o(Op::VAddI32, "v_add_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29c
+    o(Op::VSubI32, "v_sub_i32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29d
+    o(Op::VAddI16, "v_add_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x29e
+    o(Op::VSubI16, "v_sub_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN], [MN, MN, MN]), // 0x29f
+    o(Op::VPackB32F16, "v_pack_b32_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MF, MF, MN], [MN, MN, MN]), // 0x2a0
+    o(Op::VMulLegacyF32, "v_mul_legacy_f32", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_OMOD, [MF, MF, MN], [MN, MN, MN]), // 0x2a1
     None,
     None,
     None,
@@ -2925,134 +2925,6 @@ pub static VOP3: [Option<OpInfo>; 1024] = [
     None,
     None,
     None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::VPkMadI16, "v_pk_mad_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x380
-    o(Op::VPkMulLoU16, "v_pk_mul_lo_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x381
-    o(Op::VPkAddI16, "v_pk_add_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x382
-    o(Op::VPkSubI16, "v_pk_sub_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x383
-    o(Op::VPkLshlrevB16, "v_pk_lshlrev_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x384
-    o(Op::VPkLshrrevB16, "v_pk_lshrrev_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x385
-    o(Op::VPkAshrrevI16, "v_pk_ashrrev_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x386
-    o(Op::VPkMaxI16, "v_pk_max_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x387
-    o(Op::VPkMinI16, "v_pk_min_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x388
-    o(Op::VPkMadU16, "v_pk_mad_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_I16_SRC2 | F_OPSEL, [MN, MN, MN]), // 0x389
-    o(Op::VPkAddU16, "v_pk_add_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x38a
-    o(Op::VPkSubU16, "v_pk_sub_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x38b
-    o(Op::VPkMaxU16, "v_pk_max_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x38c
-    o(Op::VPkMinU16, "v_pk_min_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1, [MN, MN, MN]), // 0x38d
-    o(Op::VPkFmaF16, "v_pk_fma_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MN, MN, MN]), // 0x38e
-    o(Op::VPkAddF16, "v_pk_add_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x38f
-    o(Op::VPkMulF16, "v_pk_mul_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x390
-    o(Op::VPkMinF16, "v_pk_min_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x391
-    o(Op::VPkMaxF16, "v_pk_max_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x392
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::VFmaMixF32, "v_fma_mix_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x3a0
-    o(Op::VFmaMixloF16, "v_fma_mixlo_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x3a1
-    o(Op::VFmaMixhiF16, "v_fma_mixhi_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MF, MF, MF]), // 0x3a2
-    o(Op::VDot2F32F16, "v_dot2_f32_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MN, MN, MN]), // 0x3a3
-    None,
-    None,
-    o(Op::VDot2I32I16, "v_dot2_i32_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_OPSEL, [MN, MN, MN]), // 0x3a6
-    o(Op::VDot2U32U16, "v_dot2_u32_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_I16_SRC0 | F_I16_SRC1 | F_OPSEL, [MN, MN, MN]), // 0x3a7
-    o(Op::VDot4I32I8, "v_dot4_i32_i8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MN, MN, MN]), // 0x3a8
-    o(Op::VDot4U32U8, "v_dot4_u32_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MN, MN, MN]), // 0x3a9
-    o(Op::VDot8I32I4, "v_dot8_i32_i4", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MN, MN, MN]), // 0x3aa
-    o(Op::VDot8U32U4, "v_dot8_u32_u4", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, F_OPSEL, [MN, MN, MN]), // 0x3ab
-    None,
-    None,
-    None,
-    None,
-    o(Op::VPkFmaF32, "v_pk_fma_f32", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, F_OPSEL, [MN, MN, MN]), // 0x3b0
-    o(Op::VPkMulF32, "v_pk_mul_f32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3b1
-    o(Op::VPkAddF32, "v_pk_add_f32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3b2
-    o(Op::VPkMovB32, "v_pk_mov_b32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3b3
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::VMfmaF3232x32x1f32, "v_mfma_f32_32x32x1f32", &[s(D, 32), s(S0, 1), s(S1, 1), s(S2, 32)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c0
-    o(Op::VMfmaF3216x16x1f32, "v_mfma_f32_16x16x1f32", &[s(D, 16), s(S0, 1), s(S1, 1), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c1
-    o(Op::VMfmaF324x4x1f32, "v_mfma_f32_4x4x1f32", &[s(D, 4), s(S0, 1), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c2
-    None,
-    o(Op::VMfmaF3232x32x2f32, "v_mfma_f32_32x32x2f32", &[s(D, 16), s(S0, 1), s(S1, 1), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c4
-    o(Op::VMfmaF3216x16x4f32, "v_mfma_f32_16x16x4f32", &[s(D, 4), s(S0, 1), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c5
-    None,
-    None,
-    o(Op::VMfmaF3232x32x4f16, "v_mfma_f32_32x32x4f16", &[s(D, 32), s(S0, 2), s(S1, 2), s(S2, 32)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c8
-    o(Op::VMfmaF3216x16x4f16, "v_mfma_f32_16x16x4f16", &[s(D, 16), s(S0, 2), s(S1, 2), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3c9
-    o(Op::VMfmaF324x4x4f16, "v_mfma_f32_4x4x4f16", &[s(D, 4), s(S0, 2), s(S1, 2), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3ca
-    None,
-    o(Op::VMfmaF3232x32x8f16, "v_mfma_f32_32x32x8f16", &[s(D, 16), s(S0, 2), s(S1, 2), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3cc
-    o(Op::VMfmaF3216x16x16f16, "v_mfma_f32_16x16x16f16", &[s(D, 4), s(S0, 2), s(S1, 2), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3cd
-    None,
-    None,
-    o(Op::VMfmaI3232x32x4i8, "v_mfma_i32_32x32x4i8", &[s(D, 32), s(S0, 1), s(S1, 1), s(S2, 32)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3d0
-    o(Op::VMfmaI3216x16x4i8, "v_mfma_i32_16x16x4i8", &[s(D, 16), s(S0, 1), s(S1, 1), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3d1
-    o(Op::VMfmaI324x4x4i8, "v_mfma_i32_4x4x4i8", &[s(D, 4), s(S0, 1), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3d2
-    None,
-    o(Op::VMfmaI3232x32x8i8, "v_mfma_i32_32x32x8i8", &[s(D, 16), s(S0, 1), s(S1, 1), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3d4
-    o(Op::VMfmaI3216x16x16i8, "v_mfma_i32_16x16x16i8", &[s(D, 4), s(S0, 1), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3d5
-    None,
-    None,
-    o(Op::VAccvgprReadB32, "v_accvgpr_read_b32", &[s(D, 1), a(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3d8
-    o(Op::VAccvgprWriteB32, "v_accvgpr_write_b32", &[a(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3d9
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    o(Op::VMfmaF3232x32x4bf161k, "v_mfma_f32_32x32x4bf16_1k", &[s(D, 32), s(S0, 2), s(S1, 2), s(S2, 32)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e3
-    o(Op::VMfmaF3216x16x4bf161k, "v_mfma_f32_16x16x4bf16_1k", &[s(D, 16), s(S0, 2), s(S1, 2), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e4
-    o(Op::VMfmaF324x4x4bf161k, "v_mfma_f32_4x4x4bf16_1k", &[s(D, 4), s(S0, 2), s(S1, 2), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e5
-    o(Op::VMfmaF3232x32x8bf161k, "v_mfma_f32_32x32x8bf16_1k", &[s(D, 16), s(S0, 2), s(S1, 2), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e6
-    o(Op::VMfmaF3216x16x16bf161k, "v_mfma_f32_16x16x16bf16_1k", &[s(D, 4), s(S0, 2), s(S1, 2), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e7
-    o(Op::VMfmaF3232x32x2bf16, "v_mfma_f32_32x32x2bf16", &[s(D, 32), s(S0, 1), s(S1, 1), s(S2, 32)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e8
-    o(Op::VMfmaF3216x16x2bf16, "v_mfma_f32_16x16x2bf16", &[s(D, 16), s(S0, 1), s(S1, 1), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3e9
-    None,
-    o(Op::VMfmaF324x4x2bf16, "v_mfma_f32_4x4x2bf16", &[s(D, 4), s(S0, 1), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3eb
-    o(Op::VMfmaF3232x32x4bf16, "v_mfma_f32_32x32x4bf16", &[s(D, 16), s(S0, 1), s(S1, 1), s(S2, 16)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3ec
-    o(Op::VMfmaF3216x16x8bf16, "v_mfma_f32_16x16x8bf16", &[s(D, 4), s(S0, 1), s(S1, 1), s(S2, 4)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3ed
-    o(Op::VMfmaF6416x16x4f64, "v_mfma_f64_16x16x4f64", &[s(D, 8), s(S0, 2), s(S1, 2), s(S2, 8)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3ee
-    o(Op::VMfmaF644x4x4f64, "v_mfma_f64_4x4x4f64", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3ef
     None,
     None,
     None,
@@ -3073,25 +2945,25 @@ pub static VOP3: [Option<OpInfo>; 1024] = [
 
 /// VOP3P: 62 of 128 opcode values are instructions.
 pub static VOP3P: [Option<OpInfo>; 128] = [
-    o(Op::VPkMadI16, "v_pk_mad_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x0
-    o(Op::VPkMulLoU16, "v_pk_mul_lo_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x1
-    o(Op::VPkAddI16, "v_pk_add_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2
-    o(Op::VPkSubI16, "v_pk_sub_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x3
-    o(Op::VPkLshlrevB16, "v_pk_lshlrev_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x4
-    o(Op::VPkLshrrevB16, "v_pk_lshrrev_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x5
-    o(Op::VPkAshrrevI16, "v_pk_ashrrev_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6
-    o(Op::VPkMaxI16, "v_pk_max_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7
-    o(Op::VPkMinI16, "v_pk_min_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x8
-    o(Op::VPkMadU16, "v_pk_mad_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x9
-    o(Op::VPkAddU16, "v_pk_add_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xa
-    o(Op::VPkSubU16, "v_pk_sub_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xb
-    o(Op::VPkMaxU16, "v_pk_max_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xc
-    o(Op::VPkMinU16, "v_pk_min_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xd
-    o(Op::VPkFmaF16, "v_pk_fma_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe
-    o(Op::VPkAddF16, "v_pk_add_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf
-    o(Op::VPkMulF16, "v_pk_mul_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::VPkMinF16, "v_pk_min_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::VPkMaxF16, "v_pk_max_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
+    o(Op::VPkMadI16, "v_pk_mad_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
+    o(Op::VPkMulLoU16, "v_pk_mul_lo_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
+    o(Op::VPkAddI16, "v_pk_add_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2
+    o(Op::VPkSubI16, "v_pk_sub_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3
+    o(Op::VPkLshlrevB16, "v_pk_lshlrev_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x4
+    o(Op::VPkLshrrevB16, "v_pk_lshrrev_b16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x5
+    o(Op::VPkAshrrevI16, "v_pk_ashrrev_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6
+    o(Op::VPkMaxI16, "v_pk_max_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7
+    o(Op::VPkMinI16, "v_pk_min_i16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x8
+    o(Op::VPkMadU16, "v_pk_mad_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x9
+    o(Op::VPkAddU16, "v_pk_add_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xa
+    o(Op::VPkSubU16, "v_pk_sub_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xb
+    o(Op::VPkMaxU16, "v_pk_max_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xc
+    o(Op::VPkMinU16, "v_pk_min_u16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xd
+    o(Op::VPkFmaF16, "v_pk_fma_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe
+    o(Op::VPkAddF16, "v_pk_add_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf
+    o(Op::VPkMulF16, "v_pk_mul_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x10
+    o(Op::VPkMinF16, "v_pk_min_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x11
+    o(Op::VPkMaxF16, "v_pk_max_f16", &[s(D, 1), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
     None,
     None,
     None,
@@ -3105,29 +2977,26 @@ pub static VOP3P: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::VFmaMixF32, "v_fma_mix_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MF, MF]), // 0x20
-    o(Op::VFmaMixloF16, "v_fma_mixlo_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MF, MF]), // 0x21
-    o(Op::VFmaMixhiF16, "v_fma_mixhi_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MF, MF]), // 0x22
-    o(Op::VDot2F32F16, "v_dot2_f32_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x23
+    o(Op::VFmaMixF32, "v_fma_mix_f32", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MF, MF], [MN, MN, MN]), // 0x20
+    o(Op::VFmaMixloF16, "v_fma_mixlo_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MF, MF], [MN, MN, MN]), // 0x21
+    o(Op::VFmaMixhiF16, "v_fma_mixhi_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MF, MF, MF], [MN, MN, MN]), // 0x22
+    o(Op::VDot2F32F16, "v_dot2_f32_f16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x23
     None,
     None,
-    o(Op::VDot2I32I16, "v_dot2_i32_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x26
-    o(Op::VDot2U32U16, "v_dot2_u32_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x27
-    o(Op::VDot4I32I8, "v_dot4_i32_i8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x28
-    o(Op::VDot4U32U8, "v_dot4_u32_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x29
-    o(Op::VDot8I32I4, "v_dot8_i32_i4", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2a
-    o(Op::VDot8U32U4, "v_dot8_u32_u4", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x2b
-    None,
-    None,
-    None,
-    None,
-    o(Op::VPkFmaF32, "v_pk_fma_f32", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x30
-    o(Op::VPkMulF32, "v_pk_mul_f32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x31
-    o(Op::VPkAddF32, "v_pk_add_f32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x32
-    o(Op::VPkMovB32, "v_pk_mov_b32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x33
+    o(Op::VDot2I32I16, "v_dot2_i32_i16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x26
+    o(Op::VDot2U32U16, "v_dot2_u32_u16", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x27
+    o(Op::VDot4I32I8, "v_dot4_i32_i8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x28
+    o(Op::VDot4U32U8, "v_dot4_u32_u8", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x29
+    o(Op::VDot8I32I4, "v_dot8_i32_i4", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2a
+    o(Op::VDot8U32U4, "v_dot8_u32_u4", &[s(D, 1), s(S0, 1), s(S1, 1), s(S2, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x2b
     None,
     None,
     None,
+    None,
+    o(Op::VPkFmaF32, "v_pk_fma_f32", &[s(D, 2), s(S0, 2), s(S1, 2), s(S2, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x30
+    o(Op::VPkMulF32, "v_pk_mul_f32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x31
+    o(Op::VPkAddF32, "v_pk_add_f32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x32
+    o(Op::VPkMovB32, "v_pk_mov_b32", &[s(D, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x33
     None,
     None,
     None,
@@ -3137,54 +3006,57 @@ pub static VOP3P: [Option<OpInfo>; 128] = [
     None,
     None,
     None,
-    o(Op::VMfmaF3232x32x1f32, "v_mfma_f32_32x32x1f32", &[s(D, 32), a(S0, 1), a(S1, 1), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x40
-    o(Op::VMfmaF3216x16x1f32, "v_mfma_f32_16x16x1f32", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x41
-    o(Op::VMfmaF324x4x1f32, "v_mfma_f32_4x4x1f32", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x42
-    None,
-    o(Op::VMfmaF3232x32x2f32, "v_mfma_f32_32x32x2f32", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x44
-    o(Op::VMfmaF3216x16x4f32, "v_mfma_f32_16x16x4f32", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x45
-    None,
-    None,
-    o(Op::VMfmaF3232x32x4f16, "v_mfma_f32_32x32x4f16", &[s(D, 32), a(S0, 2), a(S1, 2), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x48
-    o(Op::VMfmaF3216x16x4f16, "v_mfma_f32_16x16x4f16", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x49
-    o(Op::VMfmaF324x4x4f16, "v_mfma_f32_4x4x4f16", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x4a
-    None,
-    o(Op::VMfmaF3232x32x8f16, "v_mfma_f32_32x32x8f16", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x4c
-    o(Op::VMfmaF3216x16x16f16, "v_mfma_f32_16x16x16f16", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x4d
-    None,
-    None,
-    o(Op::VMfmaI3232x32x4i8, "v_mfma_i32_32x32x4i8", &[s(D, 32), a(S0, 1), a(S1, 1), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x50
-    o(Op::VMfmaI3216x16x4i8, "v_mfma_i32_16x16x4i8", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x51
-    o(Op::VMfmaI324x4x4i8, "v_mfma_i32_4x4x4i8", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x52
-    None,
-    o(Op::VMfmaI3232x32x8i8, "v_mfma_i32_32x32x8i8", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x54
-    o(Op::VMfmaI3216x16x16i8, "v_mfma_i32_16x16x16i8", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x55
-    None,
-    None,
-    o(Op::VAccvgprReadB32, "v_accvgpr_read_b32", &[s(D, 1), a(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x58
-    o(Op::VAccvgprWriteB32, "v_accvgpr_write_b32", &[a(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x59
     None,
     None,
     None,
+    o(Op::VMfmaF3232x32x1f32, "v_mfma_f32_32x32x1f32", &[s(D, 32), a(S0, 1), a(S1, 1), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x40
+    o(Op::VMfmaF3216x16x1f32, "v_mfma_f32_16x16x1f32", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x41
+    o(Op::VMfmaF324x4x1f32, "v_mfma_f32_4x4x1f32", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x42
+    None,
+    o(Op::VMfmaF3232x32x2f32, "v_mfma_f32_32x32x2f32", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x44
+    o(Op::VMfmaF3216x16x4f32, "v_mfma_f32_16x16x4f32", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x45
     None,
     None,
+    o(Op::VMfmaF3232x32x4f16, "v_mfma_f32_32x32x4f16", &[s(D, 32), a(S0, 2), a(S1, 2), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x48
+    o(Op::VMfmaF3216x16x4f16, "v_mfma_f32_16x16x4f16", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x49
+    o(Op::VMfmaF324x4x4f16, "v_mfma_f32_4x4x4f16", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x4a
+    None,
+    o(Op::VMfmaF3232x32x8f16, "v_mfma_f32_32x32x8f16", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x4c
+    o(Op::VMfmaF3216x16x16f16, "v_mfma_f32_16x16x16f16", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x4d
+    None,
+    None,
+    o(Op::VMfmaI3232x32x4i8, "v_mfma_i32_32x32x4i8", &[s(D, 32), a(S0, 1), a(S1, 1), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x50
+    o(Op::VMfmaI3216x16x4i8, "v_mfma_i32_16x16x4i8", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x51
+    o(Op::VMfmaI324x4x4i8, "v_mfma_i32_4x4x4i8", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x52
+    None,
+    o(Op::VMfmaI3232x32x8i8, "v_mfma_i32_32x32x8i8", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x54
+    o(Op::VMfmaI3216x16x16i8, "v_mfma_i32_16x16x16i8", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x55
+    None,
+    None,
+    o(Op::VAccvgprReadB32, "v_accvgpr_read_b32", &[s(D, 1), a(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x58
+    o(Op::VAccvgprWriteB32, "v_accvgpr_write_b32", &[a(D, 1), s(S0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x59
     None,
     None,
     None,
     None,
-    o(Op::VMfmaF3232x32x4bf161k, "v_mfma_f32_32x32x4bf16_1k", &[s(D, 32), a(S0, 2), a(S1, 2), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x63
-    o(Op::VMfmaF3216x16x4bf161k, "v_mfma_f32_16x16x4bf16_1k", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x64
-    o(Op::VMfmaF324x4x4bf161k, "v_mfma_f32_4x4x4bf16_1k", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x65
-    o(Op::VMfmaF3232x32x8bf161k, "v_mfma_f32_32x32x8bf16_1k", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x66
-    o(Op::VMfmaF3216x16x16bf161k, "v_mfma_f32_16x16x16bf16_1k", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x67
-    o(Op::VMfmaF3232x32x2bf16, "v_mfma_f32_32x32x2bf16", &[s(D, 32), a(S0, 1), a(S1, 1), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x68
-    o(Op::VMfmaF3216x16x2bf16, "v_mfma_f32_16x16x2bf16", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x69
     None,
-    o(Op::VMfmaF324x4x2bf16, "v_mfma_f32_4x4x2bf16", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x6b
-    o(Op::VMfmaF3232x32x4bf16, "v_mfma_f32_32x32x4bf16", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x6c
-    o(Op::VMfmaF3216x16x8bf16, "v_mfma_f32_16x16x8bf16", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x6d
-    o(Op::VMfmaF6416x16x4f64, "v_mfma_f64_16x16x4f64", &[s(D, 8), a(S0, 2), a(S1, 2), s(S2, 8)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x6e
-    o(Op::VMfmaF644x4x4f64, "v_mfma_f64_4x4x4f64", &[s(D, 2), a(S0, 2), a(S1, 2), s(S2, 2)], ImmFmt::None, F_MAI, [MN, MN, MN]), // 0x6f
+    None,
+    None,
+    None,
+    None,
+    o(Op::VMfmaF3232x32x4bf161k, "v_mfma_f32_32x32x4bf16_1k", &[s(D, 32), a(S0, 2), a(S1, 2), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x63
+    o(Op::VMfmaF3216x16x4bf161k, "v_mfma_f32_16x16x4bf16_1k", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x64
+    o(Op::VMfmaF324x4x4bf161k, "v_mfma_f32_4x4x4bf16_1k", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x65
+    o(Op::VMfmaF3232x32x8bf161k, "v_mfma_f32_32x32x8bf16_1k", &[s(D, 16), a(S0, 2), a(S1, 2), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x66
+    o(Op::VMfmaF3216x16x16bf161k, "v_mfma_f32_16x16x16bf16_1k", &[s(D, 4), a(S0, 2), a(S1, 2), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x67
+    o(Op::VMfmaF3232x32x2bf16, "v_mfma_f32_32x32x2bf16", &[s(D, 32), a(S0, 1), a(S1, 1), s(S2, 32)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x68
+    o(Op::VMfmaF3216x16x2bf16, "v_mfma_f32_16x16x2bf16", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x69
+    None,
+    o(Op::VMfmaF324x4x2bf16, "v_mfma_f32_4x4x2bf16", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x6b
+    o(Op::VMfmaF3232x32x4bf16, "v_mfma_f32_32x32x4bf16", &[s(D, 16), a(S0, 1), a(S1, 1), s(S2, 16)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x6c
+    o(Op::VMfmaF3216x16x8bf16, "v_mfma_f32_16x16x8bf16", &[s(D, 4), a(S0, 1), a(S1, 1), s(S2, 4)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x6d
+    o(Op::VMfmaF6416x16x4f64, "v_mfma_f64_16x16x4f64", &[s(D, 8), a(S0, 2), a(S1, 2), s(S2, 8)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x6e
+    o(Op::VMfmaF644x4x4f64, "v_mfma_f64_4x4x4f64", &[s(D, 2), a(S0, 2), a(S1, 2), s(S2, 2)], ImmFmt::None, F_MAI, [MN, MN, MN], [MN, MN, MN]), // 0x6f
     None,
     None,
     None,
@@ -3221,12 +3093,12 @@ pub static VOPC: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::VCmpClassF32, "v_cmp_class_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x10
-    o(Op::VCmpxClassF32, "v_cmpx_class_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x11
-    o(Op::VCmpClassF64, "v_cmp_class_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x12
-    o(Op::VCmpxClassF64, "v_cmpx_class_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x13
-    o(Op::VCmpClassF16, "v_cmp_class_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x14
-    o(Op::VCmpxClassF16, "v_cmpx_class_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN]), // 0x15
+    o(Op::VCmpClassF32, "v_cmp_class_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MI, MN], [MN, MN, MN]), // 0x10
+    o(Op::VCmpxClassF32, "v_cmpx_class_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MI, MN], [MN, MN, MN]), // 0x11
+    o(Op::VCmpClassF64, "v_cmp_class_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x12
+    o(Op::VCmpxClassF64, "v_cmpx_class_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x13
+    o(Op::VCmpClassF16, "v_cmp_class_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MI, MN], [MN, MN, MN]), // 0x14
+    o(Op::VCmpxClassF16, "v_cmpx_class_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MI, MN], [MN, MN, MN]), // 0x15
     None,
     None,
     None,
@@ -3237,113 +3109,102 @@ pub static VOPC: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::VCmpFF16, "v_cmp_f_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x20
-    o(Op::VCmpLtF16, "v_cmp_lt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x21
-    o(Op::VCmpEqF16, "v_cmp_eq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x22
-    o(Op::VCmpLeF16, "v_cmp_le_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x23
-    o(Op::VCmpGtF16, "v_cmp_gt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x24
-    o(Op::VCmpLgF16, "v_cmp_lg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x25
-    o(Op::VCmpGeF16, "v_cmp_ge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x26
-    o(Op::VCmpOF16, "v_cmp_o_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x27
-    o(Op::VCmpUF16, "v_cmp_u_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x28
-    o(Op::VCmpNgeF16, "v_cmp_nge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x29
-    o(Op::VCmpNlgF16, "v_cmp_nlg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x2a
-    o(Op::VCmpNgtF16, "v_cmp_ngt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x2b
-    o(Op::VCmpNleF16, "v_cmp_nle_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x2c
-    o(Op::VCmpNeqF16, "v_cmp_neq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x2d
-    o(Op::VCmpNltF16, "v_cmp_nlt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x2e
-    o(Op::VCmpTruF16, "v_cmp_tru_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x2f
-    o(Op::VCmpxFF16, "v_cmpx_f_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x30
-    o(Op::VCmpxLtF16, "v_cmpx_lt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x31
-    o(Op::VCmpxEqF16, "v_cmpx_eq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x32
-    o(Op::VCmpxLeF16, "v_cmpx_le_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x33
-    o(Op::VCmpxGtF16, "v_cmpx_gt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x34
-    o(Op::VCmpxLgF16, "v_cmpx_lg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x35
-    o(Op::VCmpxGeF16, "v_cmpx_ge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x36
-    o(Op::VCmpxOF16, "v_cmpx_o_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x37
-    o(Op::VCmpxUF16, "v_cmpx_u_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x38
-    o(Op::VCmpxNgeF16, "v_cmpx_nge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x39
-    o(Op::VCmpxNlgF16, "v_cmpx_nlg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x3a
-    o(Op::VCmpxNgtF16, "v_cmpx_ngt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x3b
-    o(Op::VCmpxNleF16, "v_cmpx_nle_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x3c
-    o(Op::VCmpxNeqF16, "v_cmpx_neq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x3d
-    o(Op::VCmpxNltF16, "v_cmpx_nlt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x3e
-    o(Op::VCmpxTruF16, "v_cmpx_tru_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x3f
-    o(Op::VCmpFF32, "v_cmp_f_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x40
-    o(Op::VCmpLtF32, "v_cmp_lt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x41
-    o(Op::VCmpEqF32, "v_cmp_eq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x42
-    o(Op::VCmpLeF32, "v_cmp_le_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x43
-    o(Op::VCmpGtF32, "v_cmp_gt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x44
-    o(Op::VCmpLgF32, "v_cmp_lg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x45
-    o(Op::VCmpGeF32, "v_cmp_ge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x46
-    o(Op::VCmpOF32, "v_cmp_o_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x47
-    o(Op::VCmpUF32, "v_cmp_u_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x48
-    o(Op::VCmpNgeF32, "v_cmp_nge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x49
-    o(Op::VCmpNlgF32, "v_cmp_nlg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x4a
-    o(Op::VCmpNgtF32, "v_cmp_ngt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x4b
-    o(Op::VCmpNleF32, "v_cmp_nle_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x4c
-    o(Op::VCmpNeqF32, "v_cmp_neq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x4d
-    o(Op::VCmpNltF32, "v_cmp_nlt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x4e
-    o(Op::VCmpTruF32, "v_cmp_tru_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x4f
-    o(Op::VCmpxFF32, "v_cmpx_f_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x50
-    o(Op::VCmpxLtF32, "v_cmpx_lt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x51
-    o(Op::VCmpxEqF32, "v_cmpx_eq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x52
-    o(Op::VCmpxLeF32, "v_cmpx_le_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x53
-    o(Op::VCmpxGtF32, "v_cmpx_gt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x54
-    o(Op::VCmpxLgF32, "v_cmpx_lg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x55
-    o(Op::VCmpxGeF32, "v_cmpx_ge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x56
-    o(Op::VCmpxOF32, "v_cmpx_o_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x57
-    o(Op::VCmpxUF32, "v_cmpx_u_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x58
-    o(Op::VCmpxNgeF32, "v_cmpx_nge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x59
-    o(Op::VCmpxNlgF32, "v_cmpx_nlg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x5a
-    o(Op::VCmpxNgtF32, "v_cmpx_ngt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x5b
-    o(Op::VCmpxNleF32, "v_cmpx_nle_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x5c
-    o(Op::VCmpxNeqF32, "v_cmpx_neq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x5d
-    o(Op::VCmpxNltF32, "v_cmpx_nlt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x5e
-    o(Op::VCmpxTruF32, "v_cmpx_tru_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN]), // 0x5f
-    o(Op::VCmpFF64, "v_cmp_f_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x60
-    o(Op::VCmpLtF64, "v_cmp_lt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x61
-    o(Op::VCmpEqF64, "v_cmp_eq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x62
-    o(Op::VCmpLeF64, "v_cmp_le_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x63
-    o(Op::VCmpGtF64, "v_cmp_gt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x64
-    o(Op::VCmpLgF64, "v_cmp_lg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x65
-    o(Op::VCmpGeF64, "v_cmp_ge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x66
-    o(Op::VCmpOF64, "v_cmp_o_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x67
-    o(Op::VCmpUF64, "v_cmp_u_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x68
-    o(Op::VCmpNgeF64, "v_cmp_nge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x69
-    o(Op::VCmpNlgF64, "v_cmp_nlg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6a
-    o(Op::VCmpNgtF64, "v_cmp_ngt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6b
-    o(Op::VCmpNleF64, "v_cmp_nle_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6c
-    o(Op::VCmpNeqF64, "v_cmp_neq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6d
-    o(Op::VCmpNltF64, "v_cmp_nlt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6e
-    o(Op::VCmpTruF64, "v_cmp_tru_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x6f
-    o(Op::VCmpxFF64, "v_cmpx_f_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x70
-    o(Op::VCmpxLtF64, "v_cmpx_lt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x71
-    o(Op::VCmpxEqF64, "v_cmpx_eq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x72
-    o(Op::VCmpxLeF64, "v_cmpx_le_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x73
-    o(Op::VCmpxGtF64, "v_cmpx_gt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x74
-    o(Op::VCmpxLgF64, "v_cmpx_lg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x75
-    o(Op::VCmpxGeF64, "v_cmpx_ge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x76
-    o(Op::VCmpxOF64, "v_cmpx_o_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x77
-    o(Op::VCmpxUF64, "v_cmpx_u_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x78
-    o(Op::VCmpxNgeF64, "v_cmpx_nge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x79
-    o(Op::VCmpxNlgF64, "v_cmpx_nlg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7a
-    o(Op::VCmpxNgtF64, "v_cmpx_ngt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7b
-    o(Op::VCmpxNleF64, "v_cmpx_nle_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7c
-    o(Op::VCmpxNeqF64, "v_cmpx_neq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7d
-    o(Op::VCmpxNltF64, "v_cmpx_nlt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7e
-    o(Op::VCmpxTruF64, "v_cmpx_tru_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0x7f
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
+    o(Op::VCmpFF16, "v_cmp_f_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x20
+    o(Op::VCmpLtF16, "v_cmp_lt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x21
+    o(Op::VCmpEqF16, "v_cmp_eq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x22
+    o(Op::VCmpLeF16, "v_cmp_le_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x23
+    o(Op::VCmpGtF16, "v_cmp_gt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x24
+    o(Op::VCmpLgF16, "v_cmp_lg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x25
+    o(Op::VCmpGeF16, "v_cmp_ge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x26
+    o(Op::VCmpOF16, "v_cmp_o_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x27
+    o(Op::VCmpUF16, "v_cmp_u_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x28
+    o(Op::VCmpNgeF16, "v_cmp_nge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x29
+    o(Op::VCmpNlgF16, "v_cmp_nlg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x2a
+    o(Op::VCmpNgtF16, "v_cmp_ngt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x2b
+    o(Op::VCmpNleF16, "v_cmp_nle_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x2c
+    o(Op::VCmpNeqF16, "v_cmp_neq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x2d
+    o(Op::VCmpNltF16, "v_cmp_nlt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x2e
+    o(Op::VCmpTruF16, "v_cmp_tru_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x2f
+    o(Op::VCmpxFF16, "v_cmpx_f_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x30
+    o(Op::VCmpxLtF16, "v_cmpx_lt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x31
+    o(Op::VCmpxEqF16, "v_cmpx_eq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x32
+    o(Op::VCmpxLeF16, "v_cmpx_le_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x33
+    o(Op::VCmpxGtF16, "v_cmpx_gt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x34
+    o(Op::VCmpxLgF16, "v_cmpx_lg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x35
+    o(Op::VCmpxGeF16, "v_cmpx_ge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x36
+    o(Op::VCmpxOF16, "v_cmpx_o_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x37
+    o(Op::VCmpxUF16, "v_cmpx_u_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x38
+    o(Op::VCmpxNgeF16, "v_cmpx_nge_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x39
+    o(Op::VCmpxNlgF16, "v_cmpx_nlg_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x3a
+    o(Op::VCmpxNgtF16, "v_cmpx_ngt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x3b
+    o(Op::VCmpxNleF16, "v_cmpx_nle_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x3c
+    o(Op::VCmpxNeqF16, "v_cmpx_neq_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x3d
+    o(Op::VCmpxNltF16, "v_cmpx_nlt_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x3e
+    o(Op::VCmpxTruF16, "v_cmpx_tru_f16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_LIT16 | F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x3f
+    o(Op::VCmpFF32, "v_cmp_f_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x40
+    o(Op::VCmpLtF32, "v_cmp_lt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x41
+    o(Op::VCmpEqF32, "v_cmp_eq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x42
+    o(Op::VCmpLeF32, "v_cmp_le_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x43
+    o(Op::VCmpGtF32, "v_cmp_gt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x44
+    o(Op::VCmpLgF32, "v_cmp_lg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x45
+    o(Op::VCmpGeF32, "v_cmp_ge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x46
+    o(Op::VCmpOF32, "v_cmp_o_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x47
+    o(Op::VCmpUF32, "v_cmp_u_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x48
+    o(Op::VCmpNgeF32, "v_cmp_nge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x49
+    o(Op::VCmpNlgF32, "v_cmp_nlg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x4a
+    o(Op::VCmpNgtF32, "v_cmp_ngt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x4b
+    o(Op::VCmpNleF32, "v_cmp_nle_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x4c
+    o(Op::VCmpNeqF32, "v_cmp_neq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x4d
+    o(Op::VCmpNltF32, "v_cmp_nlt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x4e
+    o(Op::VCmpTruF32, "v_cmp_tru_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x4f
+    o(Op::VCmpxFF32, "v_cmpx_f_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x50
+    o(Op::VCmpxLtF32, "v_cmpx_lt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x51
+    o(Op::VCmpxEqF32, "v_cmpx_eq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x52
+    o(Op::VCmpxLeF32, "v_cmpx_le_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x53
+    o(Op::VCmpxGtF32, "v_cmpx_gt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x54
+    o(Op::VCmpxLgF32, "v_cmpx_lg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x55
+    o(Op::VCmpxGeF32, "v_cmpx_ge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x56
+    o(Op::VCmpxOF32, "v_cmpx_o_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x57
+    o(Op::VCmpxUF32, "v_cmpx_u_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x58
+    o(Op::VCmpxNgeF32, "v_cmpx_nge_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x59
+    o(Op::VCmpxNlgF32, "v_cmpx_nlg_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x5a
+    o(Op::VCmpxNgtF32, "v_cmpx_ngt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x5b
+    o(Op::VCmpxNleF32, "v_cmpx_nle_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x5c
+    o(Op::VCmpxNeqF32, "v_cmpx_neq_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x5d
+    o(Op::VCmpxNltF32, "v_cmpx_nlt_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x5e
+    o(Op::VCmpxTruF32, "v_cmpx_tru_f32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MF, MF, MN], [MN, MN, MN]), // 0x5f
+    o(Op::VCmpFF64, "v_cmp_f_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x60
+    o(Op::VCmpLtF64, "v_cmp_lt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x61
+    o(Op::VCmpEqF64, "v_cmp_eq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x62
+    o(Op::VCmpLeF64, "v_cmp_le_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x63
+    o(Op::VCmpGtF64, "v_cmp_gt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x64
+    o(Op::VCmpLgF64, "v_cmp_lg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x65
+    o(Op::VCmpGeF64, "v_cmp_ge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x66
+    o(Op::VCmpOF64, "v_cmp_o_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x67
+    o(Op::VCmpUF64, "v_cmp_u_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x68
+    o(Op::VCmpNgeF64, "v_cmp_nge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x69
+    o(Op::VCmpNlgF64, "v_cmp_nlg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6a
+    o(Op::VCmpNgtF64, "v_cmp_ngt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6b
+    o(Op::VCmpNleF64, "v_cmp_nle_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6c
+    o(Op::VCmpNeqF64, "v_cmp_neq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6d
+    o(Op::VCmpNltF64, "v_cmp_nlt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6e
+    o(Op::VCmpTruF64, "v_cmp_tru_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x6f
+    o(Op::VCmpxFF64, "v_cmpx_f_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x70
+    o(Op::VCmpxLtF64, "v_cmpx_lt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x71
+    o(Op::VCmpxEqF64, "v_cmpx_eq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x72
+    o(Op::VCmpxLeF64, "v_cmpx_le_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x73
+    o(Op::VCmpxGtF64, "v_cmpx_gt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x74
+    o(Op::VCmpxLgF64, "v_cmpx_lg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x75
+    o(Op::VCmpxGeF64, "v_cmpx_ge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x76
+    o(Op::VCmpxOF64, "v_cmpx_o_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x77
+    o(Op::VCmpxUF64, "v_cmpx_u_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x78
+    o(Op::VCmpxNgeF64, "v_cmpx_nge_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x79
+    o(Op::VCmpxNlgF64, "v_cmpx_nlg_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7a
+    o(Op::VCmpxNgtF64, "v_cmpx_ngt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7b
+    o(Op::VCmpxNleF64, "v_cmpx_nle_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7c
+    o(Op::VCmpxNeqF64, "v_cmpx_neq_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7d
+    o(Op::VCmpxNltF64, "v_cmpx_nlt_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7e
+    o(Op::VCmpxTruF64, "v_cmpx_tru_f64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x7f
     None,
     None,
     None,
@@ -3365,101 +3226,112 @@ pub static VOPC: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    o(Op::VCmpFI16, "v_cmp_f_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa0
-    o(Op::VCmpLtI16, "v_cmp_lt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa1
-    o(Op::VCmpEqI16, "v_cmp_eq_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa2
-    o(Op::VCmpLeI16, "v_cmp_le_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa3
-    o(Op::VCmpGtI16, "v_cmp_gt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa4
-    o(Op::VCmpNeI16, "v_cmp_ne_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa5
-    o(Op::VCmpGeI16, "v_cmp_ge_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa6
-    o(Op::VCmpTI16, "v_cmp_t_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa7
-    o(Op::VCmpFU16, "v_cmp_f_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa8
-    o(Op::VCmpLtU16, "v_cmp_lt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xa9
-    o(Op::VCmpEqU16, "v_cmp_eq_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xaa
-    o(Op::VCmpLeU16, "v_cmp_le_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xab
-    o(Op::VCmpGtU16, "v_cmp_gt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xac
-    o(Op::VCmpNeU16, "v_cmp_ne_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xad
-    o(Op::VCmpGeU16, "v_cmp_ge_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xae
-    o(Op::VCmpTU16, "v_cmp_t_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xaf
-    o(Op::VCmpxFI16, "v_cmpx_f_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb0
-    o(Op::VCmpxLtI16, "v_cmpx_lt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb1
-    o(Op::VCmpxEqI16, "v_cmpx_eq_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb2
-    o(Op::VCmpxLeI16, "v_cmpx_le_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb3
-    o(Op::VCmpxGtI16, "v_cmpx_gt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb4
-    o(Op::VCmpxNeI16, "v_cmpx_ne_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb5
-    o(Op::VCmpxGeI16, "v_cmpx_ge_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb6
-    o(Op::VCmpxTI16, "v_cmpx_t_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb7
-    o(Op::VCmpxFU16, "v_cmpx_f_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb8
-    o(Op::VCmpxLtU16, "v_cmpx_lt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xb9
-    o(Op::VCmpxEqU16, "v_cmpx_eq_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xba
-    o(Op::VCmpxLeU16, "v_cmpx_le_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xbb
-    o(Op::VCmpxGtU16, "v_cmpx_gt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xbc
-    o(Op::VCmpxNeU16, "v_cmpx_ne_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xbd
-    o(Op::VCmpxGeU16, "v_cmpx_ge_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xbe
-    o(Op::VCmpxTU16, "v_cmpx_t_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_SDWA, [MI, MI, MN]), // 0xbf
-    o(Op::VCmpFI32, "v_cmp_f_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc0
-    o(Op::VCmpLtI32, "v_cmp_lt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc1
-    o(Op::VCmpEqI32, "v_cmp_eq_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc2
-    o(Op::VCmpLeI32, "v_cmp_le_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc3
-    o(Op::VCmpGtI32, "v_cmp_gt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc4
-    o(Op::VCmpNeI32, "v_cmp_ne_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc5
-    o(Op::VCmpGeI32, "v_cmp_ge_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc6
-    o(Op::VCmpTI32, "v_cmp_t_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc7
-    o(Op::VCmpFU32, "v_cmp_f_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc8
-    o(Op::VCmpLtU32, "v_cmp_lt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xc9
-    o(Op::VCmpEqU32, "v_cmp_eq_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xca
-    o(Op::VCmpLeU32, "v_cmp_le_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xcb
-    o(Op::VCmpGtU32, "v_cmp_gt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xcc
-    o(Op::VCmpNeU32, "v_cmp_ne_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xcd
-    o(Op::VCmpGeU32, "v_cmp_ge_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xce
-    o(Op::VCmpTU32, "v_cmp_t_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xcf
-    o(Op::VCmpxFI32, "v_cmpx_f_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd0
-    o(Op::VCmpxLtI32, "v_cmpx_lt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd1
-    o(Op::VCmpxEqI32, "v_cmpx_eq_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd2
-    o(Op::VCmpxLeI32, "v_cmpx_le_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd3
-    o(Op::VCmpxGtI32, "v_cmpx_gt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd4
-    o(Op::VCmpxNeI32, "v_cmpx_ne_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd5
-    o(Op::VCmpxGeI32, "v_cmpx_ge_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd6
-    o(Op::VCmpxTI32, "v_cmpx_t_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd7
-    o(Op::VCmpxFU32, "v_cmpx_f_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd8
-    o(Op::VCmpxLtU32, "v_cmpx_lt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xd9
-    o(Op::VCmpxEqU32, "v_cmpx_eq_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xda
-    o(Op::VCmpxLeU32, "v_cmpx_le_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xdb
-    o(Op::VCmpxGtU32, "v_cmpx_gt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xdc
-    o(Op::VCmpxNeU32, "v_cmpx_ne_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xdd
-    o(Op::VCmpxGeU32, "v_cmpx_ge_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xde
-    o(Op::VCmpxTU32, "v_cmpx_t_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN]), // 0xdf
-    o(Op::VCmpFI64, "v_cmp_f_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe0
-    o(Op::VCmpLtI64, "v_cmp_lt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe1
-    o(Op::VCmpEqI64, "v_cmp_eq_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe2
-    o(Op::VCmpLeI64, "v_cmp_le_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe3
-    o(Op::VCmpGtI64, "v_cmp_gt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe4
-    o(Op::VCmpNeI64, "v_cmp_ne_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe5
-    o(Op::VCmpGeI64, "v_cmp_ge_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe6
-    o(Op::VCmpTI64, "v_cmp_t_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe7
-    o(Op::VCmpFU64, "v_cmp_f_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe8
-    o(Op::VCmpLtU64, "v_cmp_lt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xe9
-    o(Op::VCmpEqU64, "v_cmp_eq_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xea
-    o(Op::VCmpLeU64, "v_cmp_le_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xeb
-    o(Op::VCmpGtU64, "v_cmp_gt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xec
-    o(Op::VCmpNeU64, "v_cmp_ne_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xed
-    o(Op::VCmpGeU64, "v_cmp_ge_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xee
-    o(Op::VCmpTU64, "v_cmp_t_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xef
-    o(Op::VCmpxFI64, "v_cmpx_f_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf0
-    o(Op::VCmpxLtI64, "v_cmpx_lt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf1
-    o(Op::VCmpxEqI64, "v_cmpx_eq_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf2
-    o(Op::VCmpxLeI64, "v_cmpx_le_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf3
-    o(Op::VCmpxGtI64, "v_cmpx_gt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf4
-    o(Op::VCmpxNeI64, "v_cmpx_ne_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf5
-    o(Op::VCmpxGeI64, "v_cmpx_ge_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf6
-    o(Op::VCmpxTI64, "v_cmpx_t_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf7
-    o(Op::VCmpxFU64, "v_cmpx_f_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf8
-    o(Op::VCmpxLtU64, "v_cmpx_lt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xf9
-    o(Op::VCmpxEqU64, "v_cmpx_eq_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfa
-    o(Op::VCmpxLeU64, "v_cmpx_le_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfb
-    o(Op::VCmpxGtU64, "v_cmpx_gt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfc
-    o(Op::VCmpxNeU64, "v_cmpx_ne_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfd
-    o(Op::VCmpxGeU64, "v_cmpx_ge_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xfe
-    o(Op::VCmpxTU64, "v_cmpx_t_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN]), // 0xff
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    None,
+    o(Op::VCmpFI16, "v_cmp_f_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa0
+    o(Op::VCmpLtI16, "v_cmp_lt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa1
+    o(Op::VCmpEqI16, "v_cmp_eq_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa2
+    o(Op::VCmpLeI16, "v_cmp_le_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa3
+    o(Op::VCmpGtI16, "v_cmp_gt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa4
+    o(Op::VCmpNeI16, "v_cmp_ne_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa5
+    o(Op::VCmpGeI16, "v_cmp_ge_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa6
+    o(Op::VCmpTI16, "v_cmp_t_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa7
+    o(Op::VCmpFU16, "v_cmp_f_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa8
+    o(Op::VCmpLtU16, "v_cmp_lt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xa9
+    o(Op::VCmpEqU16, "v_cmp_eq_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xaa
+    o(Op::VCmpLeU16, "v_cmp_le_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xab
+    o(Op::VCmpGtU16, "v_cmp_gt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xac
+    o(Op::VCmpNeU16, "v_cmp_ne_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xad
+    o(Op::VCmpGeU16, "v_cmp_ge_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xae
+    o(Op::VCmpTU16, "v_cmp_t_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xaf
+    o(Op::VCmpxFI16, "v_cmpx_f_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb0
+    o(Op::VCmpxLtI16, "v_cmpx_lt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb1
+    o(Op::VCmpxEqI16, "v_cmpx_eq_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb2
+    o(Op::VCmpxLeI16, "v_cmpx_le_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb3
+    o(Op::VCmpxGtI16, "v_cmpx_gt_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb4
+    o(Op::VCmpxNeI16, "v_cmpx_ne_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb5
+    o(Op::VCmpxGeI16, "v_cmpx_ge_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb6
+    o(Op::VCmpxTI16, "v_cmpx_t_i16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb7
+    o(Op::VCmpxFU16, "v_cmpx_f_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb8
+    o(Op::VCmpxLtU16, "v_cmpx_lt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xb9
+    o(Op::VCmpxEqU16, "v_cmpx_eq_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xba
+    o(Op::VCmpxLeU16, "v_cmpx_le_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xbb
+    o(Op::VCmpxGtU16, "v_cmpx_gt_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xbc
+    o(Op::VCmpxNeU16, "v_cmpx_ne_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xbd
+    o(Op::VCmpxGeU16, "v_cmpx_ge_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xbe
+    o(Op::VCmpxTU16, "v_cmpx_t_u16_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_I16_SRC0 | F_LIT16 | F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xbf
+    o(Op::VCmpFI32, "v_cmp_f_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc0
+    o(Op::VCmpLtI32, "v_cmp_lt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc1
+    o(Op::VCmpEqI32, "v_cmp_eq_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc2
+    o(Op::VCmpLeI32, "v_cmp_le_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc3
+    o(Op::VCmpGtI32, "v_cmp_gt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc4
+    o(Op::VCmpNeI32, "v_cmp_ne_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc5
+    o(Op::VCmpGeI32, "v_cmp_ge_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc6
+    o(Op::VCmpTI32, "v_cmp_t_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc7
+    o(Op::VCmpFU32, "v_cmp_f_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc8
+    o(Op::VCmpLtU32, "v_cmp_lt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xc9
+    o(Op::VCmpEqU32, "v_cmp_eq_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xca
+    o(Op::VCmpLeU32, "v_cmp_le_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xcb
+    o(Op::VCmpGtU32, "v_cmp_gt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xcc
+    o(Op::VCmpNeU32, "v_cmp_ne_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xcd
+    o(Op::VCmpGeU32, "v_cmp_ge_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xce
+    o(Op::VCmpTU32, "v_cmp_t_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xcf
+    o(Op::VCmpxFI32, "v_cmpx_f_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd0
+    o(Op::VCmpxLtI32, "v_cmpx_lt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd1
+    o(Op::VCmpxEqI32, "v_cmpx_eq_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd2
+    o(Op::VCmpxLeI32, "v_cmpx_le_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd3
+    o(Op::VCmpxGtI32, "v_cmpx_gt_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd4
+    o(Op::VCmpxNeI32, "v_cmpx_ne_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd5
+    o(Op::VCmpxGeI32, "v_cmpx_ge_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd6
+    o(Op::VCmpxTI32, "v_cmpx_t_i32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd7
+    o(Op::VCmpxFU32, "v_cmpx_f_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd8
+    o(Op::VCmpxLtU32, "v_cmpx_lt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xd9
+    o(Op::VCmpxEqU32, "v_cmpx_eq_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xda
+    o(Op::VCmpxLeU32, "v_cmpx_le_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xdb
+    o(Op::VCmpxGtU32, "v_cmpx_gt_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xdc
+    o(Op::VCmpxNeU32, "v_cmpx_ne_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xdd
+    o(Op::VCmpxGeU32, "v_cmpx_ge_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xde
+    o(Op::VCmpxTU32, "v_cmpx_t_u32_e32", &[s(Vcc, 2), s(S0, 1), s(S1, 1)], ImmFmt::None, F_SDWA, [MI, MI, MN], [MN, MN, MN]), // 0xdf
+    o(Op::VCmpFI64, "v_cmp_f_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe0
+    o(Op::VCmpLtI64, "v_cmp_lt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe1
+    o(Op::VCmpEqI64, "v_cmp_eq_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe2
+    o(Op::VCmpLeI64, "v_cmp_le_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe3
+    o(Op::VCmpGtI64, "v_cmp_gt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe4
+    o(Op::VCmpNeI64, "v_cmp_ne_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe5
+    o(Op::VCmpGeI64, "v_cmp_ge_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe6
+    o(Op::VCmpTI64, "v_cmp_t_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe7
+    o(Op::VCmpFU64, "v_cmp_f_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe8
+    o(Op::VCmpLtU64, "v_cmp_lt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xe9
+    o(Op::VCmpEqU64, "v_cmp_eq_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xea
+    o(Op::VCmpLeU64, "v_cmp_le_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xeb
+    o(Op::VCmpGtU64, "v_cmp_gt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xec
+    o(Op::VCmpNeU64, "v_cmp_ne_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xed
+    o(Op::VCmpGeU64, "v_cmp_ge_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xee
+    o(Op::VCmpTU64, "v_cmp_t_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xef
+    o(Op::VCmpxFI64, "v_cmpx_f_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf0
+    o(Op::VCmpxLtI64, "v_cmpx_lt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf1
+    o(Op::VCmpxEqI64, "v_cmpx_eq_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf2
+    o(Op::VCmpxLeI64, "v_cmpx_le_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf3
+    o(Op::VCmpxGtI64, "v_cmpx_gt_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf4
+    o(Op::VCmpxNeI64, "v_cmpx_ne_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf5
+    o(Op::VCmpxGeI64, "v_cmpx_ge_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf6
+    o(Op::VCmpxTI64, "v_cmpx_t_i64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf7
+    o(Op::VCmpxFU64, "v_cmpx_f_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf8
+    o(Op::VCmpxLtU64, "v_cmpx_lt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xf9
+    o(Op::VCmpxEqU64, "v_cmpx_eq_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfa
+    o(Op::VCmpxLeU64, "v_cmpx_le_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfb
+    o(Op::VCmpxGtU64, "v_cmpx_gt_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfc
+    o(Op::VCmpxNeU64, "v_cmpx_ne_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfd
+    o(Op::VCmpxGeU64, "v_cmpx_ge_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xfe
+    o(Op::VCmpxTU64, "v_cmpx_t_u64_e32", &[s(Vcc, 2), s(S0, 2), s(S1, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0xff
 ];
 

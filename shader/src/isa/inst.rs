@@ -102,6 +102,8 @@ pub struct Modifiers {
     pub glc: bool,
     pub slc: bool,
     pub lds: bool,
+    /// gfx90a FLAT/MUBUF: system coherence (sc1 on later targets).
+    pub scc: bool,
     pub offen: bool,
     pub idxen: bool,
     pub gds: bool,

@@ -71,6 +71,8 @@ pub enum DecodeError {
     UnknownOpcode { encoding: Encoding, opcode: u32, word: u32 },
     #[error("{encoding} operand value {value} (word {word:#010x}) names no register or constant")]
     InvalidOperand { encoding: Encoding, value: u32, word: u32 },
+    #[error("{what} {value} of word {word:#010x} is reserved")]
+    Reserved { what: &'static str, value: u32, word: u32 },
     #[error("{name} has no {form} form (word {word:#010x})")]
     NoSuchForm { form: &'static str, name: &'static str, word: u32 },
 }

@@ -114,7 +114,9 @@ pub fn source(value: u16, count: u8, literal: Option<u32>) -> Option<Operand> {
 /// The first register of a scalar tuple of `count` dwords named by `index`.
 /// Only s0-s101 and ttmp0-15 align; the named registers (vcc, exec, ...) are taken as named.
 pub fn align_sgpr(index: u8, count: u8) -> u8 {
-    if !(index < 102 || (108..=123).contains(&index)) {
+    // Named registers, and tuples no scalar instruction has (an MFMA C matrix named by an
+    // SGPR), are taken as they are.
+    if !(index < 102 || (108..=123).contains(&index)) || count > 16 {
         return index;
     }
     match count {

@@ -110,6 +110,9 @@ pub const F_I16_SRC0: u16 = 1 << 11;
 pub const F_I16_SRC1: u16 = 1 << 12;
 pub const F_I16_SRC2: u16 = 1 << 13;
 
+/// VOP1/VOP2/VOPC: src0 is a 16-bit operand (a literal prints as its low half).
+pub const F_LIT16: u16 = 1 << 14;
+
 /// Which source modifiers an operand takes (and LLVM prints).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SrcMods {
@@ -139,7 +142,9 @@ pub struct OpInfo {
     pub imm: ImmFmt,
     /// `F_*` bits.
     pub flags: u16,
-    /// The modifiers src0..2 take: of the VOP3/VOP3P form in those tables, of the SDWA and DPP
-    /// forms in the VOP1/VOP2/VOPC tables.
+    /// The modifiers src0..2 take: of the VOP3/VOP3P form in those tables, of the SDWA form in
+    /// the VOP1/VOP2/VOPC tables.
     pub mods: [SrcMods; 3],
+    /// The modifiers src0..1 take in the DPP form (VOP1/VOP2/VOPC).
+    pub dpp_mods: [SrcMods; 3],
 }

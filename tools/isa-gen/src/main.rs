@@ -33,6 +33,8 @@ struct Probe {
     /// Source modifiers LLVM prints for src0..2 (`MN` none, `MF` neg/abs, `MI` sext): of the
     /// VOP3/VOP3P form in those tables, of the SDWA form in the VOP1/VOP2/VOPC tables.
     mods: [&'static str; 3],
+    /// The same for the DPP form (VOP1/VOP2/VOPC).
+    dpp_mods: [&'static str; 3],
 }
 
 /// One encoding of a target: its table name, opcode-field size and probe builder.
@@ -129,7 +131,8 @@ fn gfx9_encodings() -> Vec<Enc> {
         },
         Enc {
             name: "VOP3",
-            count: 1024,
+            // Opcodes 0x380-0x3ff are the VOP3P encoding.
+            count: 0x380,
             id_mask: 0xffff_0000,
             optional: &[(1, 0x1ff << 9), (1, 0x1ff << 18), (0, 0xff), (1, 0x1ff)],
             imm: false,
@@ -244,8 +247,14 @@ fn split_operands(ops: &str) -> Vec<String> {
 fn classify(enc: &str, text: &str, variant: u32) -> Result<Probe, String> {
     let text = text.trim();
     let (name, rest) = text.split_once(' ').unwrap_or((text, ""));
-    let mut probe =
-        Probe { name: name.to_string(), slots: Vec::new(), imm: "None", flags: BTreeSet::new(), mods: ["MN"; 3] };
+    let mut probe = Probe {
+        name: name.to_string(),
+        slots: Vec::new(),
+        imm: "None",
+        flags: BTreeSet::new(),
+        mods: ["MN"; 3],
+        dpp_mods: ["MN"; 3],
+    };
     let rest = rest.trim();
     // SOPP's operand may contain spaces (s_waitcnt vmcnt(..) lgkmcnt(..)).
     let mut ops = if enc == "SOPP" && !rest.is_empty() { vec![rest.to_string()] } else { split_operands(rest) };
@@ -619,6 +628,11 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
     const OMOD: u32 = 6;
     const GLC: u32 = 7;
     const INT16: u32 = 8;
+    const LIT16: u32 = 9;
+    const DPP_MODS: u32 = 10;
+    const SDWA_PLAIN: u32 = 11;
+    // DPP neg (and abs) of src0, then of src1.
+    const DPP_MOD_BITS: [u32; 4] = [1 << 20, 3 << 20, 1 << 22, 3 << 22];
     let mut probes = Vec::new();
     for (&op, &shape) in shapes_of {
         let base = build(enc, op, shape, 0);
@@ -632,14 +646,30 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                 };
                 let src1_mods = if enc.name == "VOP1" { 0 } else { 1 };
                 for (kind, src0, dword) in [
-                    (SDWA_FP, 249, sdwa | 3 << 20 | (src1_mods * (3 << 28))),
-                    (SDWA_INT, 249, sdwa | 1 << 19 | (src1_mods * (1 << 27))),
+                    (SDWA_PLAIN, 249, sdwa),
+                    // One source at a time: an operand may take float or integer modifiers.
+                    (SDWA_FP, 249, sdwa | 3 << 20),
+                    (SDWA_INT, 249, sdwa | 1 << 19),
+                    (SDWA_FP + 16, 249, sdwa | (src1_mods * (3 << 28))),
+                    (SDWA_INT + 16, 249, sdwa | (src1_mods * (1 << 27))),
                     (DPP, 250, 0xff00_e414),
                 ] {
                     let mut words = base.clone();
                     words[0] = (words[0] & !0x1ff) | src0;
                     words[1] = dword;
                     probes.push((op, kind, 0, words));
+                }
+                // A literal src0: a 16-bit operand prints its low half.
+                let mut words = base.clone();
+                words[0] = (words[0] & !0x1ff) | 255;
+                words[1] = LITERAL;
+                probes.push((op, LIT16, 0, words));
+                // DPP source modifiers, one source at a time (neg, then neg and abs).
+                for (j, bits) in DPP_MOD_BITS.iter().enumerate() {
+                    let mut words = base.clone();
+                    words[0] = (words[0] & !0x1ff) | 250;
+                    words[1] = 0xff00_e414 | bits;
+                    probes.push((op, DPP_MODS + 16 * (1 + j as u32), 0, words));
                 }
                 // src0 = 1.0: a 16-bit integer operand prints it as the f16 bits 0x3c00.
                 let mut words = base.clone();
@@ -723,13 +753,14 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
             }
             words
         };
-        if let Some(t) = printed.get(&(op, SDWA_FP, 0)).filter(|t| first(t).ends_with("_sdwa")) {
+        if printed.get(&(op, SDWA_PLAIN, 0)).is_some_and(|t| first(t).ends_with("_sdwa")) {
             probe.flags.insert("F_SDWA");
-            learn(t, probe);
         }
-        if let Some(t) = printed.get(&(op, SDWA_INT, 0)).filter(|t| first(t).ends_with("_sdwa")) {
-            probe.flags.insert("F_SDWA");
-            learn(t, probe);
+        for key in [SDWA_FP, SDWA_INT, SDWA_FP + 16, SDWA_INT + 16] {
+            if let Some(t) = printed.get(&(op, key, 0)).filter(|t| first(t).ends_with("_sdwa")) {
+                probe.flags.insert("F_SDWA");
+                learn(t, probe);
+            }
         }
         if printed.get(&(op, DPP, 0)).is_some_and(|t| first(t).ends_with("_dpp")) {
             probe.flags.insert("F_DPP");
@@ -768,6 +799,23 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                     && printed_operand(t, srcs.get(i).copied()).is_some_and(|o| o.contains("0x3c00"))
             }) {
                 probe.flags.insert(["F_I16_SRC0", "F_I16_SRC1", "F_I16_SRC2"][i]);
+            }
+        }
+        if printed
+            .get(&(op, LIT16, 0))
+            .is_some_and(|t| printed_operand(t, srcs.first().copied()).is_some_and(|o| o == "0x5678"))
+        {
+            probe.flags.insert("F_LIT16");
+        }
+        for j in 0..DPP_MOD_BITS.len() {
+            if let Some(t) = printed.get(&(op, DPP_MODS + 16 * (1 + j as u32), 0)) {
+                let src = j / 2;
+                let (kinds, _) = printed_mods(t);
+                if let Some(k) = srcs.get(src).and_then(|&at| kinds.get(at)) {
+                    if *k != "MN" {
+                        probe.dpp_mods[src] = k;
+                    }
+                }
             }
         }
         if printed.get(&(op, GLC, 0)).is_some_and(|t| printed_mods(t).1.iter().any(|w| w == "glc")) {
@@ -835,8 +883,8 @@ fn main() {
     std::fs::write(root.join("op.rs"), op_rs).unwrap();
     for (t, tables) in per_target {
         let mut rs = header(&format!("the opcode tables of {t}."));
-        rs.push_str("use super::op::Op;\nuse super::table::Field::*;\n#[allow(unused_imports)]\nuse super::table::{a, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SWIZZLE, F_VSRC0, MF, MI, MN};\n\n");
-        rs.push_str("#[allow(dead_code)]\nconst fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16, mods: [SrcMods; 3]) -> Option<OpInfo> {\n    Some(OpInfo { op, name, slots, imm, flags, mods })\n}\n\n");
+        rs.push_str("use super::op::Op;\nuse super::table::Field::*;\n#[allow(unused_imports)]\nuse super::table::{a, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_LIT16, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SWIZZLE, F_VSRC0, MF, MI, MN};\n\n");
+        rs.push_str("#[allow(dead_code)]\nconst fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16, mods: [SrcMods; 3], dpp_mods: [SrcMods; 3]) -> Option<OpInfo> {\n    Some(OpInfo { op, name, slots, imm, flags, mods, dpp_mods })\n}\n\n");
         for (enc, (count, ops)) in &tables {
             writeln!(rs, "/// {enc}: {} of {count} opcode values are instructions.", ops.len()).unwrap();
             writeln!(rs, "pub static {enc}: [Option<OpInfo>; {count}] = [").unwrap();
@@ -859,12 +907,13 @@ fn main() {
                         };
                         writeln!(
                             rs,
-                            "    o(Op::{}, \"{}\", &[{}], ImmFmt::{}, {flags}, [{}]), // {op:#x}",
+                            "    o(Op::{}, \"{}\", &[{}], ImmFmt::{}, {flags}, [{}], [{}]), // {op:#x}",
                             camel(base_name(&p.name)),
                             p.name,
                             slots.join(", "),
                             p.imm,
-                            p.mods.join(", ")
+                            p.mods.join(", "),
+                            p.dpp_mods.join(", ")
                         )
                         .unwrap();
                     }
