@@ -9,7 +9,7 @@ pub struct Package {
 }
 
 /// Every package the tests need.
-pub const REQUIRED: [Package; 11] = [
+pub const REQUIRED: [Package; 13] = [
     // /usr/include/linux/kfd_ioctl.h (KFD 1.11 on bookworm) and linux/fuse.h.
     Package { name: "linux-libc-dev", why: "linux/kfd_ioctl.h for the uapi ABI test" },
     // /usr/include/libdrm/drm.h: kfd_ioctl.h includes <drm/drm.h>.
@@ -34,6 +34,10 @@ pub const REQUIRED: [Package; 11] = [
     Package { name: "libamdhip64-dev", why: "HIP headers and runtime for the HIP corpus" },
     // /usr/lib/x86_64-linux-gnu/amdgcn/bitcode: ocml/ockl, which every device compile links.
     Package { name: "rocm-device-libs", why: "the device libraries hipcc links into GPU code" },
+    // clang-15 (amdgcn OpenCL C) and llvm-15 (llvm-mc-15, llvm-objdump-15, llvm-objcopy-15):
+    // the shader decoder's differential test and tools/isa-gen.
+    Package { name: "clang-15", why: "compiles the shader decoder's gfx90a test kernels" },
+    Package { name: "llvm-15", why: "llvm-mc-15/llvm-objdump-15, the shader decoder's oracle" },
 ];
 
 /// The packages the device tier needs when it boots a VM (the running kernel has no CUSE).

@@ -1,0 +1,16 @@
+//! The soft shader core: runs AMD GPU machine code on the CPU.
+//!
+//! Today it decodes: [`isa::decode`] turns the bytes of a code object's `.text` into typed
+//! [`isa::Instruction`]s for gfx90a (SOP1, SOP2, SOPK, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC,
+//! VOP3a/b, VOP3P incl. MFMA, DS, FLAT/GLOBAL/SCRATCH, MUBUF; SDWA and DPP forms; literals and
+//! inline constants), each carrying a dense [`isa::Op`] to dispatch on and printing itself in
+//! LLVM's syntax. MTBUF, MIMG, EXP and VINTRP words are exact `UnsupportedEncoding` errors.
+//! Wave state, execution and memory will sit beside `isa` (`wave`, `exec`, `mem`).
+//!
+//! The opcode tables (`src/isa/op.rs`, `src/isa/gfx90a.rs`) are generated offline from LLVM
+//! 15.0.6's AMDGPU disassembler (Debian's llvm-15) and checked in; to regenerate them, from the
+//! workspace root: `cargo run -p isa-gen -- gfx90a` (it needs `llvm-mc-15`). The tests in
+//! `tests/llvm_diff.rs` check the decoder against `llvm-objdump-15` and `llvm-mc-15`.
+#![forbid(unsafe_code)]
+
+pub mod isa;
