@@ -1,7 +1,10 @@
 //! Wait timeouts: one thread sleeping until the earliest deadline, not a thread per wait.
+//!
+//! The thread sleeps on a [`Sleeper`] and fires in a busy section (see crate::fork): a fork
+//! never finds it inside parking_lot.
 
 use super::wait::WaitId;
-use parking_lot::{Condvar, Mutex};
+use crate::fork::Sleeper;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -19,13 +22,14 @@ struct State {
 /// Calls `fire(pid, wait)` once each armed deadline passes (a wait that completed meanwhile
 /// is simply not found by then).
 pub struct Timer {
-    shared: Arc<(Mutex<State>, Condvar)>,
+    shared: Arc<Sleeper<State>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Timer {
     pub fn new(fire: Fire) -> Timer {
-        let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
+        crate::fork::install();
+        let shared = Arc::new(Sleeper::new(State::default()));
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("kfd-timer".into())
@@ -35,23 +39,21 @@ impl Timer {
     }
 
     pub fn arm(&self, deadline: Instant, pid: u32, wait: WaitId) {
-        let (lock, cv) = &*self.shared;
-        let mut st = lock.lock();
+        let mut st = self.shared.lock();
         let earliest = st.heap.peek().is_none_or(|Reverse((d, _, _))| deadline < *d);
         st.heap.push(Reverse((deadline, pid, wait)));
         if earliest {
-            cv.notify_one();
+            self.shared.notify_one();
         }
     }
 
     pub fn armed(&self) -> usize {
-        self.shared.0.lock().heap.len()
+        self.shared.lock().heap.len()
     }
 }
 
-fn run(shared: &(Mutex<State>, Condvar), fire: &(dyn Fn(u32, WaitId) + Send + Sync)) {
-    let (lock, cv) = shared;
-    let mut st = lock.lock();
+fn run(shared: &Sleeper<State>, fire: &(dyn Fn(u32, WaitId) + Send + Sync)) {
+    let mut st = shared.lock();
     loop {
         if st.stop {
             return;
@@ -61,27 +63,25 @@ fn run(shared: &(Mutex<State>, Condvar), fire: &(dyn Fn(u32, WaitId) + Send + Sy
             Some(Reverse((deadline, pid, wait))) if deadline <= now => {
                 st.heap.pop();
                 drop(st);
-                fire(pid, wait);
-                st = lock.lock();
+                {
+                    let _busy = crate::fork::busy();
+                    fire(pid, wait);
+                }
+                st = shared.lock();
             }
-            Some(Reverse((deadline, _, _))) => {
-                _ = cv.wait_for(&mut st, deadline - now);
-            }
-            None => cv.wait(&mut st),
+            Some(Reverse((deadline, _, _))) => st = shared.wait_for(st, deadline - now).0,
+            None => st = shared.wait(st),
         }
     }
 }
 
 impl Drop for Timer {
     fn drop(&mut self) {
-        {
-            let (lock, cv) = &*self.shared;
-            lock.lock().stop = true;
-            cv.notify_all();
-        }
+        self.shared.lock().stop = true;
+        self.shared.notify_all();
         if let Some(t) = self.thread.take() {
             if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+                let _ = crate::fork::idle(|| t.join());
             }
         }
     }
