@@ -212,4 +212,38 @@ mod tests {
         idle(|| ());
         assert_eq!(DEPTH.with(Cell::get), 0, "idle outside a section does nothing");
     }
+
+    /// The prepare handler returns only once a thread's busy section has ended, and holds new
+    /// sections off until the parent handler runs. (The other tests of this binary are held off
+    /// for that moment too: their device threads wait, nothing fails.)
+    #[test]
+    fn the_prepare_handler_waits_for_busy_sections_and_holds_new_ones_off() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{mpsc, Arc};
+        use std::time::Instant;
+        const HELD: Duration = Duration::from_millis(100);
+        let (entered, in_section) = mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            let b = busy();
+            entered.send(Instant::now()).unwrap();
+            std::thread::sleep(HELD);
+            drop(b);
+        });
+        let since = in_section.recv().unwrap();
+        prepare();
+        assert!(since.elapsed() >= HELD, "prepare returned while a busy section was open");
+        let started = Arc::new(AtomicBool::new(false));
+        let s = started.clone();
+        let late = std::thread::spawn(move || {
+            let _b = busy();
+            s.store(true, SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let held_off = !started.load(SeqCst);
+        parent();
+        late.join().unwrap();
+        worker.join().unwrap();
+        assert!(held_off, "a busy section began during a fork");
+        assert!(started.load(SeqCst));
+    }
 }
