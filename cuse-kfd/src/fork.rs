@@ -17,12 +17,12 @@
 //! So the device keeps out of that table at every moment a fork can copy it:
 //!
 //! - its threads sleep only on std's futex-based `Mutex`/`Condvar` (the wait state lives in the
-//!   object, nothing global): see [`Sleeper`];
+//!   object, nothing global): see `Sleeper`;
 //! - what they do between sleeps (everything that may take the device's parking_lot locks) is a
-//!   [`busy`] section, and a pthread_atfork prepare handler waits, before fork copies anything,
+//!   `busy` section, and a pthread_atfork prepare handler waits, before fork copies anything,
 //!   until no thread of a device is in one, holding new ones off until fork returns. A wait
 //!   inside a busy section for another device thread (a remover waiting for the engine, a join)
-//!   is made [`idle`] and holds no device lock, so the handler cannot wait on it;
+//!   is made `idle` and holds no device lock, so the handler cannot wait on it;
 //! - the child handler starts a new [`epoch`]: handles made before it are the parent's, and the
 //!   embedded front end answers them without touching the device (amdkfd's EBADF).
 //!
@@ -52,7 +52,7 @@ thread_local! {
 
 /// Registers the fork handlers (once per process); every device calls it before it starts a
 /// thread.
-pub fn install() {
+pub(crate) fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: the three handlers are `extern "C"` functions of this module that live as long
@@ -72,12 +72,12 @@ pub fn epoch() -> u64 {
 
 /// A busy section of this thread (see the module documentation); ends on drop.
 #[must_use]
-pub struct Busy {
+pub(crate) struct Busy {
     _this_thread: PhantomData<*const ()>,
 }
 
 /// Starts a busy section; waits while a fork is under way.
-pub fn busy() -> Busy {
+pub(crate) fn busy() -> Busy {
     DEPTH.with(|d| {
         if d.get() == 0 {
             join();
@@ -101,7 +101,7 @@ impl Drop for Busy {
 /// Runs `f`, a wait that holds no device lock, outside this thread's busy section (if it is in
 /// one), so that a fork need not wait for it; the section goes on after it (waiting while a fork
 /// is under way).
-pub fn idle<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn idle<R>(f: impl FnOnce() -> R) -> R {
     struct Rejoin(usize);
     impl Drop for Rejoin {
         fn drop(&mut self) {
@@ -162,7 +162,7 @@ extern "C" fn child() {
 /// object (a futex word), never in parking_lot's global table (see the module documentation).
 /// Poisoning is ignored: the values are flags and counters, whole after any panic.
 #[derive(Default)]
-pub struct Sleeper<T> {
+pub(crate) struct Sleeper<T> {
     value: Mutex<T>,
     cv: Condvar,
 }

@@ -1,6 +1,6 @@
 //! Wait timeouts: one thread sleeping until the earliest deadline, not a thread per wait.
 //!
-//! The thread sleeps on a [`Sleeper`] and fires in a busy section (see crate::fork): a fork
+//! The thread sleeps on a `Sleeper` and fires in a busy section (see crate::fork): a fork
 //! never finds it inside parking_lot.
 
 use super::wait::WaitId;
