@@ -16,6 +16,7 @@ pub mod device;
 pub mod engine;
 pub mod event;
 pub mod faults;
+pub mod fork;
 pub mod frontend;
 pub mod ioctl;
 pub mod memory;

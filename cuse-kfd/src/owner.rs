@@ -188,11 +188,17 @@ impl OwnerWatch {
     pub fn new(owners: Owners, reap: Reap) -> OwnerWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        crate::fork::install();
         let thread = std::thread::Builder::new()
             .name("kfd-owners".into())
             .spawn(move || {
+                // Listing owners and reaping are device work (see crate::fork); the poll and the
+                // sleeps are not.
                 while !s.load(Ordering::Acquire) {
-                    let live = owners();
+                    let live = {
+                        let _busy = crate::fork::busy();
+                        owners()
+                    };
                     let mut fds: Vec<_> = live
                         .iter()
                         .map(|o| nix::poll::PollFd::new(o.pidfd.as_fd(), nix::poll::PollFlags::POLLIN))
@@ -209,6 +215,7 @@ impl OwnerWatch {
                     }
                     drop(fds);
                     drop(live);
+                    let _busy = crate::fork::busy();
                     reap();
                 }
             })
@@ -223,7 +230,7 @@ impl Drop for OwnerWatch {
         if let Some(t) = self.thread.take() {
             // The watch may itself drop the last handle on the device it serves.
             if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+                let _ = crate::fork::idle(|| t.join());
             }
         }
     }

@@ -23,6 +23,7 @@ use crate::event::registry::WaitRegistry;
 use crate::event::wait::Completion;
 use crate::event::EventTable;
 use crate::faults::Faults;
+use crate::fork::Sleeper;
 use crate::memory::backing::BackingFile;
 use crate::memory::sigbus;
 use crate::memory::vm::{GpuVa, VmFault};
@@ -30,7 +31,7 @@ use crate::process::Process;
 use crate::queue::{Queue, QueueType};
 use crate::trace::Trace;
 use aql::QueueRunner;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use ring::RingRunner;
 use runner::{LazyNow, PollCtx, Polled};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -234,10 +235,10 @@ struct Shared {
     waits: Arc<WaitRegistry>,
     registry: Mutex<Registry>,
     generation: AtomicU64,
-    acked: Mutex<u64>,
-    acked_cv: Condvar,
-    wake: Mutex<bool>,
-    wake_cv: Condvar,
+    /// The registry generation the engine has adopted (removers sleep on it).
+    acked: Sleeper<u64>,
+    /// Set to cut the engine's sleep short (the engine sleeps on it).
+    wake: Sleeper<bool>,
     parked: AtomicBool,
     stop: AtomicBool,
     packets_polls: AtomicU64,
@@ -253,6 +254,7 @@ pub struct Engine {
 impl Engine {
     /// An engine whose completed waits go to `waits`.
     pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>, waits: Arc<WaitRegistry>) -> Engine {
+        crate::fork::install();
         let shared = Arc::new(Shared {
             config,
             faults,
@@ -260,10 +262,8 @@ impl Engine {
             waits,
             registry: Mutex::new(Registry::default()),
             generation: AtomicU64::new(0),
-            acked: Mutex::new(0),
-            acked_cv: Condvar::new(),
-            wake: Mutex::new(false),
-            wake_cv: Condvar::new(),
+            acked: Sleeper::new(0),
+            wake: Sleeper::new(false),
             parked: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             packets_polls: AtomicU64::new(0),
@@ -306,17 +306,20 @@ impl Engine {
         if std::thread::current().id() == self.thread_id {
             return;
         }
-        let mut acked = self.shared.acked.lock();
-        while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
-            _ = self.shared.acked_cv.wait_for(&mut acked, Duration::from_millis(10));
-        }
+        // Waiting for the engine is no device work: a fork need not wait for it.
+        crate::fork::idle(|| {
+            let mut acked = self.shared.acked.lock();
+            while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
+                acked = self.shared.acked.wait_for(acked, Duration::from_millis(10)).0;
+            }
+        });
     }
 
     /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
     pub fn kick(&self) {
         if self.shared.parked.load(Ordering::Acquire) {
             *self.shared.wake.lock() = true;
-            self.shared.wake_cv.notify_one();
+            self.shared.wake.notify_one();
         }
     }
 
@@ -330,10 +333,10 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         *self.shared.wake.lock() = true;
-        self.shared.wake_cv.notify_one();
+        self.shared.wake.notify_one();
         if let Some(t) = self.thread.take() {
             if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+                let _ = crate::fork::idle(|| t.join());
             }
         }
     }
@@ -351,13 +354,16 @@ fn run(s: &Shared) {
     // after the last one polled, so no queue waits on others being added and removed.
     let mut cursor = 0usize;
     while !s.stop.load(Ordering::Acquire) {
+        // A pass is device work (it takes the device's locks); the spin, yield and sleep after
+        // it are not (see crate::fork).
+        let busy = crate::fork::busy();
         let generation = s.generation.load(Ordering::Acquire);
         if generation != seen {
             adopt(s, &mut runners);
             losses_seen = None;
             seen = generation;
             *s.acked.lock() = generation;
-            s.acked_cv.notify_all();
+            s.acked.notify_all();
             last_activity = Instant::now();
         }
         polls += 1;
@@ -404,6 +410,7 @@ fn run(s: &Shared) {
             sleep = Duration::from_micros(50);
             continue;
         }
+        drop(busy);
         let now = now.get();
         let idle = now.duration_since(last_activity);
         if idle < s.config.spin {
@@ -422,7 +429,7 @@ fn run(s: &Shared) {
         let mut woken = s.wake.lock();
         s.parked.store(true, Ordering::Release);
         if !*woken && s.generation.load(Ordering::Acquire) == seen {
-            _ = s.wake_cv.wait_for(&mut woken, timeout);
+            woken = s.wake.wait_for(woken, timeout).0;
         }
         s.parked.store(false, Ordering::Release);
         if std::mem::take(&mut *woken) {

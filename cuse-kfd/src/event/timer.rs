@@ -6,9 +6,12 @@
 //! with lazy deletion would keep a completed wait's entry until its deadline passed, up to the
 //! longest timeout, ~49 days, of waits at the rate clients can complete them; compacting it
 //! would need the same index anyway.)
+//!
+//! The thread sleeps on a `Sleeper` and fires in a busy section (see crate::fork): a fork
+//! never finds it inside parking_lot.
 
 use super::wait::WaitId;
-use parking_lot::{Condvar, Mutex};
+use crate::fork::Sleeper;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -68,13 +71,14 @@ struct State {
 
 /// Calls `fire(pid, wait)` once each armed deadline passes, unless the wait is cancelled first.
 pub struct Timer {
-    shared: Arc<(Mutex<State>, Condvar)>,
+    shared: Arc<Sleeper<State>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Timer {
     pub fn new(fire: Fire) -> Timer {
-        let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
+        crate::fork::install();
+        let shared = Arc::new(Sleeper::new(State::default()));
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("kfd-timer".into())
@@ -84,27 +88,25 @@ impl Timer {
     }
 
     pub fn arm(&self, deadline: Instant, pid: u32, wait: WaitId) {
-        let (lock, cv) = &*self.shared;
-        if lock.lock().deadlines.arm(deadline, pid, wait) {
-            cv.notify_one();
+        if self.shared.lock().deadlines.arm(deadline, pid, wait) {
+            self.shared.notify_one();
         }
     }
 
     /// Forgets the deadline of `wait` (it ended first); returns whether it was armed.
     pub fn cancel(&self, wait: WaitId) -> bool {
         // The thread may sleep toward this deadline; waking it early costs one spurious look.
-        self.shared.0.lock().deadlines.cancel(wait)
+        self.shared.lock().deadlines.cancel(wait)
     }
 
     /// How many deadlines are armed.
     pub fn armed(&self) -> usize {
-        self.shared.0.lock().deadlines.len()
+        self.shared.lock().deadlines.len()
     }
 }
 
-fn run(shared: &(Mutex<State>, Condvar), fire: &(dyn Fn(u32, WaitId) + Send + Sync)) {
-    let (lock, cv) = shared;
-    let mut st = lock.lock();
+fn run(shared: &Sleeper<State>, fire: &(dyn Fn(u32, WaitId) + Send + Sync)) {
+    let mut st = shared.lock();
     loop {
         if st.stop {
             return;
@@ -112,27 +114,27 @@ fn run(shared: &(Mutex<State>, Condvar), fire: &(dyn Fn(u32, WaitId) + Send + Sy
         let now = Instant::now();
         if let Some((pid, wait)) = st.deadlines.pop_due(now) {
             drop(st);
-            fire(pid, wait);
-            st = lock.lock();
+            {
+                let _busy = crate::fork::busy();
+                fire(pid, wait);
+            }
+            st = shared.lock();
             continue;
         }
-        match st.deadlines.earliest() {
-            Some(deadline) => _ = cv.wait_for(&mut st, deadline - now),
-            None => cv.wait(&mut st),
-        }
+        st = match st.deadlines.earliest() {
+            Some(deadline) => shared.wait_for(st, deadline - now).0,
+            None => shared.wait(st),
+        };
     }
 }
 
 impl Drop for Timer {
     fn drop(&mut self) {
-        {
-            let (lock, cv) = &*self.shared;
-            lock.lock().stop = true;
-            cv.notify_all();
-        }
+        self.shared.lock().stop = true;
+        self.shared.notify_all();
         if let Some(t) = self.thread.take() {
             if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+                let _ = crate::fork::idle(|| t.join());
             }
         }
     }
@@ -141,6 +143,7 @@ impl Drop for Timer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parking_lot::Mutex;
     use std::time::Duration;
 
     #[test]

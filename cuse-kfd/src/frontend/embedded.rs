@@ -11,10 +11,11 @@
 //!
 //! After fork(2) the child has a copy of the device but none of its threads (engine, timer,
 //! owner watch), and locks other threads held stay held. So, as amdkfd does with a KFD fd
-//! inherited by a child, a file used in a process other than the one that opened it answers
-//! EBADF without touching the device, closing it there does nothing, and dropping the last
-//! handle on the device there leaks the copy instead of joining threads that do not exist. A
-//! child that wants the device makes its own [`Embedded`].
+//! inherited by a child, a handle made before a fork (an earlier [`crate::fork::epoch`]) is the
+//! parent's: a file used there answers EBADF without touching the device, closing it does
+//! nothing, and dropping the last handle on the device leaks the copy instead of joining threads
+//! that do not exist. A child that wants the device makes its own [`Embedded`]; crate::fork
+//! keeps the parent's devices out of the state that one inherits (parking_lot's global table).
 
 use crate::client::{Caller, FileId};
 use crate::device::{Device, DeviceConfig, DeviceError};
@@ -44,33 +45,41 @@ impl UserMemory for ProcessMemory {
 /// A device living in this process.
 pub struct Embedded {
     device: Arc<Device>,
-    /// The process that made the device: only there may its last handle drop.
-    creator: u32,
+    /// The fork epoch of the process that made the device: only there may its last handle drop.
+    epoch: u64,
 }
 
 impl Clone for Embedded {
     fn clone(&self) -> Embedded {
-        Embedded { device: self.device.clone(), creator: self.creator }
+        Embedded { device: self.device.clone(), epoch: self.epoch }
     }
 }
 
 impl Drop for Embedded {
     fn drop(&mut self) {
-        leak_in_child(&self.device, self.creator);
+        leak_in_child(&self.device, self.epoch);
     }
+}
+
+/// Whether handles of fork epoch `epoch` belong to this process (not to a process it was forked
+/// from).
+fn ours(epoch: u64) -> bool {
+    crate::fork::epoch() == epoch
 }
 
 /// In a forked child, a handle on the parent's device must never be the last one dropped
 /// (dropping the device joins threads the child does not have): leak one reference.
-fn leak_in_child(device: &Arc<Device>, creator: u32) {
-    if std::process::id() != creator {
+fn leak_in_child(device: &Arc<Device>, epoch: u64) {
+    if !ours(epoch) {
         std::mem::forget(Arc::clone(device));
     }
 }
 
 impl Embedded {
     pub fn new(config: &DeviceConfig) -> Result<Embedded, DeviceError> {
-        Ok(Embedded { device: Device::new(config)?, creator: std::process::id() })
+        crate::fork::install();
+        let epoch = crate::fork::epoch();
+        Ok(Embedded { device: Device::new(config)?, epoch })
     }
 
     pub fn device(&self) -> &Arc<Device> {
@@ -97,12 +106,12 @@ impl Embedded {
     }
 
     fn open_bound(&self, caller: Caller, owner_pid: u32) -> Result<EmbeddedFile, Errno> {
-        let me = std::process::id();
-        if me != self.creator {
+        if !ours(self.epoch) {
             return Err(Errno::ENODEV);
         }
         let file = self.device.open_bound(caller, owner_pid)?;
-        Ok(EmbeddedFile { device: self.device.clone(), file, caller, memory_pid: me, creator: self.creator })
+        let memory_pid = std::process::id();
+        Ok(EmbeddedFile { device: self.device.clone(), file, caller, memory_pid, epoch: self.epoch })
     }
 }
 
@@ -138,7 +147,7 @@ pub struct EmbeddedFile {
     file: FileId,
     caller: Caller,
     memory_pid: u32,
-    creator: u32,
+    epoch: u64,
 }
 
 impl EmbeddedFile {
@@ -211,7 +220,7 @@ impl EmbeddedFile {
     unsafe fn start_as(&self, caller: Caller, cmd: u32, arg: &[u8]) -> PendingIoctl {
         let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
-        if std::process::id() != self.creator {
+        if !ours(self.epoch) {
             // An inherited file in a forked child (amdkfd: "Using KFD FD in child process not
             // allowed"): answered here, the device's threads and locks are the parent's.
             let _ = tx.send(Reply::error(Errno::EBADF));
@@ -234,17 +243,17 @@ impl EmbeddedFile {
 
     /// Interrupts a started ioctl (as a signal to the caller would).
     pub fn interrupt(&self, pending: &PendingIoctl) -> bool {
-        std::process::id() == self.creator && self.device.interrupt(pending.tag)
+        ours(self.epoch) && self.device.interrupt(pending.tag)
     }
 }
 
 impl Drop for EmbeddedFile {
     fn drop(&mut self) {
         // In a forked child the file is the parent's: closing it there changes nothing.
-        if std::process::id() == self.creator {
+        if ours(self.epoch) {
             self.device.release(self.file);
         }
-        leak_in_child(&self.device, self.creator);
+        leak_in_child(&self.device, self.epoch);
     }
 }
 
