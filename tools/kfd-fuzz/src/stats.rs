@@ -27,6 +27,12 @@ impl Stats {
         *self.answers.entry(name).or_default().entry(key).or_insert(0) += 1;
     }
 
+    /// An operation that is not an ioctl (a hostile operation of the node target) and what it
+    /// gave ("ok", an errno's name, "skipped-...").
+    pub fn record_outcome(&mut self, name: &'static str, outcome: String) {
+        *self.answers.entry(name).or_default().entry(outcome).or_insert(0) += 1;
+    }
+
     pub fn merge(&mut self, other: &Stats) {
         self.ops += other.ops;
         self.ioctls += other.ioctls;
@@ -73,7 +79,7 @@ impl Stats {
             let parts: Vec<String> = h.iter().map(|(k, v)| format!("{k} {v}")).collect();
             s.push_str(&format!("  {name:<30} {}\n", parts.join(", ")));
         }
-        let reached = self.reached();
+        let reached: Vec<&str> = self.reached().into_iter().filter(|n| all.iter().any(|(a, _)| a == n)).collect();
         let missed: Vec<&str> = all.iter().map(|(n, _)| *n).filter(|n| !reached.contains(n)).collect();
         s.push_str(&format!("handlers reached (succeeded at least once): {} of {}\n", reached.len(), all.len()));
         if !missed.is_empty() {
