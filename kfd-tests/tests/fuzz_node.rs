@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 /// The acceptance run's size and seed (a fixed seed: a failure reruns the same children).
 const ITERATIONS: u64 = 100_000;
 const SEED: u64 = 7;
+/// Operations per child: each child costs an exec and a topology read, the dearest part of a
+/// run under TCG after the requests themselves.
+const CASE_LEN: usize = 1000;
 /// kfd-fuzz is killed after this long: before the tier's limit for this binary (20 min,
 /// tools/xtask/src/device.rs), so that the test fails with kfd-fuzz's output. Under TCG the run
 /// took 6.5 to 11.3 minutes on a 2-core machine shared with another VM.
@@ -138,6 +141,8 @@ fn kfd_fuzz_100000_operations_on_the_node() {
         "30".into(),
         "--daemon-pid".into(),
         d.pid().to_string(),
+        "--case-len".into(),
+        CASE_LEN.to_string(),
     ];
     show(&format!("$ {} {}", fuzz.display(), args.join(" ")));
     let t0 = Instant::now();

@@ -81,13 +81,15 @@ fn device_answers(device: &Path, timeout: Duration) -> Result<(), String> {
     }
 }
 
-/// Client directories (named by pid) left in the runtime directory.
+/// Client directories (named by pid) left in the runtime directory, but ours (the witness
+/// client's).
 fn client_dirs(dir: &Path) -> Vec<String> {
+    let me = std::process::id().to_string();
     std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.parse::<u32>().is_ok())
+                .filter(|n| n.parse::<u32>().is_ok() && *n != me)
                 .collect()
         })
         .unwrap_or_default()
@@ -98,7 +100,7 @@ fn client_dirs(dir: &Path) -> Vec<String> {
 /// lines (progress, for a child killed before its end). Returns the operations it ran.
 fn add_child_output(total: &mut Stats, out: &str) -> u64 {
     let names: Vec<&'static str> = ops::all_requests().iter().map(|(n, _)| *n).chain(Hostile::NAMES).collect();
-    let kinds: Vec<&'static str> = ["ioctl", "wait"].into_iter().chain(Hostile::NAMES).collect();
+    let kinds: Vec<&'static str> = ["ioctl", "wait", "setup"].into_iter().chain(Hostile::NAMES).collect();
     let (mut done, mut ran) = (0u64, 0u64);
     for line in out.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
@@ -117,6 +119,10 @@ fn add_child_output(total: &mut Stats, out: &str) -> u64 {
                 ran += n;
             }
             ["DONE", n] => done += n.parse::<u64>().unwrap_or(0),
+            ["KTIME", kind, us] => {
+                let us: u64 = us.parse().unwrap_or(0);
+                *total.time_us.entry(kinds.iter().copied().find(|k| *k == kind).unwrap_or("other")).or_insert(0) += us;
+            }
             _ => {}
         }
     }
@@ -189,6 +195,8 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
     let (mut done, mut children, mut killed) = (0u64, 0u64, 0u64);
     let mut failures = Vec::<String>::new();
     let mut failed_children = Vec::<ChildFailure>::new();
+    let mut last_check = Instant::now();
+    let mut child_wall = Duration::ZERO;
     // The parent's own checks, between and during rounds.
     let oracles = |failures: &mut Vec<String>| {
         let checks = [daemon.as_ref().map_or(Ok(()), |d| d.check()), witness.check(timeout), canary.check()];
@@ -200,6 +208,7 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
     };
     while done < cfg.iterations && failures.len() < 5 {
         let mut round: Vec<(u64, Option<u32>, Child, Option<Instant>)> = Vec::new();
+        let round_start = Instant::now();
         let left = (cfg.iterations - done).div_ceil(CHILDREN as u64) as usize;
         let len = cfg.case_len.min(left).max(1);
         for k in 0..CHILDREN {
@@ -229,7 +238,9 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
             }
             children += 1;
         }
-        let deadline = Instant::now() + timeout * 4 + Duration::from_secs(10);
+        // The children's own watchdogs catch a request that hangs; this catches the rest,
+        // allowing for emulation at a few operations per second per child.
+        let deadline = Instant::now() + timeout * 4 + Duration::from_secs(10) + Duration::from_millis(50) * len as u32;
         while !round.is_empty() {
             let mut i = 0;
             while i < round.len() {
@@ -248,6 +259,7 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
                             let _ = std::io::Read::read_to_string(&mut so, &mut out);
                         }
                         done += add_child_output(&mut total, &out);
+                        child_wall += round_start.elapsed();
                         if !status.success() && sig != Some(libc::SIGKILL) {
                             let said: String = out
                                 .lines()
@@ -274,8 +286,11 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
                     _ => i += 1,
                 }
             }
-            oracles(&mut failures);
-            std::thread::sleep(Duration::from_millis(2));
+            if last_check.elapsed() >= CHECK_EVERY {
+                last_check = Instant::now();
+                oracles(&mut failures);
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
         if let Err(e) = device_answers(device, timeout) {
             failures.push(format!("hang: {e}"));
@@ -307,6 +322,10 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
     drop(witness);
     println!("kfd-fuzz: {children} children ({killed} SIGKILLed), {done} operations ran");
     println!(
+        "kfd-fuzz: the children's lives summed {:.1} s (in 'time by operation': setup is opening the node and reading the topology; the rest of a life is exec, start-up, exit and waiting in its round)",
+        child_wall.as_secs_f64()
+    );
+    println!(
         "kfd-fuzz: witness client: {rounds} round trips (GET_VERSION + ALLOC + FREE), the longest {:.1} ms",
         max_us as f64 / 1000.0
     );
@@ -326,6 +345,9 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
         ExitCode::FAILURE
     }
 }
+
+/// How often the parent's own checks run while children run.
+const CHECK_EVERY: Duration = Duration::from_millis(250);
 
 /// Children killed at random are killed within this many ms of their start.
 const KILL_WITHIN_MS: u64 = 3000;
@@ -487,6 +509,9 @@ pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration, canary: &P
     for (kind, n) in &stats.kinds {
         println!("KIND {kind} {n}");
     }
+    for (kind, us) in &stats.time_us {
+        println!("KTIME {kind} {us}");
+    }
     match r {
         Ok(n) => {
             println!("ok: {n} requests");
@@ -508,6 +533,7 @@ fn child_run(
     stats: &mut Stats,
     at: &std::cell::Cell<usize>,
 ) -> Result<u64, String> {
+    let t_setup = Instant::now();
     let fd = File::options()
         .read(true)
         .write(true)
@@ -528,7 +554,13 @@ fn child_run(
     let mut helpers = Vec::new();
     let mut sent = 0u64;
     let mut broken = false;
+    *stats.time_us.entry("setup").or_insert(0) += t_setup.elapsed().as_micros() as u64;
+    // Each operation's time goes to its kind when the next one starts.
+    let mut timing: Option<(&'static str, Instant)> = None;
     for i in 0..len {
+        if let Some((kind, t)) = timing.take() {
+            *stats.time_us.entry(kind).or_insert(0) += t.elapsed().as_micros() as u64;
+        }
         at.set(i);
         heartbeat.fetch_add(1, Ordering::Relaxed);
         if i % PROGRESS_EVERY == 0 && i > 0 {
@@ -537,6 +569,7 @@ fn child_run(
         }
         if gen.rng.chance(1, HOSTILE_ONE_IN) {
             let op = Hostile::generate(&mut gen.rng, &model, &event_pages);
+            timing = Some((op.name(), Instant::now()));
             let client = hostile::Client {
                 fd: &fd,
                 device,
@@ -561,6 +594,7 @@ fn child_run(
         let grade =
             *gen.rng.pick(&[Grade::Valid, Grade::Valid, Grade::Valid, Grade::Almost, Grade::Mutated, Grade::Random]);
         if gen.rng.chance(1, 30) && !model.events.is_empty() {
+            let t_wait = Instant::now();
             // A helper thread parked in WAIT_EVENTS, forever or briefly, while we go on.
             let ids: Vec<u32> = model.events.keys().copied().collect();
             let id = *gen.rng.pick(&ids);
@@ -582,9 +616,11 @@ fn child_run(
                 r.err()
             }));
             *stats.kinds.entry("wait").or_insert(0) += 1;
+            timing = Some(("wait", t_wait));
             continue;
         }
         *stats.kinds.entry("ioctl").or_insert(0) += 1;
+        timing = Some(("ioctl", Instant::now()));
         let call = gen.call(&gpus, &model, grade);
         let mut data = call.data.clone();
         data.resize(ioc_size(call.cmd), 0);
@@ -702,6 +738,9 @@ fn child_run(
             }
             _ => {}
         }
+    }
+    if let Some((kind, t)) = timing.take() {
+        *stats.time_us.entry(kind).or_insert(0) += t.elapsed().as_micros() as u64;
     }
     at.set(len);
     // Wake every helper: set the events they wait on; infinite waits on destroyed events were

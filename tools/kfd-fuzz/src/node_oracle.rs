@@ -114,6 +114,10 @@ impl Drop for Canary {
     }
 }
 
+/// The witness's pause between round trips (each costs the daemon three requests and the
+/// thunk a mapping: under emulation, more would slow the run it watches).
+const WITNESS_PAUSE: Duration = Duration::from_millis(200);
+
 /// A well-behaved client in its own thread: GET_VERSION, a 4 KiB GTT ALLOC and its FREE, over
 /// and over, while the children run.
 pub struct Witness {
@@ -157,7 +161,7 @@ impl Witness {
                         *s.error.lock() = Some(e);
                         return;
                     }
-                    std::thread::sleep(Duration::from_millis(50));
+                    std::thread::sleep(WITNESS_PAUSE);
                 }
             })
             .map_err(|e| format!("cannot start the witness thread: {e}"))?;

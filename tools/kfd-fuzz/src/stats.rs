@@ -12,6 +12,8 @@ pub struct Stats {
     pub answers: BTreeMap<&'static str, BTreeMap<String, u64>>,
     /// operation name -> count.
     pub kinds: BTreeMap<&'static str, u64>,
+    /// operation name -> time spent in it, in µs (the node target's children measure it).
+    pub time_us: BTreeMap<&'static str, u64>,
     /// failure kind -> count.
     pub failures: BTreeMap<String, u64>,
 }
@@ -46,6 +48,9 @@ impl Stats {
         for (k, v) in &other.kinds {
             *self.kinds.entry(k).or_insert(0) += v;
         }
+        for (k, v) in &other.time_us {
+            *self.time_us.entry(k).or_insert(0) += v;
+        }
         for (k, v) in &other.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;
         }
@@ -74,6 +79,17 @@ impl Stats {
         ));
         let kinds: Vec<String> = self.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
         s.push_str(&format!("operations: {}\n", kinds.join(", ")));
+        if !self.time_us.is_empty() {
+            let times: Vec<String> = self
+                .time_us
+                .iter()
+                .map(|(k, v)| {
+                    let n = self.kinds.get(k).copied().unwrap_or(0).max(1);
+                    format!("{k} {:.1} s ({:.2} ms each)", *v as f64 / 1e6, *v as f64 / 1e3 / n as f64)
+                })
+                .collect();
+            s.push_str(&format!("time by operation (summed over children): {}\n", times.join(", ")));
+        }
         s.push_str("answers per request:\n");
         for (name, h) in &self.answers {
             let parts: Vec<String> = h.iter().map(|(k, v)| format!("{k} {v}")).collect();
