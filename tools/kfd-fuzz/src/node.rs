@@ -1,13 +1,19 @@
 //! The node target: real child processes against a cuse-kfd device node, so the kernel's CUSE
 //! path (RETRY rounds, interrupts, a killed client's release) is in the loop.
 //!
-//! The parent starts rounds of children (this binary with `--node-child SEED`), SIGKILLs some
-//! of them at random moments, and after each round checks that the device still answers and
-//! that no client directory is left in its runtime directory. Each child opens the node, runs a
-//! generated sequence of raw requests (with helper threads parked in WAIT_EVENTS) and checks the
-//! errno table and its model itself; it exits 1 on a failure, 3 on a hang. Object counts are not
-//! observable through a node: that oracle is the embedded target's. A failing child is rerun
-//! with `kfd-fuzz --target node --device PATH --node-child SEED`.
+//! The parent starts rounds of children (this binary with `--node-child SEED`; as root, every
+//! other one as `--child-uid`, 65534 by default), SIGKILLs some of them at random moments, and
+//! checks, every 250 ms and after each round, that the daemon is the same live process
+//! (`--daemon-pid`), that its own well-behaved witness client's GET_VERSION + ALLOC + FREE round
+//! trip keeps succeeding within the timeout, and that a root-owned canary directory outside the
+//! runtime directory is unchanged; after each round also that a fresh open answers and that no
+//! client directory is left. Each child opens the node, runs a generated sequence of raw
+//! requests (with helper threads parked in WAIT_EVENTS) and, one operation in 30, a hostile
+//! operation ([`crate::hostile`]: truncation and hole punching of its backing files, symlink
+//! swaps, fd passing, exec, a pid namespace), and checks the errno table and its model itself;
+//! it exits 1 on a failure, 3 on a hang. Object counts are not observable through a node: that
+//! oracle is the embedded target's. A failing child is rerun up to its failing operation and
+//! saved as a [`NodeReplay`] (`kfd-fuzz --replay FILE --device PATH` runs it again).
 
 use crate::arena::{Arena, ARENA_SIZE};
 use crate::errnos;
@@ -100,7 +106,7 @@ fn client_dirs(dir: &Path) -> Vec<String> {
 /// lines (progress, for a child killed before its end). Returns the operations it ran.
 fn add_child_output(total: &mut Stats, out: &str) -> u64 {
     let names: Vec<&'static str> = ops::all_requests().iter().map(|(n, _)| *n).chain(Hostile::NAMES).collect();
-    let kinds: Vec<&'static str> = ["ioctl", "wait", "setup"].into_iter().chain(Hostile::NAMES).collect();
+    let kinds: Vec<&'static str> = ["ioctl", "ioctl(2)", "wait", "setup"].into_iter().chain(Hostile::NAMES).collect();
     let (mut done, mut ran) = (0u64, 0u64);
     for line in out.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
@@ -202,7 +208,7 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
         let checks = [daemon.as_ref().map_or(Ok(()), |d| d.check()), witness.check(timeout), canary.check()];
         for e in checks.into_iter().filter_map(Result::err) {
             if !failures.contains(&e) {
-                failures.push(e);
+                fail(failures, e);
             }
         }
     };
@@ -234,7 +240,7 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
                         rng.chance(1, 4).then(|| Instant::now() + Duration::from_millis(rng.range(1, KILL_WITHIN_MS)));
                     round.push((child_seed, as_uid, c, kill_at));
                 }
-                Err(e) => failures.push(format!("cannot start a child: {e}")),
+                Err(e) => fail(&mut failures, format!("cannot start a child: {e}")),
             }
             children += 1;
         }
@@ -261,18 +267,12 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
                         done += add_child_output(&mut total, &out);
                         child_wall += round_start.elapsed();
                         if !status.success() && sig != Some(libc::SIGKILL) {
-                            let said: String = out
-                                .lines()
-                                .filter(|l| {
-                                    !l.starts_with("ANSWER ") && !l.starts_with("DONE ") && !l.starts_with("KIND ")
-                                })
-                                .collect::<Vec<_>>()
-                                .join("\n");
+                            let said: String = out.lines().filter(|l| !is_report(l)).collect::<Vec<_>>().join("\n");
                             let what = format!("child {child_seed} ended with {status}: {}", said.trim());
-                            failures.push(format!(
-                                "{what}\n  rerun: {}",
-                                rerun(device, *child_seed, cfg.case_len, *as_uid)
-                            ));
+                            fail(
+                                &mut failures,
+                                format!("{what}\n  rerun: {}", rerun(device, *child_seed, cfg.case_len, *as_uid)),
+                            );
                             failed_children.push(ChildFailure { child_seed: *child_seed, uid: *as_uid, what });
                         }
                         round.remove(i);
@@ -280,7 +280,7 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
                     Ok(None) if Instant::now() > deadline => {
                         let _ = c.kill();
                         let _ = c.wait();
-                        failures.push(format!("hang: child {child_seed} did not finish in time"));
+                        fail(&mut failures, format!("hang: child {child_seed} did not finish in time"));
                         round.remove(i);
                     }
                     _ => i += 1,
@@ -293,7 +293,7 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
             std::thread::sleep(Duration::from_millis(5));
         }
         if let Err(e) = device_answers(device, timeout) {
-            failures.push(format!("hang: {e}"));
+            fail(&mut failures, format!("hang: {e}"));
             break;
         }
         // Every client of the round has exited: its directory must go (the release of a killed
@@ -305,7 +305,7 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
             left = client_dirs(&dir);
         }
         if !left.is_empty() {
-            failures.push(format!("leak: client directories {left:?} are left after their processes exited"));
+            fail(&mut failures, format!("leak: client directories {left:?} are left after their processes exited"));
         }
         oracles(&mut failures);
         if last.elapsed() >= Duration::from_secs(cfg.progress_secs) {
@@ -335,7 +335,6 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
     total.ops = done;
     total.cases = children;
     for f in &failures {
-        println!("kfd-fuzz: FAILURE: {f}");
         *total.failures.entry(failure_kind(f).to_string()).or_insert(0) += 1;
     }
     print!("{}", total.summary(secs, &ops::all_requests()));
@@ -344,6 +343,12 @@ pub fn run(cfg: &NodeConfig) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Adds a failure to the run's list, and says so at once.
+fn fail(failures: &mut Vec<String>, f: String) {
+    println!("kfd-fuzz: FAILURE: {f}");
+    failures.push(f);
 }
 
 /// How often the parent's own checks run while children run.
@@ -398,11 +403,14 @@ fn run_child(
     }
 }
 
+/// A line of a child's report to the parent (its counts), not of what it said.
+fn is_report(line: &str) -> bool {
+    ["ANSWER ", "DONE ", "KIND ", "KTIME "].iter().any(|p| line.starts_with(p))
+}
+
 /// The failure line of a child's output and the operation it failed at.
 fn child_failure(out: &str) -> Option<(String, usize)> {
-    let line = out.lines().find(|l| {
-        !l.starts_with("ANSWER ") && !l.starts_with("DONE ") && !l.starts_with("KIND ") && !l.starts_with("ok: ")
-    })?;
+    let line = out.lines().find(|l| !is_report(l) && !l.starts_with("ok: "))?;
     let at = out.lines().find_map(|l| l.trim().strip_prefix("at operation ")).and_then(|n| n.parse().ok())?;
     Some((line.to_string(), at))
 }
@@ -421,7 +429,7 @@ fn save_child_failure(cfg: &NodeConfig, exe: &Path, f: &ChildFailure) {
                 .is_some_and(|(l, _)| crate::minimise::signature(&l) == crate::minimise::signature(&line));
             if c2 == Some(c) && same {
                 case_len = at + 1;
-                println!("kfd-fuzz: child {} minimised to its first {case_len} operations", f.child_seed);
+                println!("kfd-fuzz: child {} minimised to its first {case_len} operations: {line}", f.child_seed);
             }
         }
         _ => println!("kfd-fuzz: child {} does not fail again on a rerun (timing?); saving it whole", f.child_seed),
@@ -554,6 +562,8 @@ fn child_run(
     let mut helpers = Vec::new();
     let mut sent = 0u64;
     let mut broken = false;
+    // The last successful queue requests, shown with a model failure.
+    let mut recent: Vec<String> = Vec::new();
     *stats.time_us.entry("setup").or_insert(0) += t_setup.elapsed().as_micros() as u64;
     // Each operation's time goes to its kind when the next one starts.
     let mut timing: Option<(&'static str, Instant)> = None;
@@ -582,6 +592,7 @@ fn child_run(
                 heartbeat,
             };
             let outcome = client.run(&op).map_err(|f| format!("{f}\n  operation: {op:?}"))?;
+            recent.push(format!("op {i}: {op:?} -> {outcome}"));
             stats.record_outcome(op.name(), outcome);
             *stats.kinds.entry(op.name()).or_insert(0) += 1;
             if let Hostile::Truncate { .. } | Hostile::PunchHole { .. } = op {
@@ -650,10 +661,12 @@ fn child_run(
         };
         // What was asked (the kernel copies the reply over `data`).
         let asked = data.clone();
+        let t_call = Instant::now();
         // SAFETY: `addr` is `data` (resized to the request's size above) or its copy at the end
         // of the arena's pointer area; every pointer in it was resolved by the arena, so it is
         // null, in the arena or its hole, or outside user space.
         let result = unsafe { raw_ioctl(&fd, call.cmd, addr) };
+        *stats.time_us.entry("ioctl(2)").or_insert(0) += t_call.elapsed().as_micros() as u64;
         sent += 1;
         let name = ops::name_of(call.cmd);
         stats.record(name, result);
@@ -678,6 +691,18 @@ fn child_run(
         }
         if exact && owned == Some(false) {
             return Err(format!("isolation: {name} succeeded on {named:?}, which this process does not own"));
+        }
+        if matches!(nr, 0x02 | 0x03) {
+            // What a model failure about queue ids needs to be understood.
+            let said = if nr == 0x02 && data.len() >= 56 {
+                format!(" -> id {}", u32::from_le_bytes(data[52..56].try_into().expect("4 bytes")))
+            } else {
+                String::new()
+            };
+            recent.push(format!("op {i}: {name} cmd {:#x} sent {n} bytes, named {named:?}{said}", call.cmd));
+            if recent.len() > 24 {
+                recent.remove(0);
+            }
         }
         let full = call.short.is_none()
             && ioc_size(call.cmd) == cuse_kfd::ioctl::lookup(call.cmd).map_or(0, |d| ioc_size(d.cmd));
@@ -707,7 +732,11 @@ fn child_run(
                 let doorbell_offset = u64::from_le_bytes(data[24..32].try_into().expect("8 bytes"));
                 let dup = model.queues.insert(out(52), QueueModel { gpu: out(36), doorbell_offset }).is_some();
                 if dup {
-                    return Err(format!("model: CREATE_QUEUE handed out id {}, which is live already", out(52)));
+                    return Err(format!(
+                        "model: CREATE_QUEUE handed out id {}, which is live already\n  {}",
+                        out(52),
+                        recent.join("\n  ")
+                    ));
                 }
             }
             0x08 if full => {
@@ -724,6 +753,13 @@ fn child_run(
             0x17 => {
                 if let Some(crate::exec::Named::Buffer(h)) = named {
                     model.buffers.remove(&h);
+                }
+            }
+            0x18 if full => {
+                // Mapped: rings and pointers of new queues go there (see Gen::create_queue).
+                let h = u64::from_le_bytes(data[0..8].try_into().expect("8 bytes"));
+                if let Some(b) = model.buffers.get_mut(&h) {
+                    b.mapped.insert(b.gpu);
                 }
             }
             0x03 => {
@@ -768,7 +804,28 @@ fn child_run(
 
 #[cfg(test)]
 mod tests {
-    use super::failure_kind;
+    use super::{add_child_output, failure_kind};
+    use crate::stats::Stats;
+
+    #[test]
+    fn a_child_s_operations_are_counted_by_kind_or_by_progress_when_killed() {
+        let mut total = Stats::default();
+        let done = "DONE 25\nDONE 25\nANSWER GET_VERSION ok 7\nANSWER TRUNCATE ENOENT 1\nKIND ioctl 60\nKIND TRUNCATE 1\nKTIME ioctl 900\nok: 60 requests\n";
+        assert_eq!(add_child_output(&mut total, done), 61);
+        assert_eq!((total.ioctls, total.kinds["TRUNCATE"], total.time_us["ioctl"]), (7, 1, 900));
+        assert_eq!(total.answers["TRUNCATE"]["ENOENT"], 1);
+        // SIGKILLed: only its progress lines made it out.
+        assert_eq!(add_child_output(&mut total, "DONE 25\nDONE 25\n"), 50);
+        assert_eq!(total.kinds["killed-uncounted"], 50);
+    }
+
+    #[test]
+    fn a_failing_child_s_line_and_operation_are_read() {
+        let out = "DONE 25\nescape: a client of uid 65534 renamed /run/x\n  operation: SymlinkSwap\n  at operation 31\nANSWER GET_VERSION ok 3\n";
+        let (line, at) = super::child_failure(out).unwrap();
+        assert_eq!((line.as_str(), at), ("escape: a client of uid 65534 renamed /run/x", 31));
+        assert!(super::child_failure("ok: 12 requests\nKIND ioctl 12\n").is_none());
+    }
 
     #[test]
     fn failures_are_named_by_how_the_child_ended() {
@@ -781,6 +838,9 @@ mod tests {
         assert_eq!(failure_kind(&child("exit status: 1: isolation: FREE succeeded on Buffer(3)")), "isolation");
         assert_eq!(failure_kind(&child("exit status: 1: errno: SET_EVENT answered EIO")), "errno");
         assert_eq!(failure_kind(&child("exit status: 1: model: well-formed ALLOC failed")), "model");
+        assert_eq!(failure_kind(&child("exit status: 1: escape: a client of uid 65534 renamed x")), "escape");
+        assert_eq!(failure_kind("escape: the canary directory outside the runtime directory changed"), "escape");
+        assert_eq!(failure_kind("crash: the daemon (pid 9) has gone"), "crash");
         assert_eq!(failure_kind(&child("exit status: 1: cannot open /dev/kfd: ENOENT")), "child");
         assert_eq!(failure_kind("cannot start a child: EAGAIN"), "child");
     }

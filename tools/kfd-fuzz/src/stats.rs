@@ -83,9 +83,9 @@ impl Stats {
             let times: Vec<String> = self
                 .time_us
                 .iter()
-                .map(|(k, v)| {
-                    let n = self.kinds.get(k).copied().unwrap_or(0).max(1);
-                    format!("{k} {:.1} s ({:.2} ms each)", *v as f64 / 1e6, *v as f64 / 1e3 / n as f64)
+                .map(|(k, v)| match self.kinds.get(k).or(self.kinds.get(k.trim_end_matches("(2)"))) {
+                    Some(n) => format!("{k} {:.1} s ({:.2} ms each)", *v as f64 / 1e6, *v as f64 / 1e3 / *n as f64),
+                    None => format!("{k} {:.1} s", *v as f64 / 1e6),
                 })
                 .collect();
             s.push_str(&format!("time by operation (summed over children): {}\n", times.join(", ")));
