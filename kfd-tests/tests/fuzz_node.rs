@@ -24,7 +24,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The acceptance run's size and seed (a fixed seed: a failure reruns the same children).
-const ITERATIONS: u64 = 20_000;
+const ITERATIONS: u64 = 100_000;
 const SEED: u64 = 7;
 /// Operations per child: each child costs an exec and a topology read, the dearest part of a
 /// run under TCG after the requests themselves.
