@@ -516,6 +516,8 @@ fn failure_kind(f: &str) -> &'static str {
 pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration, canary: &Path) -> ExitCode {
     let heartbeat = Arc::new(AtomicU64::new(0));
     let hb = heartbeat.clone();
+    let doing = Arc::new(parking_lot::Mutex::new(String::new()));
+    let what = doing.clone();
     std::thread::spawn(move || {
         let mut last = (u64::MAX, Instant::now());
         loop {
@@ -524,14 +526,16 @@ pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration, canary: &P
             if b != last.0 {
                 last = (b, Instant::now());
             } else if last.1.elapsed() > timeout {
-                println!("hang: request {b} not answered within {timeout:?}");
+                println!("hang: request {b} not answered within {timeout:?} ({})", what.lock());
                 std::process::exit(3);
             }
         }
     });
     let mut stats = Stats::default();
     let at = std::cell::Cell::new(0);
-    let r = child_run(device, seed, len, canary, &heartbeat, &mut stats, &at);
+    let place = Place { at, doing };
+    let r = child_run(device, seed, len, canary, &heartbeat, &mut stats, &place);
+    let at = place.at;
     // The parent adds these up for its summary.
     for (name, h) in &stats.answers {
         for (answer, n) in h {
@@ -556,6 +560,13 @@ pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration, canary: &P
     }
 }
 
+/// Where a child is: the operation's index (for its failure message) and what it is (for its
+/// watchdog's).
+struct Place {
+    at: std::cell::Cell<usize>,
+    doing: Arc<parking_lot::Mutex<String>>,
+}
+
 fn child_run(
     device: &Path,
     seed: u64,
@@ -563,8 +574,9 @@ fn child_run(
     canary: &Path,
     heartbeat: &AtomicU64,
     stats: &mut Stats,
-    at: &std::cell::Cell<usize>,
+    place: &Place,
 ) -> Result<u64, String> {
+    let (at, doing) = (&place.at, &*place.doing);
     let t_setup = Instant::now();
     let fd = File::options()
         .read(true)
@@ -604,6 +616,7 @@ fn child_run(
         if gen.rng.chance(1, HOSTILE_ONE_IN) {
             let op = Hostile::generate(&mut gen.rng, &model, &event_pages);
             timing = Some((op.name(), Instant::now()));
+            *doing.lock() = format!("operation {i}: {op:?}");
             let client = hostile::Client {
                 fd: &fd,
                 device,
@@ -685,6 +698,7 @@ fn child_run(
         };
         // What was asked (the kernel copies the reply over `data`).
         let asked = data.clone();
+        *doing.lock() = format!("operation {i}: {} cmd {:#x}, {n} bytes", ops::name_of(call.cmd), call.cmd);
         let t_call = Instant::now();
         // SAFETY: `addr` is `data` (resized to the request's size above) or its copy at the end
         // of the arena's pointer area; every pointer in it was resolved by the arena, so it is
