@@ -31,9 +31,9 @@ const SEED: u64 = 7;
 const CASE_LEN: usize = 2000;
 /// kfd-fuzz is killed after this long: before the tier's limit for this binary (20 min,
 /// tools/xtask/src/device.rs), so that the test fails with kfd-fuzz's output. Under TCG on a
-/// 2-core machine shared with two other TCG VMs (load 9 to 12) the 100,000 operations took
-/// 10.5 min; at moments when the machine was quieter the run went at about 490 operations/s
-/// (100,000 in about 3.5 min). 81% of a child's time is the ioctl(2) round trip itself.
+/// 2-core machine shared with other TCG VMs the 100,000 operations took 7.0 min at load 5 to 7
+/// and 10.5 min at load 9 to 12; at quieter moments the run went at about 490 operations/s
+/// (100,000 in about 3.5 min). 80% of a child's time is the ioctl(2) round trip itself.
 const DEADLINE: Duration = Duration::from_secs(18 * 60);
 
 /// What the summary kfd-fuzz prints at the end says.
