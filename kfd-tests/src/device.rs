@@ -72,6 +72,11 @@ impl Daemon {
         d
     }
 
+    /// The daemon's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The node exists with the requested mode (set after devtmpfs creates it 0600).
     fn ready(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;

@@ -5,15 +5,18 @@
 //! embedded device with two or more simulated processes ([`exec`]) and checked by the oracles
 //! there. A failing case is minimised ([`minimise`]) and saved as a replay file
 //! ([`ReplayFile`]) that `kfd-fuzz --replay FILE` runs again. [`node`] drives a device node
-//! with real child processes instead.
+//! with real child processes instead, with [`hostile`] operations among their requests and
+//! [`node_oracle`]'s checks around them.
 
 pub mod arena;
 pub mod errnos;
 pub mod exec;
 pub mod gen;
+pub mod hostile;
 pub mod minimise;
 pub mod model;
 pub mod node;
+pub mod node_oracle;
 pub mod ops;
 pub mod rng;
 pub mod stats;

@@ -67,18 +67,39 @@ struct Args {
     /// Internal: run as one child of --target node.
     #[arg(long, hide = true)]
     node_child: Option<u64>,
+    /// Internal: the root-owned directory a node child's planted symlinks point at.
+    #[arg(long, hide = true, default_value = "/")]
+    canary: PathBuf,
+    /// Internal: the image a node child's exec operation runs (crate::hostile).
+    #[arg(long, hide = true)]
+    node_exec_probe: bool,
+    /// The daemon's pid (with --target node): it must stay the same live process.
+    #[arg(long)]
+    daemon_pid: Option<u32>,
+    /// With --target node as root: every other child runs as this uid and gid.
+    #[arg(long, default_value_t = 65534)]
+    child_uid: u32,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.node_exec_probe {
+        return ExitCode::from(kfd_fuzz::hostile::exec_probe(&args.device) as u8);
+    }
     if let Some(path) = &args.replay {
-        return replay(path, args.replay_runs);
+        return replay(path, args.replay_runs, &args);
     }
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
     if let Some(child_seed) = args.node_child {
-        return kfd_fuzz::node::child(&args.device, child_seed, args.case_len, Duration::from_millis(args.timeout_ms));
+        return kfd_fuzz::node::child(
+            &args.device,
+            child_seed,
+            args.case_len,
+            Duration::from_millis(args.timeout_ms),
+            &args.canary,
+        );
     }
     if args.procs < 2 {
         eprintln!("kfd-fuzz: --procs must be at least 2 (isolation needs two processes)");
@@ -86,18 +107,46 @@ fn main() -> ExitCode {
     }
     match args.target {
         Target::Embedded => embedded(&args, seed),
-        Target::Node => kfd_fuzz::node::run(
-            &args.device,
+        Target::Node => kfd_fuzz::node::run(&kfd_fuzz::node::NodeConfig {
+            device: args.device.clone(),
             seed,
-            args.iterations,
-            args.case_len,
-            Duration::from_millis(args.timeout_ms),
-            args.progress_secs,
-        ),
+            iterations: args.iterations,
+            case_len: args.case_len,
+            timeout: Duration::from_millis(args.timeout_ms),
+            progress_secs: args.progress_secs,
+            daemon_pid: args.daemon_pid,
+            child_uid: Some(args.child_uid),
+            out: args.out.clone(),
+        }),
     }
 }
 
-fn replay(path: &std::path::Path, runs: usize) -> ExitCode {
+fn replay(path: &std::path::Path, runs: usize, args: &Args) -> ExitCode {
+    // A node child's failure (kfd_fuzz::node::NodeReplay) runs against --device.
+    let node = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<kfd_fuzz::node::NodeReplay>(&t).ok())
+        .filter(|r| r.target == "node");
+    if let Some(r) = node {
+        println!(
+            "kfd-fuzz: replaying node child {} ({} operations) on {}",
+            r.child_seed,
+            r.case_len,
+            args.device.display()
+        );
+        let failed = (0..runs.max(1))
+            .find_map(|_| kfd_fuzz::node::replay(&r, &args.device, Duration::from_millis(args.timeout_ms)).err());
+        return match failed {
+            Some(f) => {
+                println!("kfd-fuzz: still fails: {f}");
+                ExitCode::FAILURE
+            }
+            None => {
+                println!("kfd-fuzz: passes");
+                ExitCode::SUCCESS
+            }
+        };
+    }
     let file = match ReplayFile::load(path) {
         Ok(f) => f,
         Err(e) => {

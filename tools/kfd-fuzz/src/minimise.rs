@@ -6,7 +6,7 @@ use crate::ops::Op;
 use std::time::{Duration, Instant};
 
 /// The first line of a failure with every number blanked: what it is, not where.
-fn signature(what: &str) -> String {
+pub fn signature(what: &str) -> String {
     let line = what.lines().next().unwrap_or("");
     line.split_whitespace()
         .map(|t| if t.chars().any(|c| c.is_ascii_digit()) { "#" } else { t })

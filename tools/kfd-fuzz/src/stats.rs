@@ -12,6 +12,8 @@ pub struct Stats {
     pub answers: BTreeMap<&'static str, BTreeMap<String, u64>>,
     /// operation name -> count.
     pub kinds: BTreeMap<&'static str, u64>,
+    /// operation name -> time spent in it, in µs (the node target's children measure it).
+    pub time_us: BTreeMap<&'static str, u64>,
     /// failure kind -> count.
     pub failures: BTreeMap<String, u64>,
 }
@@ -27,6 +29,12 @@ impl Stats {
         *self.answers.entry(name).or_default().entry(key).or_insert(0) += 1;
     }
 
+    /// An operation that is not an ioctl (a hostile operation of the node target) and what it
+    /// gave ("ok", an errno's name, "skipped-...").
+    pub fn record_outcome(&mut self, name: &'static str, outcome: String) {
+        *self.answers.entry(name).or_default().entry(outcome).or_insert(0) += 1;
+    }
+
     pub fn merge(&mut self, other: &Stats) {
         self.ops += other.ops;
         self.ioctls += other.ioctls;
@@ -39,6 +47,9 @@ impl Stats {
         }
         for (k, v) in &other.kinds {
             *self.kinds.entry(k).or_insert(0) += v;
+        }
+        for (k, v) in &other.time_us {
+            *self.time_us.entry(k).or_insert(0) += v;
         }
         for (k, v) in &other.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;
@@ -68,12 +79,23 @@ impl Stats {
         ));
         let kinds: Vec<String> = self.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
         s.push_str(&format!("operations: {}\n", kinds.join(", ")));
+        if !self.time_us.is_empty() {
+            let times: Vec<String> = self
+                .time_us
+                .iter()
+                .map(|(k, v)| match self.kinds.get(k).or(self.kinds.get(k.trim_end_matches("(2)"))) {
+                    Some(n) => format!("{k} {:.1} s ({:.2} ms each)", *v as f64 / 1e6, *v as f64 / 1e3 / *n as f64),
+                    None => format!("{k} {:.1} s", *v as f64 / 1e6),
+                })
+                .collect();
+            s.push_str(&format!("time by operation (summed over children): {}\n", times.join(", ")));
+        }
         s.push_str("answers per request:\n");
         for (name, h) in &self.answers {
             let parts: Vec<String> = h.iter().map(|(k, v)| format!("{k} {v}")).collect();
             s.push_str(&format!("  {name:<30} {}\n", parts.join(", ")));
         }
-        let reached = self.reached();
+        let reached: Vec<&str> = self.reached().into_iter().filter(|n| all.iter().any(|(a, _)| a == n)).collect();
         let missed: Vec<&str> = all.iter().map(|(n, _)| *n).filter(|n| !reached.contains(n)).collect();
         s.push_str(&format!("handlers reached (succeeded at least once): {} of {}\n", reached.len(), all.len()));
         if !missed.is_empty() {
