@@ -36,17 +36,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex, MutexGuard, Once, PoisonError, WaitTimeoutResult};
 use std::time::Duration;
 
-/// Forks under way (their prepare handler has run, their parent handler not yet).
-static FORKING: AtomicUsize = AtomicUsize::new(0);
-/// Threads in a busy section.
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Forks this process descends from (see [`epoch`]).
 static EPOCH: AtomicU64 = AtomicU64::new(0);
+/// The gate of every device of this process (the fork handlers use it).
+static GATE: Gate = Gate::new();
 /// How often a thread held off, or the prepare handler, looks again.
 const POLL: Duration = Duration::from_micros(50);
 
 thread_local! {
-    /// Nesting of this thread's busy sections (counted once in ACTIVE while above 0).
+    /// Nesting of this thread's busy sections (counted once in the gate while above 0).
     static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -70,92 +68,130 @@ pub fn epoch() -> u64 {
     EPOCH.load(SeqCst)
 }
 
-/// A busy section of this thread (see the module documentation); ends on drop.
-#[must_use]
-pub(crate) struct Busy {
-    _this_thread: PhantomData<*const ()>,
-}
-
-/// Starts a busy section; waits while a fork is under way.
-pub(crate) fn busy() -> Busy {
-    DEPTH.with(|d| {
-        if d.get() == 0 {
-            join();
-        }
-        d.set(d.get() + 1);
-    });
-    Busy { _this_thread: PhantomData }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        DEPTH.with(|d| {
-            d.set(d.get() - 1);
-            if d.get() == 0 {
-                ACTIVE.fetch_sub(1, SeqCst);
-            }
-        });
-    }
+/// Starts a busy section of this thread (see the module documentation); waits while a fork is
+/// under way.
+pub(crate) fn busy() -> Busy<'static> {
+    GATE.busy()
 }
 
 /// Runs `f`, a wait that holds no device lock, outside this thread's busy section (if it is in
 /// one), so that a fork need not wait for it; the section goes on after it (waiting while a fork
 /// is under way).
 pub(crate) fn idle<R>(f: impl FnOnce() -> R) -> R {
-    struct Rejoin(usize);
-    impl Drop for Rejoin {
-        fn drop(&mut self) {
-            if self.0 > 0 {
-                join();
-                DEPTH.with(|d| d.set(self.0));
-            }
-        }
-    }
-    let depth = DEPTH.with(|d| d.replace(0));
-    if depth > 0 {
-        ACTIVE.fetch_sub(1, SeqCst);
-    }
-    let _rejoin = Rejoin(depth);
-    f()
-}
-
-/// Counts this thread in ACTIVE once no fork is under way. With the prepare handler's store
-/// then load (both SeqCst), either it sees this thread counted or this thread sees the fork.
-fn join() {
-    loop {
-        ACTIVE.fetch_add(1, SeqCst);
-        if FORKING.load(SeqCst) == 0 {
-            return;
-        }
-        ACTIVE.fetch_sub(1, SeqCst);
-        while FORKING.load(SeqCst) != 0 {
-            std::thread::sleep(POLL);
-        }
-    }
-}
-
-/// This thread's own count in ACTIVE (a fork from inside a busy section must not wait for
-/// itself).
-fn own() -> usize {
-    DEPTH.with(|d| usize::from(d.get() > 0))
+    GATE.idle(f)
 }
 
 extern "C" fn prepare() {
-    FORKING.fetch_add(1, SeqCst);
-    while ACTIVE.load(SeqCst) > own() {
-        std::thread::sleep(POLL);
-    }
+    GATE.prepare();
 }
 
 extern "C" fn parent() {
-    FORKING.fetch_sub(1, SeqCst);
+    GATE.parent();
 }
 
 extern "C" fn child() {
-    // The child's only thread is this one: nobody else is busy, nobody is held off.
-    ACTIVE.store(own(), SeqCst);
-    FORKING.store(0, SeqCst);
+    GATE.child();
     EPOCH.fetch_add(1, SeqCst);
+}
+
+/// Busy sections and forks: the process has one ([`GATE`]); a test makes its own, so that
+/// holding forks off there holds off no other test's device threads.
+struct Gate {
+    /// Forks under way (their prepare handler has run, their parent handler not yet).
+    forking: AtomicUsize,
+    /// Threads in a busy section.
+    active: AtomicUsize,
+}
+
+/// A busy section of this thread; ends on drop.
+#[must_use]
+pub(crate) struct Busy<'g> {
+    gate: &'g Gate,
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        DEPTH.with(|d| {
+            d.set(d.get() - 1);
+            if d.get() == 0 {
+                self.gate.active.fetch_sub(1, SeqCst);
+            }
+        });
+    }
+}
+
+impl Gate {
+    const fn new() -> Gate {
+        Gate { forking: AtomicUsize::new(0), active: AtomicUsize::new(0) }
+    }
+
+    fn busy(&self) -> Busy<'_> {
+        DEPTH.with(|d| {
+            if d.get() == 0 {
+                self.join();
+            }
+            d.set(d.get() + 1);
+        });
+        Busy { gate: self, _this_thread: PhantomData }
+    }
+
+    fn idle<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Rejoin<'g>(&'g Gate, usize);
+        impl Drop for Rejoin<'_> {
+            fn drop(&mut self) {
+                if self.1 > 0 {
+                    self.0.join();
+                    DEPTH.with(|d| d.set(self.1));
+                }
+            }
+        }
+        let depth = DEPTH.with(|d| d.replace(0));
+        if depth > 0 {
+            self.active.fetch_sub(1, SeqCst);
+        }
+        let _rejoin = Rejoin(self, depth);
+        f()
+    }
+
+    /// Counts this thread in `active` once no fork is under way. With the prepare handler's
+    /// store then load (both SeqCst), either it sees this thread counted or this thread sees
+    /// the fork.
+    fn join(&self) {
+        loop {
+            self.active.fetch_add(1, SeqCst);
+            if self.forking.load(SeqCst) == 0 {
+                return;
+            }
+            self.active.fetch_sub(1, SeqCst);
+            while self.forking.load(SeqCst) != 0 {
+                std::thread::sleep(POLL);
+            }
+        }
+    }
+
+    fn prepare(&self) {
+        self.forking.fetch_add(1, SeqCst);
+        while self.active.load(SeqCst) > own() {
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn parent(&self) {
+        self.forking.fetch_sub(1, SeqCst);
+    }
+
+    fn child(&self) {
+        // The child's only thread is this one: nobody else is busy, nobody is held off.
+        self.active.store(own(), SeqCst);
+        self.forking.store(0, SeqCst);
+    }
+}
+
+/// This thread's own count in the gate (a fork from inside a busy section must not wait for
+/// itself).
+fn own() -> usize {
+    DEPTH.with(|d| usize::from(d.get() > 0))
 }
 
 /// A value a device thread sleeps on: std's `Mutex` and `Condvar`, whose wait state is in the
@@ -214,33 +250,34 @@ mod tests {
     }
 
     /// The prepare handler returns only once a thread's busy section has ended, and holds new
-    /// sections off until the parent handler runs. (The other tests of this binary are held off
-    /// for that moment too: their device threads wait, nothing fails.)
+    /// sections off until the parent handler runs. On a gate of the test's own: the process's
+    /// would hold off the device threads of the binary's other tests, whose timing it upsets.
     #[test]
     fn the_prepare_handler_waits_for_busy_sections_and_holds_new_ones_off() {
         use std::sync::atomic::AtomicBool;
         use std::sync::{mpsc, Arc};
         use std::time::Instant;
         const HELD: Duration = Duration::from_millis(100);
+        static TEST_GATE: Gate = Gate::new();
         let (entered, in_section) = mpsc::channel();
         let worker = std::thread::spawn(move || {
-            let b = busy();
+            let b = TEST_GATE.busy();
             entered.send(Instant::now()).unwrap();
             std::thread::sleep(HELD);
             drop(b);
         });
         let since = in_section.recv().unwrap();
-        prepare();
+        TEST_GATE.prepare();
         assert!(since.elapsed() >= HELD, "prepare returned while a busy section was open");
         let started = Arc::new(AtomicBool::new(false));
         let s = started.clone();
         let late = std::thread::spawn(move || {
-            let _b = busy();
+            let _b = TEST_GATE.busy();
             s.store(true, SeqCst);
         });
         std::thread::sleep(Duration::from_millis(50));
         let held_off = !started.load(SeqCst);
-        parent();
+        TEST_GATE.parent();
         late.join().unwrap();
         worker.join().unwrap();
         assert!(held_off, "a busy section began during a fork");

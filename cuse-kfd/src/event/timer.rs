@@ -175,8 +175,14 @@ mod tests {
         timer.arm(now + Duration::from_millis(10), 7, 2);
         assert!(timer.cancel(1));
         assert_eq!(timer.armed(), 1);
-        std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(*fired.lock(), vec![(7, 2)]);
+        // Deadlines fire in order: had wait 1 stayed armed, it would fire between 2 and 3. No
+        // fixed sleep: a loaded machine only makes this take longer.
+        timer.arm(now + Duration::from_millis(60), 7, 3);
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while fired.lock().len() < 2 && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(*fired.lock(), vec![(7, 2), (7, 3)]);
         assert_eq!(timer.armed(), 0);
     }
 }
