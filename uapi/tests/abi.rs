@@ -337,6 +337,11 @@ fn layouts() -> Vec<Layout> {
         layout!(AmdVendorPacketHeader => "hsa_amd_vendor_packet_header_t" {
             header, amd_format = "AmdFormat", reserved,
         }),
+        // ROCr's own (a struct of amd_aql_queue.cpp, in no installed header: listed so that the
+        // run says it was not compared).
+        layout!(AmdAqlPm4IbPacket => "struct amd_aql_pm4_ib" {
+            header, ib_jump_cmd, dw_cnt_remain, reserved, completion_signal,
+        }),
         layout!(AmdBarrierValuePacket => "hsa_amd_barrier_value_packet_t" {
             header, reserved0, signal, value, mask, cond, reserved1, reserved2, reserved3,
             completion_signal,
@@ -543,6 +548,8 @@ fn constants() -> Vec<Constant> {
         HSA_SIGNAL_CONDITION_LT,
         HSA_SIGNAL_CONDITION_GTE,
         HSA_AMD_PACKET_TYPE_BARRIER_VALUE,
+        AMD_AQL_FORMAT_PM4_IB,
+        AMD_AQL_PM4_IB_DW_CNT_REMAIN,
         // queue.rs
         HSA_QUEUE_TYPE_MULTI,
         HSA_QUEUE_TYPE_SINGLE,
