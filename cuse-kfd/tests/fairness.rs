@@ -81,13 +81,7 @@ impl Busy {
         let kfd = Kfd::new(Box::new(OtherProcess { file: Mutex::new(Some(file)), runtime_dir, pid }));
         let gpu = rig.gpu;
         let code = kfd.alloc(gpu, 4096, Kind::Gtt).expect("the busy client's code buffer");
-        let descriptor = SoftKernelDescriptor {
-            magic: SOFT_KERNEL_MAGIC,
-            version: SOFT_KERNEL_VERSION,
-            builtin: SOFT_KERNEL_ATOMIC_ADD_U64,
-            kernarg_size: 16,
-            ..Default::default()
-        };
+        let descriptor = SoftKernelDescriptor::new(SOFT_KERNEL_ATOMIC_ADD_U64, 16);
         code.write(0, descriptor.as_bytes());
         let counter = kfd.alloc(gpu, 4096, Kind::Gtt).expect("the busy client's counter");
         let args = kfd.alloc(gpu, 4096, Kind::Gtt).expect("the busy client's kernel arguments");

@@ -69,13 +69,7 @@ fn memory_queues_and_soft_kernels_through_the_node() {
     let q = AqlQueue::new(&kfd, gpu, 64).unwrap();
     let sig = Signals::new(&kfd, gpu, 1).unwrap();
     let code = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();
-    let desc = SoftKernelDescriptor {
-        magic: SOFT_KERNEL_MAGIC,
-        version: SOFT_KERNEL_VERSION,
-        builtin: SOFT_KERNEL_COPY_BYTES,
-        kernarg_size: 16,
-        ..Default::default()
-    };
+    let desc = SoftKernelDescriptor::new(SOFT_KERNEL_COPY_BYTES, 16);
     code.write(0, desc.as_bytes());
     code.write(64, CopyArgs { dst: dst.va(), src: src.va() }.as_bytes());
     sig.value(0).store(1, Ordering::Release);

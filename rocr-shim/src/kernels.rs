@@ -84,14 +84,7 @@ impl KernelTable {
         for b in Builtin::ALL {
             let mut name = [0u8; 32];
             name[..b.name().len()].copy_from_slice(b.name().as_bytes());
-            let d = SoftKernelDescriptor {
-                magic: SOFT_KERNEL_MAGIC,
-                version: SOFT_KERNEL_VERSION,
-                builtin: b as u32,
-                kernarg_size: b.kernarg_size(),
-                name,
-                ..Default::default()
-            };
+            let d = SoftKernelDescriptor { name, ..SoftKernelDescriptor::new(b as u32, b.kernarg_size()) };
             code.mem().write(u64::from(b as u32) * 64, d.as_bytes());
         }
         Ok(KernelTable { code })

@@ -26,13 +26,7 @@ fn a_barrier_completes_its_signal_and_a_fill_kernel_writes_memory() {
     assert_eq!(q.read_index(), 1);
 
     let code = kfd.alloc(gpu, 4096, Kind::Gtt).unwrap();
-    let desc = SoftKernelDescriptor {
-        magic: SOFT_KERNEL_MAGIC,
-        version: SOFT_KERNEL_VERSION,
-        builtin: SOFT_KERNEL_FILL_U32,
-        kernarg_size: 16,
-        ..Default::default()
-    };
+    let desc = SoftKernelDescriptor::new(SOFT_KERNEL_FILL_U32, 16);
     code.write(0, desc.as_bytes());
     let dst = kfd.alloc(gpu, 4096, Kind::Vram).unwrap();
     let args = FillArgs { dst: dst.va(), value: 0xC0FFEE, reserved: 0 };

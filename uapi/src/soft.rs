@@ -35,6 +35,22 @@ abi_struct!(
     }
 );
 
+impl SoftKernelDescriptor {
+    /// The descriptor of `builtin` (this format's magic and version), with `kernarg_size`
+    /// bytes of arguments and no name.
+    pub const fn new(builtin: u32, kernarg_size: u32) -> SoftKernelDescriptor {
+        SoftKernelDescriptor {
+            magic: SOFT_KERNEL_MAGIC,
+            version: SOFT_KERNEL_VERSION,
+            builtin,
+            kernarg_size,
+            reserved0: 0,
+            reserved1: [0; 2],
+            name: [0; 32],
+        }
+    }
+}
+
 /// Does nothing (the empty dispatch). No arguments.
 pub const SOFT_KERNEL_NOP: u32 = 0;
 /// Work-item i stores `value` to the u32 at `dst + 4 i`. Args: [`FillArgs`].

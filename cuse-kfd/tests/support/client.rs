@@ -68,14 +68,7 @@ impl Rig {
             let mut name = [0u8; 32];
             let n = format!("builtin-{builtin}");
             name[..n.len()].copy_from_slice(n.as_bytes());
-            SoftKernelDescriptor {
-                magic: SOFT_KERNEL_MAGIC,
-                version: SOFT_KERNEL_VERSION,
-                builtin,
-                kernarg_size: 16,
-                name,
-                ..Default::default()
-            }
+            SoftKernelDescriptor { name, ..SoftKernelDescriptor::new(builtin, 16) }
         };
         for builtin in SOFT_KERNEL_NOP..=SOFT_KERNEL_SIGNAL_STORE {
             code.write(KERNELS + 64 * u64::from(builtin), descriptor(builtin).as_bytes());

@@ -139,12 +139,7 @@ pub fn schedstat(tid: u32, i: usize) -> u64 {
 /// reaching 0.
 pub(crate) fn empty_dispatch_round_trips(kfd: &Kfd, gpu: u32, q: &AqlQueue, n: usize) -> Vec<Duration> {
     let code = kfd.alloc(gpu, 4096, Kind::Gtt).expect("code");
-    let desc = SoftKernelDescriptor {
-        magic: SOFT_KERNEL_MAGIC,
-        version: SOFT_KERNEL_VERSION,
-        builtin: SOFT_KERNEL_NOP,
-        ..Default::default()
-    };
+    let desc = SoftKernelDescriptor::new(SOFT_KERNEL_NOP, 0);
     code.write(0, desc.as_bytes());
     let sig = Signals::new(kfd, gpu, 1).expect("signal");
     let mut lat = Vec::with_capacity(n);

@@ -21,13 +21,7 @@ const BUSY_PID: u32 = 5_000_000;
 /// A soft kernel descriptor of `builtin` in a fresh code buffer.
 fn kernel(kfd: &Kfd, gpu: u32, builtin: u32) -> GpuMemory {
     let code = kfd.alloc(gpu, 4096, Kind::Gtt).expect("code");
-    let desc = SoftKernelDescriptor {
-        magic: SOFT_KERNEL_MAGIC,
-        version: SOFT_KERNEL_VERSION,
-        builtin,
-        kernarg_size: 16,
-        ..Default::default()
-    };
+    let desc = SoftKernelDescriptor::new(builtin, 16);
     code.write(0, desc.as_bytes());
     code
 }
