@@ -1,0 +1,195 @@
+//! Execution: one instruction of one wave at a time ([`step`]), dispatched by encoding to the
+//! family modules, which dispatch on [`Op`].
+//!
+//! Each family returns [`ExecError`] for what it cannot do; [`step`] turns it into a [`Fault`]
+//! that names the instruction (as LLVM prints it), its PC and encoding: an opcode the core lacks
+//! is an error, never a skipped instruction.
+
+mod buffer;
+mod flat;
+mod lds;
+pub mod operand;
+mod salu;
+mod smem;
+mod sopp;
+mod valu;
+
+pub use operand::Apertures;
+
+use crate::isa::{self, DecodeError, Encoding, Instruction, Op, Target};
+use crate::mem::{MemFault, Memory};
+use crate::wave::Wave;
+use std::collections::HashMap;
+
+/// What a wave does after an instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on with the next instruction.
+    Next,
+    /// Arrived at s_barrier: waits until every live wave of its workgroup arrives.
+    Barrier,
+    /// s_endpgm.
+    End,
+    /// s_sleep (64 * n clocks on the hardware): a hint to let other waves run.
+    Sleep(u32),
+    /// s_sendmsg MSG_INTERRUPT: raises an interrupt with M0's value as its payload (the event id
+    /// of a signal, as ROCm's device library sends it for hostcall and signal stores).
+    Interrupt(u32),
+}
+
+/// Why an instruction could not run, before [`step`] adds where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecError {
+    /// The core does not implement this instruction (or this form of it: a modifier, an operand
+    /// kind).
+    Unimplemented(String),
+    /// A memory access faulted.
+    Memory(MemFault),
+    /// The instruction is invalid in this state (a register past the wave's allocation, ...).
+    Invalid(String),
+    /// s_trap with this trap id.
+    Trap(u8),
+}
+
+impl From<MemFault> for ExecError {
+    fn from(f: MemFault) -> Self {
+        ExecError::Memory(f)
+    }
+}
+
+/// The result type of the family modules.
+pub type ExecResult<T = Flow> = Result<T, ExecError>;
+
+/// An instruction that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    #[error("cannot decode the instruction at pc {pc:#x}: {error}")]
+    Decode { pc: u64, error: DecodeError },
+    #[error("`{inst}` ({encoding}) at pc {pc:#x} is not implemented by the shader core{}", detail(.what))]
+    Unimplemented { pc: u64, inst: String, encoding: Encoding, what: String },
+    #[error("memory fault at pc {pc:#x} in `{inst}`: {fault}")]
+    Memory { pc: u64, inst: String, fault: MemFault },
+    #[error("invalid instruction `{inst}` at pc {pc:#x}: {why}")]
+    Invalid { pc: u64, inst: String, why: String },
+    #[error("s_trap {code} at pc {pc:#x}")]
+    Trap { pc: u64, code: u8 },
+}
+
+fn detail(what: &str) -> String {
+    if what.is_empty() {
+        String::new()
+    } else {
+        format!(" ({what})")
+    }
+}
+
+impl Fault {
+    /// The PC of the instruction.
+    pub fn pc(&self) -> u64 {
+        match self {
+            Fault::Decode { pc, .. }
+            | Fault::Unimplemented { pc, .. }
+            | Fault::Memory { pc, .. }
+            | Fault::Invalid { pc, .. }
+            | Fault::Trap { pc, .. } => *pc,
+        }
+    }
+
+    fn new(e: ExecError, pc: u64, inst: &Instruction) -> Fault {
+        let text = inst.to_string();
+        match e {
+            ExecError::Unimplemented(what) => Fault::Unimplemented { pc, inst: text, encoding: inst.encoding, what },
+            ExecError::Memory(fault) => Fault::Memory { pc, inst: text, fault },
+            ExecError::Invalid(why) => Fault::Invalid { pc, inst: text, why },
+            ExecError::Trap(code) => Fault::Trap { pc, code },
+        }
+    }
+}
+
+/// The decoded instructions of one kernel, by PC: code is fetched through [`Memory`] once.
+#[derive(Debug)]
+pub struct Code {
+    pub target: Target,
+    cache: HashMap<u64, Instruction>,
+}
+
+impl Code {
+    pub fn new(target: Target) -> Code {
+        Code { target, cache: HashMap::new() }
+    }
+
+    /// The instruction at `pc`.
+    pub fn fetch(&mut self, pc: u64, mem: &mut dyn Memory) -> Result<Instruction, Fault> {
+        if let Some(i) = self.cache.get(&pc) {
+            return Ok(*i);
+        }
+        // The longest instruction is 12 bytes (gfx10 VOP3 with a literal); near the end of a
+        // mapping, fewer bytes may be readable.
+        let mut bytes = [0u8; 12];
+        let mut len = 0;
+        for n in [12, 8, 4] {
+            if mem.read(pc, &mut bytes[..n]).is_ok() {
+                len = n;
+                break;
+            }
+        }
+        if len == 0 {
+            let mut b = [0u8; 4];
+            let fault = mem.read(pc, &mut b).expect_err("unreadable a moment ago");
+            return Err(Fault::Memory { pc, inst: "(instruction fetch)".into(), fault });
+        }
+        let inst = isa::decode(self.target, &bytes[..len], 0).map_err(|error| Fault::Decode { pc, error })?;
+        self.cache.insert(pc, inst);
+        Ok(inst)
+    }
+}
+
+/// Everything an instruction may touch besides its wave.
+pub struct Cx<'a> {
+    pub mem: &'a mut dyn Memory,
+    /// The workgroup's LDS.
+    pub lds: &'a mut [u8],
+    pub apertures: Apertures,
+}
+
+/// Runs the instruction at the wave's PC.
+pub fn step(w: &mut Wave, code: &mut Code, cx: &mut Cx) -> Result<Flow, Fault> {
+    let pc = w.pc;
+    let inst = code.fetch(pc, cx.mem)?;
+    w.pc = pc.wrapping_add(u64::from(inst.size));
+    let r = match inst.encoding {
+        Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopk | Encoding::Sopc => salu::exec(w, &inst, cx),
+        Encoding::Sopp => sopp::exec(w, &inst, pc),
+        Encoding::Smem => smem::exec(w, &inst, cx),
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p => valu::exec(w, &inst, cx),
+        Encoding::Ds => lds::exec(w, &inst, cx),
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => flat::exec(w, &inst, cx),
+        Encoding::Mubuf => buffer::exec(w, &inst, cx),
+        Encoding::Mtbuf | Encoding::Mimg | Encoding::Exp | Encoding::Vintrp => Err(unimplemented()),
+    };
+    r.map_err(|e| {
+        // The wave stays at the faulting instruction.
+        w.pc = pc;
+        Fault::new(e, pc, &inst)
+    })
+}
+
+/// The error for an instruction a family does not implement.
+pub fn unimplemented() -> ExecError {
+    ExecError::Unimplemented(String::new())
+}
+
+/// Every [`Op`] the core implements, for the coverage table. Each family answers from the same
+/// table its `exec` dispatches on.
+pub fn implemented(op: Op) -> bool {
+    salu::implements(op)
+        || sopp::implements(op)
+        || smem::implements(op)
+        || valu::implements(op)
+        || lds::implements(op)
+        || flat::implements(op)
+        || buffer::implements(op)
+}
+
+#[cfg(test)]
+mod tests;

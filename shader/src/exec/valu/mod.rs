@@ -1,0 +1,295 @@
+//! VALU: the vector ALU encodings (VOP1, VOP2, VOPC, VOP3, VOP3P), with their source modifiers
+//! (VOP3 abs/neg/op_sel, SDWA selects, DPP lane moves) and destinations.
+//!
+//! The families ([`int`], [`float`], [`cmp`], [`packed`]) map each [`Op`] to a handler; most
+//! handlers are one call of [`unary`], [`binary`] or [`ternary`] with a per-lane function, which
+//! fetch the sources with their modifiers for every lane, run the function on the lanes EXEC
+//! enables, and write the destination.
+
+mod cmp;
+mod float;
+mod int;
+mod packed;
+
+use super::operand::{constant, special, vreg_range, Ty};
+use super::{unimplemented, Cx, ExecError, ExecResult, Flow};
+use crate::isa::table::Field;
+use crate::isa::{Instruction, Op, Operand};
+use crate::wave::{Wave, LANES, VCC};
+
+/// Runs one VALU instruction of the wave.
+pub type Handler = fn(&mut Wave, &Instruction, &mut Cx) -> ExecResult;
+
+/// The handler of `op`, from the family that implements it.
+fn handler(op: Op) -> Option<Handler> {
+    int::handler(op).or_else(|| float::handler(op)).or_else(|| cmp::handler(op)).or_else(|| packed::handler(op))
+}
+
+/// Whether the VALU runs `op`.
+pub fn implements(op: Op) -> bool {
+    handler(op).is_some()
+}
+
+pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
+    let h = handler(inst.op).ok_or_else(unimplemented)?;
+    h(w, inst, cx)
+}
+
+/// One value per lane (64-bit wide so one type serves every operand width).
+pub type Lanes = [u64; LANES];
+
+/// The source operand field of source `i` (0, 1, 2).
+pub fn src_field(i: usize) -> Field {
+    [Field::S0, Field::S1, Field::S2][i]
+}
+
+/// The width mask of `ty`.
+pub fn width_mask(ty: Ty) -> u64 {
+    match ty {
+        Ty::B16 => 0xffff,
+        Ty::B32 => 0xffff_ffff,
+        Ty::I64 | Ty::F64 => u64::MAX,
+    }
+}
+
+fn sign_bit(ty: Ty) -> u64 {
+    match ty {
+        Ty::B16 => 1 << 15,
+        Ty::B32 => 1 << 31,
+        Ty::I64 | Ty::F64 => 1 << 63,
+    }
+}
+
+/// Reads operand `op` as `ty` for every lane (no modifiers).
+pub fn read_operand(w: &Wave, op: Operand, ty: Ty, cx: &Cx) -> ExecResult<Lanes> {
+    let wide = matches!(ty, Ty::I64 | Ty::F64);
+    let mut out = [0u64; LANES];
+    match op {
+        Operand::Vgpr { index, .. } | Operand::Agpr { index, .. } => {
+            let (file, prefix) = match op {
+                Operand::Vgpr { .. } => (&w.v, "v"),
+                _ => (&w.a, "a"),
+            };
+            let r = vreg_range(file.len(), index, if wide { 2 } else { 1 }, prefix)?;
+            for (l, o) in out.iter_mut().enumerate() {
+                *o = u64::from(file[r][l]);
+                if wide {
+                    *o |= u64::from(file[r + 1][l]) << 32;
+                }
+            }
+        }
+        Operand::Sgpr { index, .. } => {
+            let v = if wide { w.sreg64(index) } else { u64::from(w.sreg(index)) };
+            out = [v & width_mask(ty); LANES];
+        }
+        Operand::Special(s) => out = [special(w, s, &cx.apertures)? & width_mask(ty); LANES],
+        Operand::None | Operand::Off => return Err(ExecError::Invalid("missing source operand".into())),
+        c => out = [constant(c, ty).expect("a constant") & width_mask(ty); LANES],
+    }
+    if !wide {
+        let m = width_mask(ty);
+        if m != 0xffff_ffff {
+            out.iter_mut().for_each(|v| *v &= m);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads source `i` of `inst` as `ty` for every lane, with the instruction's modifiers: VOP3
+/// op_sel (the high half of a 16-bit source), SDWA selects and sign extension, DPP lane moves
+/// (src0), and abs/neg on the sign bit of floating-point sources.
+pub fn fetch(w: &Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> ExecResult<Lanes> {
+    let op = inst.operand(src_field(i)).ok_or_else(|| ExecError::Invalid(format!("no source {i}")))?;
+    let raw_ty = if ty == Ty::B16 && (inst.sdwa.is_some() || inst.mods.op_sel & (1 << i) != 0) {
+        // The selected half is read from the whole dword.
+        Ty::B32
+    } else {
+        ty
+    };
+    let mut v = read_operand(w, op, raw_ty, cx)?;
+    if let Some(sdwa) = inst.sdwa {
+        let sel = match i {
+            0 => sdwa.src0_sel,
+            1 => sdwa.src1_sel,
+            _ => 6,
+        };
+        let sext = inst.mods.sext & (1 << i) != 0;
+        v.iter_mut().for_each(|x| *x = sdwa_select(*x as u32, sel, sext));
+    } else if inst.mods.op_sel & (1 << i) != 0 && ty == Ty::B16 {
+        v.iter_mut().for_each(|x| *x = (*x >> 16) & 0xffff);
+    }
+    if i == 0 && inst.dpp.is_some() {
+        return Err(ExecError::Unimplemented("DPP".into()));
+    }
+    if ty == Ty::B16 && raw_ty == Ty::B32 {
+        v.iter_mut().for_each(|x| *x &= 0xffff);
+    }
+    let (abs, neg) = (inst.mods.abs & (1 << i) != 0, inst.mods.neg & (1 << i) != 0);
+    if abs || neg {
+        let s = sign_bit(ty);
+        for x in v.iter_mut() {
+            if abs {
+                *x &= !s;
+            }
+            if neg {
+                *x ^= s;
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// The SDWA source select: 0-3 BYTE_0..3, 4-5 WORD_0..1, 6 DWORD; `sext` sign-extends the part.
+pub fn sdwa_select(x: u32, sel: u8, sext: bool) -> u64 {
+    let (shift, bits) = match sel {
+        0..=3 => (8 * u32::from(sel), 8),
+        4 | 5 => (16 * u32::from(sel - 4), 16),
+        _ => (0, 32),
+    };
+    let part = if bits == 32 { x } else { (x >> shift) & ((1 << bits) - 1) };
+    let v = if sext && bits < 32 {
+        let s = 32 - bits;
+        (((part << s) as i32) >> s) as u32
+    } else {
+        part
+    };
+    u64::from(v)
+}
+
+/// The lanes the instruction writes: EXEC (and, with DPP, the row and bank masks).
+pub fn active(w: &Wave, _inst: &Instruction) -> u64 {
+    w.exec()
+}
+
+/// Writes `vals` (as `ty`) to the vector destination of `inst` in the lanes of `mask`, with VOP3
+/// op_sel (16-bit result to the high half) and SDWA destination selects.
+pub fn write_vdst(w: &mut Wave, inst: &Instruction, vals: &Lanes, ty: Ty, mask: u64) -> ExecResult<()> {
+    let op = inst.operand(Field::D).ok_or_else(|| ExecError::Invalid("no vector destination".into()))?;
+    write_vector(w, op, inst, vals, ty, mask)
+}
+
+/// Writes `vals` to vector register operand `op` (a VGPR or AGPR) in the lanes of `mask`.
+pub fn write_vector(w: &mut Wave, op: Operand, inst: &Instruction, vals: &Lanes, ty: Ty, mask: u64) -> ExecResult<()> {
+    let (file, index, prefix) = match op {
+        Operand::Vgpr { index, .. } => (&mut w.v, index, "v"),
+        Operand::Agpr { index, .. } => (&mut w.a, index, "a"),
+        _ => return Err(ExecError::Invalid(format!("{op:?} is not a vector destination"))),
+    };
+    let wide = matches!(ty, Ty::I64 | Ty::F64);
+    let r = vreg_range(file.len(), index, if wide { 2 } else { 1 }, prefix)?;
+    let hi16 = ty == Ty::B16 && inst.mods.op_sel & (1 << 3) != 0;
+    for l in Wave::lanes(mask) {
+        let v = vals[l];
+        if wide {
+            file[r][l] = v as u32;
+            file[r + 1][l] = (v >> 32) as u32;
+        } else if let Some(sdwa) = inst.sdwa {
+            file[r][l] = sdwa_dst(file[r][l], v as u32, sdwa.dst_sel, sdwa.dst_unused);
+        } else if hi16 {
+            file[r][l] = (file[r][l] & 0xffff) | (v as u32) << 16;
+        } else if ty == Ty::B16 {
+            // gfx9 16-bit VALU results zero the high half (LLVM 15 GCNSubtarget::zeroesHigh16BitsOfDest).
+            file[r][l] = v as u32 & 0xffff;
+        } else {
+            file[r][l] = v as u32;
+        }
+    }
+    Ok(())
+}
+
+/// The SDWA destination: the result's low bits placed at `sel`, the rest padded with zeros
+/// (0), sign-extended (1) or preserved (2).
+pub fn sdwa_dst(old: u32, v: u32, sel: u8, unused: u8) -> u32 {
+    let (shift, bits) = match sel {
+        0..=3 => (8 * u32::from(sel), 8),
+        4 | 5 => (16 * u32::from(sel - 4), 16),
+        _ => return v,
+    };
+    let field = ((1u32 << bits) - 1) << shift;
+    let placed = (v << shift) & field;
+    match unused {
+        2 => (old & !field) | placed,
+        1 => {
+            let s = 32 - bits;
+            let sext = (((v << s) as i32) >> s) as u32;
+            let above = if shift + bits < 32 { sext.wrapping_shl(shift) & !(field | ((1 << shift) - 1)) } else { 0 };
+            placed | above
+        }
+        _ => placed,
+    }
+}
+
+/// The scalar register a lane-mask result goes to: the VOP3 scalar destination, or VCC for the
+/// 32-bit encodings.
+pub fn mask_dst(inst: &Instruction) -> ExecResult<u8> {
+    for f in [Field::Sd, Field::Ds] {
+        if let Some(op) = inst.operand(f) {
+            return super::operand::sdst(op);
+        }
+    }
+    Ok(VCC)
+}
+
+/// Reads a lane mask source (VOP2 carry-in is VCC; VOP3 names an SGPR pair).
+pub fn mask_src(w: &Wave, op: Operand) -> ExecResult<u64> {
+    match op {
+        Operand::Sgpr { index, .. } => Ok(w.lane_mask_reg(index) & w.lane_mask()),
+        Operand::Int(i) => Ok(i as i64 as u64 & w.lane_mask()),
+        _ => Err(ExecError::Invalid(format!("{op:?} is not a lane mask"))),
+    }
+}
+
+/// Fetches `N` sources, runs `f` per active lane and writes the vector destination.
+pub fn lanes<const N: usize>(
+    w: &mut Wave,
+    inst: &Instruction,
+    cx: &mut Cx,
+    src: [Ty; N],
+    dst: Ty,
+    f: impl Fn([u64; N]) -> u64,
+) -> ExecResult {
+    let mut s = [[0u64; LANES]; N];
+    for (i, ty) in src.iter().enumerate() {
+        s[i] = fetch(w, inst, i, *ty, cx)?;
+    }
+    let mask = active(w, inst);
+    let mut out = [0u64; LANES];
+    for l in Wave::lanes(mask) {
+        let mut a = [0u64; N];
+        for i in 0..N {
+            a[i] = s[i][l];
+        }
+        out[l] = f(a) & width_mask(dst);
+    }
+    write_vdst(w, inst, &out, dst, mask)?;
+    Ok(Flow::Next)
+}
+
+/// A one-source operation.
+pub fn unary(w: &mut Wave, inst: &Instruction, cx: &mut Cx, src: Ty, dst: Ty, f: impl Fn(u64) -> u64) -> ExecResult {
+    lanes(w, inst, cx, [src], dst, |[a]| f(a))
+}
+
+/// A two-source operation.
+pub fn binary(
+    w: &mut Wave,
+    inst: &Instruction,
+    cx: &mut Cx,
+    src: [Ty; 2],
+    dst: Ty,
+    f: impl Fn(u64, u64) -> u64,
+) -> ExecResult {
+    lanes(w, inst, cx, src, dst, |[a, b]| f(a, b))
+}
+
+/// A three-source operation.
+pub fn ternary(
+    w: &mut Wave,
+    inst: &Instruction,
+    cx: &mut Cx,
+    src: [Ty; 3],
+    dst: Ty,
+    f: impl Fn(u64, u64, u64) -> u64,
+) -> ExecResult {
+    lanes(w, inst, cx, src, dst, |[a, b, c]| f(a, b, c))
+}
