@@ -393,10 +393,20 @@ fn handler(op: Op) -> Option<Handler> {
             hwreg::set(w, imm16(i)?, v)?;
             Ok(Flow::Next)
         },
-        // Not implemented: the gfx6-era fork/join stack, trap returns, VSKIP and the GPR
-        // indexing mode (s_set_gpr_idx_*), which changes how every VALU operand is read.
         _ => return None,
     })
+}
+
+/// Why the core lacks an SALU operation it decodes.
+fn missing(op: Op) -> &'static str {
+    match op {
+        // GPR indexing changes how every later VALU operand is read.
+        Op::SSetGprIdxOn | Op::SSetGprIdxIdx => "GPR indexing mode",
+        Op::SCbranchIFork | Op::SCbranchGFork | Op::SCbranchJoin => "the fork/join mask stack",
+        Op::SRfeB64 | Op::SRfeRestoreB64 => "return from a trap handler",
+        Op::SSetvskip => "VSKIP mode",
+        _ => "",
+    }
 }
 
 /// Whether this module runs `op`.
@@ -405,7 +415,7 @@ pub fn implements(op: Op) -> bool {
 }
 
 pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
-    let h = handler(inst.op).ok_or_else(unimplemented)?;
+    let h = handler(inst.op).ok_or_else(|| ExecError::Unimplemented(missing(inst.op).into()))?;
     h(w, inst, cx)
 }
 

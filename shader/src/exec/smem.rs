@@ -148,7 +148,16 @@ pub fn implements(op: Op) -> bool {
 }
 
 pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
-    match kind(inst.op).ok_or_else(unimplemented)? {
+    let what = || match inst.op {
+        Op::SScratchLoadDword
+        | Op::SScratchLoadDwordx2
+        | Op::SScratchLoadDwordx4
+        | Op::SScratchStoreDword
+        | Op::SScratchStoreDwordx2
+        | Op::SScratchStoreDwordx4 => ExecError::Unimplemented("scalar scratch access".into()),
+        _ => unimplemented(),
+    };
+    match kind(inst.op).ok_or_else(what)? {
         Kind::Load { dwords, buffer } => load(w, inst, cx, dwords, buffer),
         Kind::Store { dwords, buffer } => store(w, inst, cx, dwords, buffer),
         Kind::Atomic { op, x2, buffer } => atomic(w, inst, cx, op, x2, buffer),

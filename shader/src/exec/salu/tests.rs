@@ -468,6 +468,11 @@ fn what_the_core_cannot_do_is_a_fault() {
         };
         assert!(matches!(f, Fault::Unimplemented { .. }), "`{src}`: {f}");
     }
+    // The fault says what is missing.
+    let Some(f) = run_fault("s_set_gpr_idx_on s0, gpr_idx(SRC0)", |_, _| {}) else {
+        return;
+    };
+    assert!(f.to_string().contains("GPR indexing mode"), "{f}");
     // An M0-relative register past the file is refused.
     let Some(f) = run_fault("s_movrels_b32 s10, s0", |w, _| w.s[usize::from(M0)] = 200) else {
         return;
