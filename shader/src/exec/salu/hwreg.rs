@@ -132,13 +132,14 @@ pub fn set(w: &mut Wave, simm16: u16, v: u32) -> ExecResult<()> {
     if f.id != ID_MODE {
         return Err(ExecError::Unimplemented(format!("s_setreg of {}", name(f.id))));
     }
-    let mode = (w.mode & !f.mask) | (v << f.offset & f.mask);
-    let unsupported = mode & (MODE_EXCP_EN | MODE_GPR_IDX_EN | MODE_VSKIP);
+    let field = v << f.offset & f.mask;
+    // Refuse to turn on what the core cannot do (the launch state is the dispatcher's).
+    let unsupported = field & (MODE_EXCP_EN | MODE_GPR_IDX_EN | MODE_VSKIP);
     if unsupported != 0 {
         return Err(ExecError::Unimplemented(format!(
             "MODE bits {unsupported:#x} (FP exception traps, GPR indexing, VSKIP)"
         )));
     }
-    w.mode = mode;
+    w.mode = (w.mode & !f.mask) | field;
     Ok(())
 }

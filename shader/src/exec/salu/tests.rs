@@ -490,3 +490,27 @@ fn the_coverage_table_answers_from_the_dispatch_table() {
         assert!(!super::implements(op), "{op:?}");
     }
 }
+
+#[test]
+fn sh_mem_bases_holds_the_high_bits_of_the_apertures() {
+    use crate::exec::{step, Apertures, Code, Cx, Flow};
+    use crate::isa::Target;
+    use crate::testing::{assemble, ram, wave};
+    let Some(code) = assemble("s_getreg_b32 s10, hwreg(HW_REG_SH_MEM_BASES)\ns_endpgm") else {
+        return;
+    };
+    let mut w = wave();
+    let mut mem = ram(&code);
+    let mut lds = [0u8; 0];
+    let apertures = Apertures {
+        shared_base: 0x1234_0000_0000_0000,
+        shared_limit: 0x1234_ffff_ffff_ffff,
+        private_base: 0x5678_0000_0000_0000,
+        private_limit: 0x5678_ffff_ffff_ffff,
+    };
+    let mut cx = Cx { mem: &mut mem, lds: &mut lds, apertures };
+    let mut code = Code::new(Target::Gfx90a);
+    assert_eq!(step(&mut w, &mut code, &mut cx), Ok(Flow::Next));
+    // SHARED_BASE [31:16], PRIVATE_BASE [15:0].
+    assert_eq!(w.s[10], 0x1234_5678);
+}
