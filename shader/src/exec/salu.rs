@@ -375,6 +375,13 @@ fn handler(op: Op) -> Option<Handler> {
             w.pc = w.pc.wrapping_add_signed(i64::from(k as i16) * 4);
             Ok(Flow::Next)
         },
+        // M0[7:0] = S0[7:0]: only the index; the indexing mode (s_set_gpr_idx_on) is what the
+        // core lacks.
+        Op::SSetGprIdxIdx => |w, i, cx| {
+            let v = src(w, i, Field::S0, cx)? as u32;
+            w.set_sreg(M0, (w.sreg(M0) & !0xff) | (v & 0xff));
+            Ok(Flow::Next)
+        },
         Op::SMovrelsB32 | Op::SMovrelsB64 => movrels,
         Op::SMovreldB32 | Op::SMovreldB64 => movreld,
         Op::SGetregB32 => |w, i, cx| {
@@ -401,7 +408,7 @@ fn handler(op: Op) -> Option<Handler> {
 fn missing(op: Op) -> &'static str {
     match op {
         // GPR indexing changes how every later VALU operand is read.
-        Op::SSetGprIdxOn | Op::SSetGprIdxIdx => "GPR indexing mode",
+        Op::SSetGprIdxOn => "GPR indexing mode",
         Op::SCbranchIFork | Op::SCbranchGFork | Op::SCbranchJoin => "the fork/join mask stack",
         Op::SRfeB64 | Op::SRfeRestoreB64 => "return from a trap handler",
         Op::SSetvskip => "VSKIP mode",
