@@ -2,7 +2,7 @@
 //! given scalar registers and SCC, then checks registers and SCC.
 
 use crate::exec::Fault;
-use crate::testing::{run, run_fault, CODE};
+use crate::testing::{assemble, ram, run_fault, run_wave, wave, CODE};
 use crate::wave::{Wave, EXEC, M0};
 
 /// One program and what it must leave behind.
@@ -33,17 +33,28 @@ const U: Option<bool> = None;
 const EXEC_LO: u8 = EXEC;
 const EXEC_HI: u8 = EXEC + 1;
 
+/// Runs every case on a fresh wave after `prepare` and checks it. The cases are assembled in
+/// one llvm-mc run, each at its own 256-byte slot.
 fn check(cases: &[Case], prepare: fn(&mut Wave)) {
-    for case in cases {
-        let Some((w, _)) = run(case.src, |w, _| {
-            prepare(w);
-            for &(r, v) in case.init {
-                w.s[usize::from(r)] = v;
-            }
-            w.scc = case.scc_in;
-        }) else {
-            return;
-        };
+    const SLOT: usize = 256;
+    let src: String = cases.iter().map(|c| format!(".p2align 8\n{}\ns_endpgm\n", c.src)).collect();
+    let Some(code) = assemble(&src) else {
+        return;
+    };
+    // Each slot starts at SLOT * k only if no case overflowed its slot.
+    assert!(code.len() <= SLOT * cases.len(), "a case is longer than {SLOT} bytes");
+    for (k, case) in cases.iter().enumerate() {
+        let mut w = wave();
+        w.pc = CODE + (SLOT * k) as u64;
+        prepare(&mut w);
+        for &(r, v) in case.init {
+            w.s[usize::from(r)] = v;
+        }
+        w.scc = case.scc_in;
+        let mut lds = vec![0u8; 65536];
+        if let Err(f) = run_wave(&mut w, &mut ram(&code), &mut lds) {
+            panic!("`{}`: {f}", case.src);
+        }
         for &(r, v) in case.expect {
             assert_eq!(w.s[usize::from(r)], v, "`{}`: s{r} is {:#x}, want {v:#x}", case.src, w.s[usize::from(r)]);
         }
@@ -372,6 +383,7 @@ fn sopk_immediates_extend_as_the_operation_says() {
     );
 }
 
+/// The address of the first case's slot (the case in slot k starts 0x100 * k later).
 const RET: u32 = CODE as u32;
 
 #[test]
@@ -380,7 +392,7 @@ fn pc_operations_call_and_return() {
         &[
             // s_getpc_b64 gives the address of the next instruction.
             c("s_getpc_b64 s[10:11]", &[], &[(10, RET + 4), (11, 0)], U),
-            c("s_nop 0\ns_getpc_b64 s[10:11]", &[], &[(10, RET + 8), (11, 0)], U),
+            c("s_nop 0\ns_getpc_b64 s[10:11]", &[], &[(10, RET + 0x100 + 8), (11, 0)], U),
             // s_swappc to a function that returns through s_setpc: 4 (getpc) + 8 (add with a
             // literal) + 4 (addc) + 4 (swappc) bytes before the return address.
             c(
@@ -395,18 +407,18 @@ fn pc_operations_call_and_return() {
                 s_mov_b32 s4, 7
                 s_setpc_b64 s[30:31]",
                 &[],
-                &[(4, 7), (5, 1), (30, RET + 20), (31, 0)],
+                &[(4, 7), (5, 1), (30, RET + 0x200 + 20), (31, 0)],
                 F,
             ),
             c(
-                "s_call_b64 s[30:31], func
+                "s_call_b64 s[30:31], func2
                 s_mov_b32 s5, 1
                 s_endpgm
-                func:
+                func2:
                 s_mov_b32 s4, 7
                 s_setpc_b64 s[30:31]",
                 &[],
-                &[(4, 7), (5, 1), (30, RET + 4), (31, 0)],
+                &[(4, 7), (5, 1), (30, RET + 0x300 + 4), (31, 0)],
                 U,
             ),
         ],
