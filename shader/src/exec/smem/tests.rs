@@ -3,7 +3,7 @@
 
 use crate::exec::Fault;
 use crate::mem::Ram;
-use crate::testing::{run, run_fault, DATA};
+use crate::testing::{assemble, ram, run, run_fault, run_wave, wave, CODE, DATA};
 use crate::wave::Wave;
 
 /// The test data: dword `k` at DATA + 4k is 0x1000 + k.
@@ -23,6 +23,28 @@ fn bases(w: &mut Wave, stride: u32, num_records: u32) {
     w.set_sreg64(4, DATA | u64::from(stride) << 48);
     w.s[6] = num_records;
     w.s[7] = 0;
+}
+
+/// Runs each program on a fresh wave and memory (`setup(k, ..)` prepares case k), then
+/// `check(k, ..)`. The programs are assembled in one llvm-mc run, each in a 256-byte slot.
+fn each(srcs: &[&str], setup: impl Fn(usize, &mut Wave, &mut Ram), check: impl Fn(usize, &Wave, &Ram)) {
+    const SLOT: usize = 256;
+    let src: String = srcs.iter().map(|s| format!(".p2align 8\n{s}\ns_endpgm\n")).collect();
+    let Some(code) = assemble(&src) else {
+        return;
+    };
+    // Each slot starts at SLOT * k only if no program overflowed its slot.
+    assert!(code.len() <= SLOT * srcs.len(), "a program is longer than {SLOT} bytes");
+    for (k, src) in srcs.iter().enumerate() {
+        let mut w = wave();
+        w.pc = CODE + (SLOT * k) as u64;
+        let mut mem = ram(&code);
+        setup(k, &mut w, &mut mem);
+        if let Err(f) = run_wave(&mut w, &mut mem, &mut []) {
+            panic!("`{src}`: {f}");
+        }
+        check(k, &w, &mem);
+    }
 }
 
 /// A load program, its setup (stride, num_records, s2, s3) and the registers it must fill.
@@ -79,23 +101,25 @@ fn loads_of_every_width_and_offset_form() {
         // A partial dword at the end is out of range.
         buf("s_buffer_load_dwordx2 s[10:11], s[4:7], 0x0", 0, 7, 0, (10, &[s(0), None])),
     ];
-    for case in CASES {
-        let Some((w, _)) = run(case.src, |w, ram| {
+    let srcs: Vec<&str> = CASES.iter().map(|c| c.src).collect();
+    each(
+        &srcs,
+        |k, w, ram| {
+            let case = &CASES[k];
             fill(ram);
             bases(w, case.stride, case.records);
             w.s[2] = case.s2;
-            for r in 10..32 {
-                w.s[r] = 0xdead;
+            w.s[10..32].fill(0xdead);
+        },
+        |k, w, _| {
+            let case = &CASES[k];
+            let (first, want) = case.expect;
+            for (j, v) in want.iter().enumerate() {
+                let r = usize::from(first) + j;
+                assert_eq!(w.s[r], v.map_or(0, word), "`{}`: s{r}", case.src);
             }
-        }) else {
-            return;
-        };
-        let (first, want) = case.expect;
-        for (k, v) in want.iter().enumerate() {
-            let r = usize::from(first) + k;
-            assert_eq!(w.s[r], v.map_or(0, word), "`{}`: s{r}", case.src);
-        }
-    }
+        },
+    );
 }
 
 #[test]
@@ -176,19 +200,23 @@ fn atomics_update_memory_and_return_the_old_value_with_glc() {
         // Out of range: memory is untouched and the returned value is 0.
         at("s_buffer_atomic_add s10, s[4:7], 0x10 glc", 5, [3, 0, 0, 0], 5, [0, 0, 0, 0]),
     ];
-    for case in &cases {
-        let Some((w, ram)) = run(case.src, |w, ram| {
+    let srcs: Vec<&str> = cases.iter().map(|c| c.src).collect();
+    each(
+        &srcs,
+        |k, w, ram| {
+            let case = &cases[k];
             bases(w, 0, 16);
             ram.set_u32(DATA, case.mem as u32);
             ram.set_u32(DATA + 4, (case.mem >> 32) as u32);
             w.s[10..14].copy_from_slice(&case.regs);
-        }) else {
-            return;
-        };
-        let mem = u64::from(ram.u32_at(DATA)) | u64::from(ram.u32_at(DATA + 4)) << 32;
-        assert_eq!(mem, case.mem_after, "`{}`: memory", case.src);
-        assert_eq!(w.s[10..14], case.regs_after, "`{}`: s[10:13]", case.src);
-    }
+        },
+        |k, w, ram| {
+            let case = &cases[k];
+            let mem = u64::from(ram.u32_at(DATA)) | u64::from(ram.u32_at(DATA + 4)) << 32;
+            assert_eq!(mem, case.mem_after, "`{}`: memory", case.src);
+            assert_eq!(w.s[10..14], case.regs_after, "`{}`: s[10:13]", case.src);
+        },
+    );
 }
 
 #[test]
