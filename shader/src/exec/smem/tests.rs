@@ -280,3 +280,31 @@ fn faults() {
     };
     assert!(matches!(f, Fault::Unimplemented { .. }), "{f}");
 }
+
+#[test]
+fn the_hipcc_prologue_computes_the_block_size_from_the_dispatch_packet() {
+    // Every hipcc kernel starts so: blockDim.x = min(workgroup_size_x, grid_size_x - wg_id *
+    // workgroup_size_x), with the sizes loaded from the AQL packet (workgroup_size_x is the
+    // low half of dword 1, grid_size_x dword 3).
+    let src = "
+        s_load_dword s0, s[4:5], 0x4
+        s_load_dword s1, s[4:5], 0xc
+        s_waitcnt lgkmcnt(0)
+        s_and_b32 s0, s0, 0xffff
+        s_mul_i32 s2, s6, s0
+        s_sub_i32 s1, s1, s2
+        s_min_u32 s3, s1, s0
+    ";
+    // (grid_size_x, workgroup id, blockDim.x): the last group of 1000 in groups of 256 is short.
+    for (grid, wg, want) in [(1000, 0, 256), (1000, 3, 1000 - 768), (1024, 3, 256)] {
+        let Some((w, _)) = run(src, |w, ram| {
+            ram.set_u32(DATA + 4, 0x0001_0100); // workgroup_size_x 256, workgroup_size_y 1
+            ram.set_u32(DATA + 12, grid);
+            w.set_sreg64(4, DATA);
+            w.s[6] = wg;
+        }) else {
+            return;
+        };
+        assert_eq!(w.s[3], want, "grid {grid}, group {wg}");
+    }
+}
