@@ -401,3 +401,6 @@ pub fn ternary(
 ) -> ExecResult {
     lanes(w, inst, cx, src, dst, |[a, b, c]| f(a, b, c))
 }
+
+#[cfg(test)]
+mod ext_tests;
