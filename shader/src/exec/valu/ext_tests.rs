@@ -187,3 +187,10 @@ fn sdwa_vop2_carry_out_goes_to_vcc() {
     };
     assert_eq!((w.v[2][0], w.vcc()), (1, 1));
 }
+
+#[test]
+fn a_reserved_dpp_control_faults() {
+    // v_mov_b32_dpp v1, v0 with dpp_ctrl 0x100 (reserved; no assembler syntax names it).
+    let Some(f) = crate::testing::run_fault(".long 0x7e0202fa, 0xff010000", |_, _| {}) else { return };
+    assert!(f.to_string().contains("0x100"), "{f}");
+}

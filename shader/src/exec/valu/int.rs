@@ -412,6 +412,9 @@ fn bits(op: Op) -> Option<Handler> {
             })
         },
         Op::VBcntU32B32 => |w, i, cx| u2(w, i, cx, |a, b| a.count_ones().wrapping_add(b)),
+        Op::VDot2cI32I16 => |w, i, cx| dotc(w, i, cx, 16),
+        Op::VDot4cI32I8 => |w, i, cx| dotc(w, i, cx, 8),
+        Op::VDot8cI32I4 => |w, i, cx| dotc(w, i, cx, 4),
         Op::VMbcntLoU32B32 => |w, i, cx| mbcnt(w, i, cx, false),
         Op::VMbcntHiU32B32 => |w, i, cx| mbcnt(w, i, cx, true),
         _ => return None,
@@ -466,6 +469,24 @@ fn perm(a: u32, b: u32, sel: u32) -> u32 {
         };
         d | (byte as u32) << (8 * k)
     })
+}
+
+/// v_dot2c_i32_i16, v_dot4c_i32_i8, v_dot8c_i32_i4: the signed `bits`-wide parts of src0 and
+/// src1 multiplied pairwise and summed into vdst (the "c" forms accumulate into vdst).
+fn dotc(w: &mut Wave, i: &Instruction, cx: &mut Cx, bits: u32) -> ExecResult {
+    int_mods(i, false)?;
+    let s = super::fetch_all(w, i, cx, [B32, B32])?;
+    let d = i.operand(Field::D).ok_or_else(|| ExecError::Invalid("no destination".into()))?;
+    let acc = read_operand(w, d, B32, cx)?;
+    let mask = active(w, i);
+    let mut out = [0u64; LANES];
+    for l in Wave::lanes(mask) {
+        let part = |x: u64, k: u32| sext((x >> (k * bits)) & ((1 << bits) - 1), bits);
+        let dot: i64 = (0..32 / bits).map(|k| part(s[0][l], k) * part(s[1][l], k)).sum();
+        out[l] = (dot + sext(acc[l], 32)) as u64 & 0xffff_ffff;
+    }
+    write_vector(w, d, i, &out, B32, mask)?;
+    Ok(Flow::Next)
 }
 
 /// v_mbcnt_lo/hi_u32_b32: the set bits of src0 among the lanes below this one (lanes 0-31 for

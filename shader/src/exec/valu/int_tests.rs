@@ -385,3 +385,17 @@ fn vop2_carry_out_goes_to_vcc_register_pair() {
     };
     assert_eq!(w.sreg64(VCC), 1);
 }
+
+#[test]
+fn integer_dot_products_accumulate_into_vdst() {
+    // v3 starts at 0xdeadbeef: 10 is loaded first as the accumulator.
+    let src = "v_mov_b32 v3, v2\nv_dot2c_i32_i16 v3, v0, v1";
+    let Some(w) = lanes(src, &[[0xffff_0003, 0x0002_0005, 10]], |w| w.set_exec(1)) else { return };
+    assert_eq!(w.v[3][0] as i32, 3 * 5 - 2 + 10);
+    let src = "v_mov_b32 v3, v2\nv_dot4c_i32_i8 v3, v0, v1";
+    let Some(w) = lanes(src, &[[0x80ff_0102, 0x0102_0304, 0]], |w| w.set_exec(1)) else { return };
+    assert_eq!(w.v[3][0] as i32, 2 * 4 + 3 - 2 - 128);
+    let src = "v_mov_b32 v3, v2\nv_dot8c_i32_i4 v3, v0, v1";
+    let Some(w) = lanes(src, &[[0x8000_000f, 0x1000_0003, u32::MAX]], |w| w.set_exec(1)) else { return };
+    assert_eq!(w.v[3][0] as i32, -3 - 8 - 1);
+}
