@@ -167,9 +167,10 @@ fn sext(x: u64, bits: u32) -> i64 {
     ((x << s) as i64) >> s
 }
 
-/// 32-bit add/sub with a carry or borrow in and out, saturating with clamp (MI200 ISA guide:
-/// V_ADD_CO_U32 etc. "supports saturation (unsigned 32-bit integer domain)"): returns the result
-/// and the carry-out bit.
+/// 32-bit add/sub with a carry or borrow in and out, saturating with clamp: returns the result
+/// and the carry-out bit. (Clamp is saturation on the integer adds: LLVM 15 selects
+/// llvm.uadd.sat/usub.sat/sadd.sat to v_add_u32/v_sub_u32/v_add_i32/v_add_u16/v_add_i16 with
+/// clamp on gfx90a.)
 fn addsub(a: u32, b: u32, cin: bool, sub: bool, clamp: bool) -> (u64, bool) {
     let (a, b, c) = (u64::from(a), u64::from(b), u64::from(cin));
     if sub {

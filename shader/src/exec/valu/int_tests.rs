@@ -399,3 +399,40 @@ fn integer_dot_products_accumulate_into_vdst() {
     let Some(w) = lanes(src, &[[0x8000_000f, 0x1000_0003, u32::MAX]], |w| w.set_exec(1)) else { return };
     assert_eq!(w.v[3][0] as i32, -3 - 8 - 1);
 }
+
+#[test]
+fn carry_ops_saturate_with_clamp_and_still_carry() {
+    let m = u32::MAX;
+    let rows = [[m, 2, 0], [1, 2, 0]];
+    let Some(w) = lanes("v_add_co_u32_e64 v3, s[4:5], v0, v1 clamp", &rows, |w| w.set_exec(0b11)) else { return };
+    assert_eq!((w.v[3][0], w.v[3][1], w.sreg64(4)), (m, 3, 0b01));
+    let Some(w) = lanes("v_sub_co_u32_e64 v3, s[4:5], v0, v1 clamp", &rows, |w| w.set_exec(0b11)) else { return };
+    assert_eq!((w.v[3][0], w.v[3][1], w.sreg64(4)), (m - 2, 0, 0b10));
+}
+
+#[test]
+fn clamp_without_a_defined_meaning_is_refused() {
+    // v_mul_lo_u32 v0, v1, v2 with the clamp bit (LLVM's assembler rejects the syntax).
+    let Some(f) = crate::testing::run_fault(".long 0xd3858000, 0x00020501", |_, _| {}) else { return };
+    assert!(matches!(f, crate::exec::Fault::Unimplemented { .. }) && f.to_string().contains("clamp"), "{f}");
+    let Some(f) = crate::testing::run_fault("v_mad_u64_u32 v[0:1], s[0:1], v1, v2, v[2:3] clamp", |_, _| {}) else {
+        return;
+    };
+    assert!(f.to_string().contains("clamp"), "{f}");
+}
+
+#[test]
+fn scalar_and_constant_sources_and_masked_lanes() {
+    // SGPR and inline constant operands broadcast; disabled lanes keep v3 (16-bit ops too).
+    let src = "v_add_u32_e64 v3, s4, -1\nv_mad_u32_u24 v4, s4, 3, v0\nv_add_u16 v5, 0x1234, v0";
+    let Some(w) = lanes(src, &[[1, 0, 0], [2, 0, 0], [3, 0, 0]], |w| {
+        w.s[4] = 10;
+        w.v[5][1] = 0xdead_beef;
+        w.set_exec(0b101);
+    }) else {
+        return;
+    };
+    assert_eq!(&w.v[3][..3], &[9, 0xdead_beef, 9]);
+    assert_eq!((w.v[4][0], w.v[4][2]), (31, 33));
+    assert_eq!(&w.v[5][..3], &[0x1235, 0xdead_beef, 0x1237]);
+}
