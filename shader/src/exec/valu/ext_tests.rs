@@ -194,3 +194,33 @@ fn a_reserved_dpp_control_faults() {
     let Some(f) = crate::testing::run_fault(".long 0x7e0202fa, 0xff010000", |_, _| {}) else { return };
     assert!(f.to_string().contains("0x100"), "{f}");
 }
+
+#[test]
+fn gfx9_wave_prefix_sum_by_dpp() {
+    // The inclusive scan LLVM 15's AMDGPUAtomicOptimizer builds for gfx9 (row_shr 1, 2, 4, 8,
+    // then row_bcast:15 into rows 1 and 3 and row_bcast:31 into rows 2 and 3), with update_dpp's
+    // old value 0.
+    let mut src = String::new();
+    for (ctrl, row_mask) in [
+        ("row_shr:1", 0xf),
+        ("row_shr:2", 0xf),
+        ("row_shr:4", 0xf),
+        ("row_shr:8", 0xf),
+        ("row_bcast:15", 0xa),
+        ("row_bcast:31", 0xc),
+    ] {
+        src += &format!(
+            "v_mov_b32 v2, 0\nv_mov_b32_dpp v2, v1 {ctrl} row_mask:{row_mask:#x} bank_mask:0xf\nv_add_u32 v1, v1, v2\n"
+        );
+    }
+    let x = |l: usize| (l * 7 + 3) as u32 % 11;
+    let Some((w, _)) = run(&src, |w, _| {
+        for l in 0..LANES {
+            w.v[1][l] = x(l);
+        }
+    }) else {
+        return;
+    };
+    let want: Vec<u32> = (0..LANES).map(|l| (0..=l).map(x).sum()).collect();
+    assert_eq!(w.v[1].to_vec(), want);
+}

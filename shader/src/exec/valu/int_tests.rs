@@ -281,6 +281,7 @@ fn mad_u16_keeps_the_other_half() {
     // gfx9's v_mad_u16 writes one half; op_sel[3] the high one.
     table("v_mad_u16 v3, v0, v1, v2", &[(3, 4, 5, 0xdead_0011), (0xffff, 2, 0, 0xdead_fffe)]);
     table("v_mad_u16 v3, v0, v1, v2 op_sel:[0,0,0,1]", &[(3, 4, 5, 0x0011_beef)]);
+    table("v_mad_u16 v3, v0, v1, v2 op_sel:[1,0,1,0]", &[(0x0003_0009, 4, 0x0005_0000, 0xdead_0011)]);
     table("v_mad_u16 v3, v0, v1, v2 clamp", &[(0xffff, 2, 0, 0xdead_ffff)]);
     table("v_mad_i16 v3, v0, v1, v2 clamp", &[(0x7fff, 2, 0, 0xdead_7fff), (0xffff, 3, 0, 0xdead_fffd)]);
     table("v_mad_legacy_u16 v3, v0, v1, v2", &[(3, 4, 5, 0x11)]);
