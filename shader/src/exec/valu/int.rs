@@ -352,6 +352,18 @@ fn arith(op: Op) -> Option<Handler> {
         Op::VSadHiU8 => |w, i, cx| u3(w, i, cx, |a, b, c| (sad(a, b, 8) << 16).wrapping_add(c)),
         Op::VSadU16 => |w, i, cx| u3(w, i, cx, |a, b, c| sad(a, b, 16).wrapping_add(c)),
         Op::VSadU32 => |w, i, cx| u3(w, i, cx, |a, b, c| a.abs_diff(b).wrapping_add(c)),
+        // Masked: bytes whose src1 (reference) byte is zero are left out (Mesa's
+        // ac_nir_to_llvm passes NIR msad_4x8's zero-masked reference as v_msad_u8's src1).
+        Op::VMsadU8 => |w, i, cx| {
+            u3(w, i, cx, |a, b, c| {
+                let byte = |x: u32, k: u32| (x >> (8 * k)) & 0xff;
+                (0..4)
+                    .filter(|&k| byte(b, k) != 0)
+                    .map(|k| byte(a, k).abs_diff(byte(b, k)))
+                    .sum::<u32>()
+                    .wrapping_add(c)
+            })
+        },
         // Per byte: (a + b + the low bit of c's byte) / 2.
         Op::VLerpU8 => |w, i, cx| {
             u3(w, i, cx, |a, b, c| {

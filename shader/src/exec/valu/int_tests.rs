@@ -293,6 +293,8 @@ fn sad_lerp_and_packs() {
     table("v_sad_hi_u8 v3, v0, v1, v2", &[(0x0102_0304, 0x0401_0300, 10, (8 << 16) + 10)]);
     table("v_sad_u16 v3, v0, v1, v2", &[(0x0001_ffff, 0x0003_0000, 1, 2 + 0xffff + 1)]);
     table("v_sad_u32 v3, v0, v1, v2", &[(1, 5, 1, 5), (5, 1, 0, 4)]);
+    // Byte 0 (reference 0) and byte 2 (reference 0) are masked out: |1 - 4| + |3 - 1| + 10.
+    table("v_msad_u8 v3, v0, v1, v2", &[(0x0102_0304, 0x0400_0100, 10, 15)]);
     table("v_lerp_u8 v3, v0, v1, v2", &[(0x0102_ff00, 0x0102_ff01, 0x0001_0101, 0x0102_ff01)]);
     table("v_cvt_pk_u16_u32 v3, v0, v1", &[(0x1_0000, 5, 0, 0x0005_ffff)]);
     table(
