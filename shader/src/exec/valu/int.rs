@@ -440,7 +440,8 @@ fn bfm(w: &mut Wave, i: &Instruction, cx: &mut Cx) -> ExecResult {
 }
 
 /// Bit-field extract: `n` bits (src2[4:0]) at offset `o` (src1[4:0]), zero- or sign-extended;
-/// a field reaching past bit 31 takes the bits there are.
+/// a field reaching past bit 31 takes the bits there are (as LLVM 15's AMDGPUInstCombineIntrinsic
+/// folds amdgcn_ubfe/sbfe; the tests compare with it).
 fn bfe(v: u32, o: u32, n: u32, signed: bool) -> u32 {
     let (o, n) = (o & 31, n & 31);
     if n == 0 {

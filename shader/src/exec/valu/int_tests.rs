@@ -439,3 +439,100 @@ fn scalar_and_constant_sources_and_masked_lanes() {
     assert_eq!((w.v[4][0], w.v[4][2]), (31, 33));
     assert_eq!(&w.v[5][..3], &[0x1235, 0xdead_beef, 0x1237]);
 }
+
+/// A deterministic stream of test values, biased to edges (0, all ones, sign bits, small).
+fn values(seed: u64, n: usize) -> Vec<u32> {
+    let mut x = seed;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match i % 8 {
+                0 => (x % 40) as u32,
+                1 => [0, u32::MAX, 0x8000_0000, 0x7fff_ffff][(x % 4) as usize],
+                _ => x as u32,
+            }
+        })
+        .collect()
+}
+
+/// LLVM 15's constant folding of `call` (an AMDGPU intrinsic, declared by `decl`) on each row
+/// of `args`, through `opt-15 -passes=instcombine`; `None` when opt-15 is missing.
+fn llvm_fold(decl: &str, call: &str, args: &[[u32; 3]]) -> Option<Vec<u32>> {
+    use std::process::Command;
+    let mut ir = format!("{decl}\ndefine void @f(ptr %p) {{\n");
+    for (k, a) in args.iter().enumerate() {
+        let c = call.replace("$0", &a[0].to_string()).replace("$1", &a[1].to_string()).replace("$2", &a[2].to_string());
+        ir += &format!("  %r{k} = {c}\n  store volatile i32 %r{k}, ptr %p\n");
+    }
+    ir += "  ret void\n}\n";
+    let dir = std::env::temp_dir().join(format!("shader-opt-{}-{:?}", std::process::id(), std::thread::current().id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join("f.ll");
+    std::fs::write(&path, &ir).ok()?;
+    let out = Command::new("opt-15")
+        .args(["-mtriple=amdgcn", "-mcpu=gfx90a", "-passes=instcombine", "-S"])
+        .arg(&path)
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let Ok(out) = out else {
+        eprintln!("SKIPPED: opt-15 missing");
+        return None;
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let folded: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("store volatile i32 "))
+        .map(|l| l.split(',').next().unwrap().parse::<i64>().expect("every call folds to a constant") as u32)
+        .collect();
+    assert_eq!(folded.len(), args.len());
+    Some(folded)
+}
+
+/// Compares `src` (v3 from v0..v2) with LLVM's folding of the intrinsic on 64 rows.
+fn against_llvm(src: &str, decl: &str, call: &str, seed: u64, mask: [u32; 3]) {
+    let v = values(seed, 3 * LANES);
+    let rows: Vec<[u32; 3]> =
+        (0..LANES).map(|l| [v[3 * l] & mask[0], v[3 * l + 1] & mask[1], v[3 * l + 2] & mask[2]]).collect();
+    let Some(want) = llvm_fold(decl, call, &rows) else { return };
+    let Some(w) = lanes(src, &rows, |_| {}) else { return };
+    for (l, r) in rows.iter().enumerate() {
+        assert_eq!(w.v[3][l], want[l], "`{src}` on {:#x} {:#x} {:#x}", r[0], r[1], r[2]);
+    }
+}
+
+#[test]
+fn bit_field_and_perm_agree_with_llvm_constant_folding() {
+    let m = u32::MAX;
+    against_llvm(
+        "v_bfe_u32 v3, v0, v1, v2",
+        "declare i32 @llvm.amdgcn.ubfe.i32(i32, i32, i32)",
+        "call i32 @llvm.amdgcn.ubfe.i32(i32 $0, i32 $1, i32 $2)",
+        1,
+        [m, 63, 63],
+    );
+    against_llvm(
+        "v_bfe_i32 v3, v0, v1, v2",
+        "declare i32 @llvm.amdgcn.sbfe.i32(i32, i32, i32)",
+        "call i32 @llvm.amdgcn.sbfe.i32(i32 $0, i32 $1, i32 $2)",
+        2,
+        [m, 63, 63],
+    );
+    // Selectors: each byte 0-15 and, in a quarter of the bytes, any value.
+    against_llvm(
+        "v_perm_b32 v3, v0, v1, v2",
+        "declare i32 @llvm.amdgcn.perm(i32, i32, i32)",
+        "call i32 @llvm.amdgcn.perm(i32 $0, i32 $1, i32 $2)",
+        3,
+        [m, m, 0xff0f_0f0f],
+    );
+    against_llvm(
+        "v_alignbit_b32 v3, v0, v1, v2",
+        "declare i32 @llvm.fshr.i32(i32, i32, i32)",
+        "call i32 @llvm.fshr.i32(i32 $0, i32 $1, i32 $2)",
+        4,
+        [m, m, m],
+    );
+}
