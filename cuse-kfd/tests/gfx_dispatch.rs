@@ -188,3 +188,25 @@ fn msg_interrupt_raises_the_event_whose_id_it_carries() {
     wait_done(&run, "the dispatch");
     rig.assert_fires(id, "the event the kernel's MSG_INTERRUPT names");
 }
+
+#[test]
+fn an_endless_kernel_is_sliced_other_queues_go_on_and_destroying_its_queue_ends_it() {
+    let Some(co) = code_object::assemble("endless", &kernel("loop:\n  s_sleep 1\n  s_branch loop")) else { return };
+    let rig = Rig::new();
+    let run = dispatch(&rig, &co, 0, 256, 64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
+    let q = rig.queue(64);
+    for _ in 0..20 {
+        s.value(0).store(1, Ordering::Release);
+        submit(&q, &packet::dispatch(rig.kernel(SOFT_KERNEL_NOP), 0, [1, 1, 1], [1, 1, 1], s.handle(0), false));
+        if let Err(v) = s.wait(0, TIMEOUT, |v| v == 0) {
+            panic!("a packet on another queue while the endless kernel runs: signal {v}");
+        }
+    }
+    assert_eq!(run.s.value(0).load(Ordering::Acquire), 1, "the endless kernel completed");
+    assert!(rig.status(run.q.id).error.is_none());
+    let before = rig.stats().queues;
+    let Run { q: endless, .. } = run;
+    drop(endless);
+    assert_eq!(rig.stats().queues, before - 1, "DESTROY_QUEUE of the queue running the kernel");
+}
