@@ -31,6 +31,8 @@ pub enum LaunchError {
     NotAmdKernelCode { major: u32, minor: u32, kind: u16 },
     #[error("the kernel's entry (kernel object {kernel_object:#x} + {offset}) is not a 256-byte aligned address")]
     Entry { kernel_object: u64, offset: i64 },
+    #[error("the kernel's entry (kernel object {kernel_object:#x} + {offset}) lies inside its {size}-byte {what}")]
+    EntryInObject { kernel_object: u64, offset: i64, size: usize, what: &'static str },
     #[error("the kernel asks for wave32, which {} does not have", .0.mcpu())]
     Wave32(Target),
     #[error("compute_pgm_rsrc2 USER_SGPR_COUNT is {rsrc2}, but the enabled user SGPRs take {enabled}")]
@@ -248,6 +250,14 @@ impl KernelCode {
         let pc = kernel_object.checked_add_signed(self.entry_offset).ok_or_else(bad)?;
         if pc % 256 != 0 {
             return Err(bad());
+        }
+        // Code that overlaps its own descriptor (a zeroed descriptor, for one) is no kernel.
+        let (size, what) = match self.format {
+            Format::Descriptor => (KERNEL_DESCRIPTOR_SIZE, "kernel descriptor"),
+            Format::AmdKernelCode => (AMD_KERNEL_CODE_SIZE, "amd_kernel_code_t"),
+        };
+        if self.entry_offset > -4 && self.entry_offset < size as i64 {
+            return Err(LaunchError::EntryInObject { kernel_object, offset: self.entry_offset, size, what });
         }
         Ok(pc)
     }

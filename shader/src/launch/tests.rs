@@ -174,6 +174,16 @@ fn malformed_kernel_objects_are_errors() {
     assert_eq!(parse(Kd { rsrc3: 15, ..base }), Err(LaunchError::AccumOffset { total: 8, accum_offset: 64 }));
     let k = parse(Kd { entry: 100, ..base }).unwrap();
     assert_eq!(k.entry(0x1000), Err(LaunchError::Entry { kernel_object: 0x1000, offset: 100 }));
+    // A zeroed descriptor's entry is the descriptor itself.
+    let k = parse(Kd { entry: 0, ..base }).unwrap();
+    assert_eq!(
+        k.entry(0x1000),
+        Err(LaunchError::EntryInObject { kernel_object: 0x1000, offset: 0, size: 64, what: "kernel descriptor" })
+    );
+    let mut legacy = blit_header(0);
+    legacy[16..24].copy_from_slice(&0i64.to_le_bytes());
+    let k = KernelCode::parse(Target::Gfx90a, &legacy).unwrap();
+    assert!(matches!(k.entry(0x1000), Err(LaunchError::EntryInObject { size: 256, .. })));
     let k = parse(Kd { entry: i64::MIN, ..base }).unwrap();
     assert!(matches!(k.entry(0x1000), Err(LaunchError::Entry { .. })));
     assert!(matches!(KernelCode::parse(Target::Gfx90a, &[0u8; 63]), Err(LaunchError::Short { .. })));
@@ -402,8 +412,7 @@ fn llvm_mc_descriptors_read_as_llvm_wrote_them() {
     // Denormals: 32-bit flushed, 16/64 kept; DX10_CLAMP and IEEE are LLVM's defaults.
     assert_eq!(k.mode(), 0xc0 | 1 << 8 | 1 << 9);
     let mut d = dispatch(k);
-    d.kernel_object = CODE;
-    d.code.entry_offset = 0;
+    d.code.entry_offset = 0x100;
     d.grid = [64, 2, 1];
     d.workgroup_size = [64, 1, 1];
     d.private_segment_size = 20;
