@@ -37,11 +37,6 @@ impl Regs {
         }
     }
 
-    /// Registers `from..from+count` of this operand.
-    pub fn part(self, from: usize, count: usize) -> Regs {
-        Regs { first: self.first + from, count, ..self }
-    }
-
     pub fn get(self, w: &Wave, k: usize, lane: usize) -> u32 {
         let file = if self.agpr { &w.a } else { &w.v };
         file[self.first + k][lane]
