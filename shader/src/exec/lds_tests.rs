@@ -94,7 +94,7 @@ fn writes_of_every_width_write_only_their_bytes() {
         }) else {
             return;
         };
-        let mut expect = vec![0x5a; 32];
+        let mut expect = [0x5a; 32];
         expect[3..3 + want.len()].copy_from_slice(want);
         assert_eq!(&r.lds[..32], &expect[..], "{src}");
     }
