@@ -75,6 +75,26 @@ fn d16_loads_write_one_half_and_keep_the_other() {
 }
 
 #[test]
+fn under_sram_ecc_d16_loads_zero_the_other_half() {
+    let cases = [
+        ("global_load_ubyte_d16 v4, v[2:3], off", 0x0000_0081u32),
+        ("global_load_sbyte_d16_hi v4, v[2:3], off", 0xff81_0000),
+        ("global_load_short_d16_hi v4, v[2:3], off", 0x8281_0000),
+    ];
+    let ecc = Apertures { sramecc: true, ..Apertures::default() };
+    for (src, want) in cases {
+        let Some(r) = run_ok(src, ecc, |w, ram, _| {
+            put(ram, DATA, &[0x81, 0x82, 0x83, 0x84]);
+            set_addr64(w, 2, |_| DATA);
+            w.v[4] = [0x1234_5678; LANES];
+        }) else {
+            return;
+        };
+        assert_eq!(r.wave.v[4][5], want, "{src}: {:#x}", r.wave.v[4][5]);
+    }
+}
+
+#[test]
 fn stores_of_every_width_write_only_their_bytes() {
     let cases: [(&str, &[u8]); 8] = [
         ("global_store_byte v[2:3], v4, off", &[0x44]),
@@ -286,6 +306,7 @@ fn apertures() -> Apertures {
         shared_limit: 0x1000_0000_ffff_ffff,
         private_base: 0x2000_0000_0000_0000,
         private_limit: 0x2000_0000_ffff_ffff,
+        sramecc: false,
     }
 }
 

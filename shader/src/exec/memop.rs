@@ -64,7 +64,8 @@ pub enum Kind {
     /// Whole dwords (1 to 4).
     Dwords(u8),
     /// A d16 load: 8 or 16 bits, extended to 16, into the low or (`hi`) high half of the
-    /// register; the other half keeps its value (gfx9 "d16 preserves unused bits").
+    /// register; the other half keeps its value (LLVM: "d16 preserves unused bits" on gfx9),
+    /// or is zeroed under SRAM ECC ([`super::Apertures::sramecc`]).
     D16 {
         bytes: u8,
         signed: bool,
@@ -216,12 +217,13 @@ pub fn write_lane(cx: &mut Cx, map: Map, lane: usize, data: &[u8]) -> ExecResult
 /// Loads every EXEC lane's access into `dst`. Registers are written only after every lane read.
 pub fn load(w: &mut Wave, cx: &mut Cx, kind: Kind, dst: Regs, map: Map) -> ExecResult {
     let exec = w.exec();
+    let keep = !cx.apertures.sramecc;
     let mut got = [[0u32; 4]; LANES];
     for l in Wave::lanes(exec) {
         let mut buf = [0u8; 16];
         read_lane(cx, map, l, &mut buf[..kind.bytes()])?;
         for (k, g) in got[l].iter_mut().enumerate().take(kind.regs()) {
-            *g = kind.loaded(&buf, k, dst.get(w, k, l));
+            *g = kind.loaded(&buf, k, if keep { dst.get(w, k, l) } else { 0 });
         }
     }
     for l in Wave::lanes(exec) {
