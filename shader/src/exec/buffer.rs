@@ -12,7 +12,12 @@
 //! sizes"): a raw buffer (stride 0, or neither idxen nor add_tid_enable) is out of range where
 //! buffer_offset >= num_records - soffset (num_records in bytes); a structured one where
 //! index >= num_records or offset >= stride (num_records in records). Out-of-range loads read
-//! 0, stores are dropped; dword loads and stores check each dword, atomics the whole access.
+//! 0, stores are dropped; dword loads and stores check each dword, format accesses and atomics
+//! the whole access.
+//!
+//! Format accesses convert only the 32-bit data formats (32 to 32_32_32_32, UINT/SINT/FLOAT):
+//! a load applies the V#'s dst_sel, a store needs it to be the identity; other formats, the d16
+//! format forms and loads to LDS are Unimplemented.
 
 use super::memop::{self, Kind, Place, Regs};
 use super::operand::{read_s32, vreg_range, Ty};
@@ -28,6 +33,11 @@ enum Action {
     Load(Kind),
     Store(Kind),
     Atomic(AtomicOp, bool),
+    /// buffer_load/store_format_x..xyzw: `n` components in the V#'s format.
+    Format {
+        load: bool,
+        n: u8,
+    },
     /// Cache write-back/invalidate: nothing to do, the core has no caches (every access goes
     /// straight to Memory, so memory is always coherent).
     Cache,
@@ -35,7 +45,7 @@ enum Action {
 
 /// The one table of this family (exec and implements both read it).
 fn action(op: Op) -> Option<Action> {
-    use Action::{Atomic, Cache, Load, Store};
+    use Action::{Atomic, Cache, Format, Load, Store};
     use AtomicOp as A;
     use Kind::*;
     let d16 = |bytes, signed, hi| D16 { bytes, signed, hi };
@@ -93,6 +103,14 @@ fn action(op: Op) -> Option<Action> {
         Op::BufferAtomicXorX2 => Atomic(A::Xor, true),
         Op::BufferAtomicIncX2 => Atomic(A::Inc, true),
         Op::BufferAtomicDecX2 => Atomic(A::Dec, true),
+        Op::BufferLoadFormatX => Format { load: true, n: 1 },
+        Op::BufferLoadFormatXy => Format { load: true, n: 2 },
+        Op::BufferLoadFormatXyz => Format { load: true, n: 3 },
+        Op::BufferLoadFormatXyzw => Format { load: true, n: 4 },
+        Op::BufferStoreFormatX => Format { load: false, n: 1 },
+        Op::BufferStoreFormatXy => Format { load: false, n: 2 },
+        Op::BufferStoreFormatXyz => Format { load: false, n: 3 },
+        Op::BufferStoreFormatXyzw => Format { load: false, n: 4 },
         Op::BufferWbinvl1 | Op::BufferWbinvl1Vol | Op::BufferWbl2 | Op::BufferInvl2 => Cache,
         _ => return None,
     })
@@ -114,6 +132,8 @@ pub struct Resource {
     /// Swizzle index stride in records: 8, 16, 32, 64.
     pub index_stride: u64,
     pub add_tid: bool,
+    /// Word 3: dst_sel x/y/z/w (bits 11:0), num_format (14:12), data_format (18:15).
+    pub word3: u32,
 }
 
 impl Resource {
@@ -129,6 +149,34 @@ impl Resource {
             element_size: 2 << bits(w[3], 20, 19),
             index_stride: 8 << bits(w[3], 22, 21),
             add_tid,
+            word3: w[3],
+        }
+    }
+
+    /// Components of 32 bits the data format holds (32, 32_32, 32_32_32, 32_32_32_32), `None`
+    /// for the formats the core does not convert (and when add_tid_enable makes the field
+    /// stride bits).
+    fn dwords_per_element(&self) -> Option<u32> {
+        let number_ok = matches!((self.word3 >> 12) & 7, 4 | 5 | 7); // UINT, SINT, FLOAT
+        let n = match (self.word3 >> 15) & 0xf {
+            4 => 1,
+            11 => 2,
+            13 => 3,
+            14 => 4,
+            _ => return None,
+        };
+        (number_ok && !self.add_tid).then_some(n)
+    }
+
+    /// The value a load_format writes to register `k`: dst_sel 0 and 1 give constants (1.0
+    /// for a float format), X..W the element's components.
+    fn select(&self, k: usize, comps: &[u32; 4], have: u32) -> Option<u32> {
+        let one = if (self.word3 >> 12) & 7 == 7 { 1.0f32.to_bits() } else { 1 };
+        match (self.word3 >> (3 * k)) & 7 {
+            0 => Some(0),
+            1 => Some(one),
+            c @ 4..=7 if c - 4 < have => Some(comps[c as usize - 4]),
+            _ => None,
         }
     }
 
@@ -212,6 +260,57 @@ pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
                 None => (Place::Void, u32::MAX),
             };
             memop::atomic(w, cx, op, wide, data, ret, &whole)
+        }
+        Action::Format { load, n } => {
+            let (n, have) = (
+                usize::from(n),
+                rsrc.dwords_per_element().ok_or_else(|| {
+                    ExecError::Unimplemented(format!("buffer format conversion (V# word3 {:#x})", rsrc.word3))
+                })?,
+            );
+            let regs = Regs::of(w, inst.operand(Field::D), n, "data")?;
+            let identity = (0..n).all(|k| (rsrc.word3 >> (3 * k)) & 7 == 4 + k as u32);
+            if !load && !identity {
+                return Err(ExecError::Unimplemented("a format store with swizzled dst_sel".into()));
+            }
+            // Format accesses are range checked all or nothing, by their first byte.
+            let exec = w.exec();
+            let mut got = [[0u32; 4]; LANES];
+            for l in Wave::lanes(exec) {
+                let va = rsrc.address(index[l], offset[l], soffset, idxen);
+                let count = have.min(n as u32) as usize;
+                if load {
+                    let mut comps = [0u32; 4];
+                    if let Some(va) = va {
+                        let mut b = [0u8; 16];
+                        cx.mem.read(va, &mut b[..4 * have as usize])?;
+                        for (c, v) in comps.iter_mut().enumerate() {
+                            *v = u32::from_le_bytes(b[4 * c..4 * c + 4].try_into().expect("4 bytes"));
+                        }
+                    }
+                    for (k, g) in got[l].iter_mut().enumerate().take(n) {
+                        // Out of range, every component reads 0 but SEL_1 still gives 1.
+                        let have = if va.is_some() { have } else { 4 };
+                        *g = rsrc.select(k, &comps, have).ok_or_else(|| {
+                            ExecError::Unimplemented(format!("dst_sel of component {k} past the format"))
+                        })?;
+                    }
+                } else if let Some(va) = va {
+                    let mut b = [0u8; 16];
+                    for k in 0..count {
+                        b[4 * k..4 * k + 4].copy_from_slice(&regs.get(w, k, l).to_le_bytes());
+                    }
+                    cx.mem.write(va, &b[..4 * count])?;
+                }
+            }
+            if load {
+                for l in Wave::lanes(exec) {
+                    for (k, &g) in got[l].iter().enumerate().take(n) {
+                        regs.set(w, k, l, g);
+                    }
+                }
+            }
+            Ok(Flow::Next)
         }
         Action::Cache => Ok(Flow::Next),
     }

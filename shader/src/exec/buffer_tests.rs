@@ -223,6 +223,44 @@ fn buffer_atomics_return_the_old_value_in_vdata_with_glc() {
 }
 
 #[test]
+fn format_accesses_of_32_bit_formats_follow_dst_sel() {
+    // data format 32_32 (11), FLOAT (7); dst_sel X, Y, 0, 1. num_records 8: lane 1 (offset 8)
+    // is out of range and reads 0, 0, 0, 1.0.
+    let words = |sel: u32| [DATA as u32, (DATA >> 32) as u32, 8, sel | 7 << 12 | 11 << 15];
+    let src = "
+        buffer_load_format_xyzw v[4:7], v1, s[0:3], 0 offen
+        buffer_store_format_xyz v[8:10], v1, s[4:7], 0 offen offset:32
+    ";
+    let Some(r) = run_ok(src, Apertures::default(), |w, ram, _| {
+        ram.set_u32(DATA, 0x11);
+        ram.set_u32(DATA + 4, 0x22);
+        set_rsrc(w, 0, words(4 | 5 << 3 | 1 << 9));
+        set_rsrc(
+            w,
+            4,
+            [(DATA + 32) as u32, (DATA >> 32) as u32, 64, 4 | 5 << 3 | 6 << 6 | 7 << 9 | 4 << 12 | 11 << 15],
+        );
+        w.set_exec(0b11);
+        w.v[1][1] = 8;
+        for l in 0..2 {
+            w.v[8][l] = 0xa0 + l as u32;
+            w.v[9][l] = 0xb0 + l as u32;
+            w.v[10][l] = 0xc0 + l as u32;
+        }
+    }) else {
+        return;
+    };
+    let one = 1.0f32.to_bits();
+    let lane = |l: usize| [r.wave.v[4][l], r.wave.v[5][l], r.wave.v[6][l], r.wave.v[7][l]];
+    assert_eq!(lane(0), [0x11, 0x22, 0, one]);
+    assert_eq!(lane(1), [0, 0, 0, one]);
+    // A 32_32 element takes two of the three components: lane 1 writes 0xa1, 0xb1 after
+    // lane 0's pair, and nothing after them.
+    let got: Vec<u32> = (0..5).map(|k| r.ram.u32_at(DATA + 64 + 4 * k)).collect();
+    assert_eq!(got, [0xa0, 0xb0, 0xa1, 0xb1, 0]);
+}
+
+#[test]
 fn cache_maintenance_is_a_no_op_and_format_loads_are_refused() {
     // run_ok fails on any fault, an unimplemented instruction included.
     if run_ok("buffer_wbinvl1\nbuffer_wbinvl1_vol\nbuffer_wbl2\nbuffer_invl2", Apertures::default(), |_, _, _| {})
