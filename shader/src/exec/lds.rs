@@ -197,6 +197,11 @@ enum Action {
     Append {
         add: bool,
     },
+    /// ds_read/write_addtid_b32: a dword at M0[15:0] + offset + lane * 4 (AMD "CDNA1" ISA:
+    /// ADDR_BASE + OFFSET + M0.OFFSET + TID*4).
+    Addtid {
+        write: bool,
+    },
 }
 
 /// The one table of this family (exec and implements both read it).
@@ -320,6 +325,8 @@ fn action(op: Op) -> Option<Action> {
         Op::DsBpermuteB32 => Bpermute,
         Op::DsAppend => Append { add: true },
         Op::DsConsume => Append { add: false },
+        Op::DsReadAddtidB32 => Addtid { write: false },
+        Op::DsWriteAddtidB32 => Addtid { write: true },
         _ => return None,
     })
 }
@@ -374,6 +381,11 @@ pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
             let d1 = Regs::of(w, inst.operand(Field::Data1), n, "data1")?;
             let kind = Kind::Dwords(n as u8);
             memop::store(w, cx, kind, d0, &|l, off| (Place::Lds(a0[l] + u64::from(off)), u32::MAX))?;
+            // Equal offsets write once, the first data (AMD "CDNA1" ISA, LDS: "only the first
+            // data source is used").
+            if inst.mods.offset as u32 == u32::from(inst.mods.offset1) {
+                return Ok(Flow::Next);
+            }
             memop::store(w, cx, kind, d1, &|l, off| (Place::Lds(a1[l] + u64::from(off)), u32::MAX))
         }
         Action::Atomic { rmw, wide, rtn } => {
@@ -425,6 +437,17 @@ pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
             let dst = Regs::of(w, inst.operand(Field::D), 1, "destination")?;
             write_back(w, dst, false, 0, &[old; LANES]);
             Ok(Flow::Next)
+        }
+        Action::Addtid { write } => {
+            let base = u64::from(w.sreg(M0) & 0xffff) + u64::from(offset);
+            let map = |l: usize, off: u32| (Place::Lds(base + 4 * l as u64 + u64::from(off)), u32::MAX);
+            if write {
+                let data = Regs::of(w, inst.operand(Field::Data0), 1, "data")?;
+                memop::store(w, cx, Kind::Dwords(1), data, &map)
+            } else {
+                let dst = Regs::of(w, inst.operand(Field::D), 1, "destination")?;
+                memop::load(w, cx, Kind::Dwords(1), dst, &map)
+            }
         }
     }
 }

@@ -406,6 +406,43 @@ fn append_and_consume_count_the_active_lanes_at_m0() {
 }
 
 #[test]
+fn write2_with_equal_offsets_writes_the_first_data_once() {
+    let Some(r) = run_ok("ds_write2_b32 v1, v4, v5 offset0:2 offset1:2", Apertures::default(), |w, _, _| {
+        w.set_exec(1);
+        w.v[4][0] = 0xaaaa;
+        w.v[5][0] = 0xbbbb;
+    }) else {
+        return;
+    };
+    assert_eq!(u32_at(&r.lds, 8), 0xaaaa);
+}
+
+#[test]
+fn addtid_forms_address_m0_plus_offset_plus_four_per_lane() {
+    let src = "
+        ds_write_addtid_b32 v4 offset:16
+        ds_read_addtid_b32 v5 offset:12
+    ";
+    let Some(r) = run_ok(src, Apertures::default(), |w, _, _| {
+        w.set_sreg(M0, 0xffff_0100); // only M0[15:0] counts
+        w.set_exec(0b101);
+        w.v[4] = std::array::from_fn(|l| 10 + l as u32);
+    }) else {
+        return;
+    };
+    assert_eq!((u32_at(&r.lds, 0x110), u32_at(&r.lds, 0x114), u32_at(&r.lds, 0x118)), (10, 0, 12));
+    // The read starts a dword lower: lane 2 reads 0x114 (never written), lane 0 reads 0x10c.
+    assert_eq!((r.wave.v[5][0], r.wave.v[5][2]), (0, 0));
+    let Some(r) = run_ok("ds_read_addtid_b32 v5", Apertures::default(), |w, _, lds| {
+        w.set_sreg(M0, 0x20);
+        lds[0x24..0x28].copy_from_slice(&77u32.to_le_bytes());
+    }) else {
+        return;
+    };
+    assert_eq!(r.wave.v[5][1], 77);
+}
+
+#[test]
 fn gds_is_refused() {
     let Some(r) = run("ds_add_u32 v1, v2 gds", Apertures::default(), |_, _, _| {}) else {
         return;
