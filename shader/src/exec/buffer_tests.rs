@@ -89,6 +89,27 @@ fn wide_accesses_range_check_each_dword() {
 }
 
 #[test]
+fn structured_linear_buffers_check_index_and_offset() {
+    // stride 16, 4 records: (index 3, offset 12) is byte 60; index 4, or offset 16, is out.
+    let words = [DATA as u32, (DATA >> 32) as u32 | 16 << 16, 4, 0];
+    let src = "buffer_store_dword v8, v[2:3], s[0:3], 0 idxen offen";
+    let Some(r) = run_ok(src, Apertures::default(), |w, _, _| {
+        set_rsrc(w, 0, words);
+        w.set_exec(0b111);
+        for (l, (i, o)) in [(3, 12), (4, 0), (0, 16)].into_iter().enumerate() {
+            w.v[2][l] = i;
+            w.v[3][l] = o;
+            w.v[8][l] = 0xa0 + l as u32;
+        }
+    }) else {
+        return;
+    };
+    let written: Vec<(usize, u32)> =
+        (0..128).step_by(4).map(|a| (a, r.ram.u32_at(DATA + a as u64))).filter(|&(_, v)| v != 0).collect();
+    assert_eq!(written, [(60, 0xa0)]);
+}
+
+#[test]
 fn structured_swizzled_buffers_follow_the_manual_formula() {
     // stride 32, element size 8 (field 2), index stride 16 (field 1), num_records 32 records.
     // Lane 0: index 19, offset 12 -> (1*32 + 1*8)*16 + 3*8 + 4 = 668.

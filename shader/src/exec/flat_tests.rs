@@ -449,3 +449,16 @@ fn an_atomic_in_the_private_aperture_is_refused() {
     };
     assert!(matches!(r.fault, Some(Fault::Unimplemented { .. })), "{:?}", r.fault);
 }
+
+#[test]
+fn a_misaligned_global_atomic_faults() {
+    let Some(r) = run("global_atomic_add v[2:3], v4, off offset:2", Apertures::default(), |w, _, _| {
+        w.set_exec(1);
+        set_addr64(w, 2, |_| DATA);
+    }) else {
+        return;
+    };
+    let f = r.fault.expect("a fault");
+    assert!(matches!(&f, Fault::Memory { fault, .. } if fault.va == DATA + 2), "{f}");
+    assert_eq!(r.ram.u32_at(DATA), 0);
+}
