@@ -143,8 +143,9 @@ pub enum Place {
     /// A GPU virtual address: goes through [`Cx::mem`].
     Mem(u64),
     /// A byte offset into the workgroup's LDS. An access past its end reads 0 and writes
-    /// nothing, as the hardware treats out-of-range LDS addresses (AMD "Vega" and "MI200" ISA
-    /// manuals, "Local Data Share": out-of-range reads return 0, writes are discarded).
+    /// nothing: the GCN ISA manuals' rule for LDS addresses past the clamp (out-of-range reads
+    /// return 0, writes are discarded), taken for gfx90a's allocation bound (unverified on
+    /// hardware).
     Lds(u64),
     /// Outside a buffer's range: reads 0, writes are dropped (ISA manuals, MUBUF range checking).
     Void,
