@@ -450,3 +450,44 @@ fn gds_is_refused() {
     let f = r.fault.expect("a fault");
     assert!(matches!(&f, Fault::Unimplemented { what, .. } if what == "GDS"), "{f}");
 }
+
+#[test]
+fn waves_of_a_workgroup_share_their_lds_across_a_barrier() {
+    use crate::exec::Code;
+    use crate::group::{Progress, Workgroup};
+    use crate::isa::Target;
+    use crate::testing;
+    // Every wave writes its lanes' ids at 256 * wave + 4 * lane, waits at the barrier, then
+    // reads the other wave's slot: v1 holds its own address, v2 the other's.
+    let src = "
+        ds_write_b32 v1, v0
+        s_barrier
+        ds_read_b32 v3, v2
+        s_endpgm
+    ";
+    let Some(code) = testing::assemble(src) else {
+        return;
+    };
+    let mut ram = testing::ram(&code);
+    let waves = (0..2u32)
+        .map(|id| {
+            let mut w = testing::wave();
+            w.id_in_group = id;
+            for l in 0..LANES {
+                w.v[0][l] = 1000 * (id + 1) + l as u32;
+                w.v[1][l] = 256 * id + 4 * l as u32;
+                w.v[2][l] = 256 * (1 - id) + 4 * l as u32;
+            }
+            w
+        })
+        .collect();
+    let mut group = Workgroup::new(waves, 512);
+    let mut code = Code::new(Target::Gfx90a);
+    let mut interrupts = Vec::new();
+    let progress = group.run(&mut code, &mut ram, Apertures::default(), 1000, &mut interrupts).expect("no fault");
+    assert_eq!(progress, Progress::Finished);
+    for (id, w) in group.waves.iter().enumerate() {
+        let other = 1000 * (2 - id as u32);
+        assert_eq!(w.v[3][7], other + 7, "wave {id}");
+    }
+}
