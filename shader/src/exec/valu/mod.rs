@@ -404,3 +404,6 @@ pub fn ternary(
 
 #[cfg(test)]
 mod ext_tests;
+
+#[cfg(test)]
+mod llvm_tests;
