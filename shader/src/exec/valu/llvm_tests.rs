@@ -60,6 +60,12 @@ const CASES: &[Case] = &[
     Case { args: &[32, 32, 32], ret: 32, body: "%s = and i32 %a, %b\n%r = or i32 %s, %c", rust: |v| (v[0] & v[1]) | v[2] },
     Case { args: &[32, 32], ret: 32, body: "%x = xor i32 %a, %b\n%r = xor i32 %x, -1", rust: |v| !(v[0] ^ v[1]) & 0xffff_ffff },
     Case { args: &[32, 32], ret: 32, body: "%m = and i32 %b, 31\n%o = lshr i32 %a, %m\n%r = and i32 %o, 255", rust: |v| (v[0] >> (v[1] & 31)) & 255 },
+    Case { args: &[32], ret: 32, body: "%r = udiv i32 %a, 7", rust: |v| v[0] / 7 },
+    Case { args: &[32], ret: 32, body: "%r = urem i32 %a, 1000", rust: |v| v[0] % 1000 },
+    Case { args: &[32], ret: 32, body: "%r = sdiv i32 %a, -3", rust: |v| (v[0] as i32).wrapping_div(-3) as u32 as u64 },
+    Case { args: &[16, 16, 16], ret: 16, body: "%lt = icmp slt i16 %a, %b\n%r = select i1 %lt, i16 %c, i16 %b", rust: |v| if (v[0] as i16) < (v[1] as i16) { v[2] } else { v[1] } },
+    Case { args: &[64, 64, 32], ret: 32, body: "%eq = icmp eq i64 %a, %b\n%r = select i1 %eq, i32 %c, i32 7", rust: |v| if v[0] == v[1] { v[2] } else { 7 } },
+    Case { args: &[32, 32], ret: 32, body: "%gt = icmp sgt i32 %a, %b\n%r = sext i1 %gt to i32", rust: |v| if (v[0] as i32) > (v[1] as i32) { 0xffff_ffff } else { 0 } },
 ];
 
 const DECLS: &str = "
