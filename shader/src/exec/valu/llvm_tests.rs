@@ -99,6 +99,14 @@ fn module() -> String {
     m
 }
 
+/// Reports a missing LLVM tool: the test passes skipped, except under CI, where it must run
+/// (as `crate::testing` does for llvm-mc-15).
+pub(super) fn missing(tool: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    assert!(!ci, "{tool} missing: CI must not skip the shader core's tests");
+    eprintln!("SKIPPED: {tool} missing (apt-get install llvm-15)");
+}
+
 /// llc-15's gfx90a assembly of [`module`], `None` when llc-15 is missing.
 fn compile() -> Option<String> {
     let dir = std::env::temp_dir().join(format!("shader-llc-{}-{:?}", std::process::id(), std::thread::current().id()));
@@ -108,7 +116,7 @@ fn compile() -> Option<String> {
     let out = Command::new("llc-15").args(["-march=amdgcn", "-mcpu=gfx90a", "-O2", "-o", "-"]).arg(&path).output();
     let _ = std::fs::remove_dir_all(&dir);
     let Ok(out) = out else {
-        eprintln!("SKIPPED: llc-15 missing");
+        missing("llc-15");
         return None;
     };
     assert!(out.status.success(), "llc-15: {}\n{}", String::from_utf8_lossy(&out.stderr), module());
