@@ -130,7 +130,6 @@ pub fn start(
     let queue = at.read_ptr.wrapping_sub(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
     let mut q = [0u8; std::mem::size_of::<AmdQueue>()];
     let q = mem.read(queue, &mut q).ok().map(|()| AmdQueue::read_from_bytes(&q).expect("sized"));
-    let ap = crate::process::apertures(mem.gpu_id);
     let dispatch = Dispatch {
         code,
         kernel_object: ko,
@@ -145,22 +144,34 @@ pub fn start(
         scratch_resource: q.map_or([0; 4], |q| q.scratch_resource_descriptor),
         scratch_base: q.map_or(0, |q| q.scratch_backing_memory_location),
         scratch_size: q.map_or(0, |q| q.scratch_backing_memory_byte_size),
-        apertures: Apertures {
-            shared_base: ap.lds_base,
-            shared_limit: ap.lds_limit,
-            private_base: ap.scratch_base,
-            private_limit: ap.scratch_limit,
-            // The topology advertises no SRAM ECC (HSA_CAP_SRAM_EDCSUPPORTED), so ROCr's ISA is
-            // sramecc-: d16 loads keep the other half of their register.
-            sramecc: false,
-        },
+        apertures: apertures(mem.gpu_id),
+        user_data: None,
     };
-    dispatch.check().map_err(|e| launch_fault(ko, e))?;
-    let total = dispatch.workgroups();
-    Ok(Work { dispatch, code: Code::new(Target::Gfx90a), next: 0, total, group: None })
+    Work::new(dispatch)
+}
+
+/// The device's apertures as the shader core resolves FLAT addresses against them.
+pub fn apertures(gpu_id: u32) -> Apertures {
+    let ap = crate::process::apertures(gpu_id);
+    Apertures {
+        shared_base: ap.lds_base,
+        shared_limit: ap.lds_limit,
+        private_base: ap.scratch_base,
+        private_limit: ap.scratch_limit,
+        // The topology advertises no SRAM ECC (HSA_CAP_SRAM_EDCSUPPORTED), so ROCr's ISA is
+        // sramecc-: d16 loads keep the other half of their register.
+        sramecc: false,
+    }
 }
 
 impl Work {
+    /// The work of `dispatch`, checked as a whole before any workgroup runs.
+    pub fn new(dispatch: Dispatch) -> Result<Work, QueueFault> {
+        dispatch.check().map_err(|e| launch_fault(dispatch.kernel_object, e))?;
+        let total = dispatch.workgroups();
+        Ok(Work { dispatch, code: Code::new(Target::Gfx90a), next: 0, total, group: None })
+    }
+
     /// Runs workgroups until all have ended (`Ok(true)`) or `deadline` has passed (`Ok(false)`;
     /// some instructions ran). MSG_INTERRUPT payloads are appended to `interrupts`.
     pub fn resume(
