@@ -489,10 +489,7 @@ fn flat(w: &Words, w0: u32) -> Result<Instruction> {
     if atomic && inst.mods.glc {
         let data = info.slots.iter().find(|s| s.field == Field::Data0).map_or(1, |s| s.width);
         let width = if info.name.contains("cmpswap") { data / 2 } else { data };
-        inst.push(
-            Slot { field: Field::D, width, agpr: false },
-            vgpr(bits(w1, 31, 24), Slot { field: Field::D, width, agpr: false }, acc),
-        );
+        inst.push(super::table::s(Field::D, width), vgpr(bits(w1, 31, 24), super::table::s(Field::D, width), acc));
     }
     let lds = inst.mods.lds;
     for &slot in info.slots {

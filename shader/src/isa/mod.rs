@@ -8,6 +8,9 @@ mod display;
 mod gfx9;
 #[rustfmt::skip]
 mod gfx90a;
+#[rustfmt::skip]
+#[allow(dead_code)]
+mod gfx1030;
 mod inst;
 #[rustfmt::skip]
 mod op;
