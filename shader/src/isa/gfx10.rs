@@ -5,10 +5,12 @@
 //! DPP8 and fetch-inactive, and lane masks (VCC, carries, compare results) are one SGPR in wave32.
 
 use super::gfx1030 as t;
-use super::gfx9::{bits, lookup, scalar, scalar_dst, sdwa_scalar, sop1, sop2, sopc, sopk, sopp, src, vgpr, Words};
-use super::inst::{Dpp, Encoding, Instruction, Sdwa};
-use super::operand::{source, Operand};
-use super::table::{Field, OpInfo, Slot, F_DPP, F_OFFSET2, F_SDWA, F_SDWA_OMOD, F_VSRC0};
+use super::gfx9::{
+    bits, lookup, scalar, scalar_dst, sdwa, sdwa_scalar, sop1, sop2, sopc, sopk, sopp, src, vgpr, Words,
+};
+use super::inst::{Dpp, Encoding, Instruction};
+use super::operand::Operand;
+use super::table::{Field, OpInfo, Slot, F_DPP, F_OFFSET2, F_SDWA_OMOD, F_VSRC0};
 use super::{DecodeError, Result, Target};
 
 /// SGPR_NULL: reads 0, discards writes; gfx10's "no register" in SMEM soffset and FLAT saddr.
@@ -147,44 +149,11 @@ fn vop_ext(inst: &mut Instruction, w: &Words, src0: u32, width: u8, w0: u32) -> 
     let name = inst.info.name;
     match src0 {
         249 => {
-            if flags & F_SDWA == 0 {
-                return Err(DecodeError::NoSuchForm { form: "SDWA", name, word: w0 });
+            let op = sdwa(inst, w, width, w0)?;
+            // gfx10 takes an SDWA output modifier only where the operation has one.
+            if inst.mods.omod != 0 && flags & F_SDWA_OMOD == 0 {
+                return Err(DecodeError::Reserved { what: "SDWA omod", value: inst.mods.omod.into(), word: w0 });
             }
-            let d = w.get(1)?;
-            inst.size = 8;
-            let vopc = inst.encoding == Encoding::Vopc;
-            let m = &mut inst.mods;
-            m.clamp = !vopc && bits(d, 13, 13) != 0;
-            // VOPC's bits 15:14 are SD and sdst's top bit.
-            m.omod = if vopc { 0 } else { bits(d, 15, 14) as u8 };
-            if m.omod != 0 && flags & F_SDWA_OMOD == 0 {
-                return Err(DecodeError::Reserved { what: "SDWA omod", value: m.omod.into(), word: w0 });
-            }
-            m.sext = (bits(d, 19, 19) | bits(d, 27, 27) << 1) as u8;
-            m.neg = (bits(d, 20, 20) | bits(d, 28, 28) << 1) as u8;
-            m.abs = (bits(d, 21, 21) | bits(d, 29, 29) << 1) as u8;
-            let sels: &[u32] = match inst.encoding {
-                Encoding::Vopc => &[16, 24],
-                Encoding::Vop1 => &[8, 16],
-                _ => &[8, 16, 24],
-            };
-            for &at in sels {
-                if bits(d, at + 2, at) == 7 {
-                    return Err(DecodeError::Reserved { what: "SDWA select", value: 7, word: w0 });
-                }
-            }
-            inst.sdwa = Some(Sdwa {
-                dst_sel: bits(d, 10, 8) as u8,
-                dst_unused: bits(d, 12, 11) as u8,
-                src0_sel: bits(d, 18, 16) as u8,
-                src1_sel: bits(d, 26, 24) as u8,
-            });
-            let s0 = bits(d, 7, 0) + if bits(d, 23, 23) != 0 { 0 } else { 256 };
-            let op = source(s0 as u16, width, None).ok_or(DecodeError::InvalidOperand {
-                encoding: inst.encoding,
-                value: s0,
-                word: w0,
-            })?;
             Ok(Some(op))
         }
         250 => {
@@ -257,8 +226,8 @@ fn vop2(w: &Words, w0: u32, target: Target) -> Result<Instruction> {
             Field::D => vgpr(bits(w0, 24, 17), slot, false),
             Field::S0 => vop_src0(&mut inst, w, bits(w0, 8, 0), slot.width, w0)?,
             Field::S1 => vop_src1(&inst, w, slot, w0)?,
+            // v_fmamk/v_fmaak: the constant is the dword after the instruction.
             Field::K => {
-                // The literal follows the instruction (after the DPP/SDWA dword there is none).
                 inst.size = 8;
                 Operand::Literal(w.get(1)?)
             }

@@ -212,48 +212,49 @@ fn smem(w: &Words, w0: u32) -> Result<Instruction> {
     Ok(inst)
 }
 
+/// The SDWA dword of a VOP1/VOP2/VOPC instruction whose src0 is 249 (the same on gfx9 and
+/// gfx10): sets the modifiers and selects, returns src0 as the SDWA dword names it. VOPC's
+/// bits 15:8 are its sdst, read by the caller; elsewhere bits 15:14 are the output modifier.
+pub(super) fn sdwa(inst: &mut Instruction, w: &Words, width: u8, w0: u32) -> Result<Operand> {
+    if inst.info.flags & super::table::F_SDWA == 0 {
+        return Err(DecodeError::NoSuchForm { form: "SDWA", name: inst.info.name, word: w0 });
+    }
+    let d = w.get(1)?;
+    inst.size = 8;
+    let vopc = inst.encoding == Encoding::Vopc;
+    let m = &mut inst.mods;
+    m.clamp = !vopc && bits(d, 13, 13) != 0;
+    m.omod = if vopc { 0 } else { bits(d, 15, 14) as u8 };
+    m.sext = (bits(d, 19, 19) | bits(d, 27, 27) << 1) as u8;
+    m.neg = (bits(d, 20, 20) | bits(d, 28, 28) << 1) as u8;
+    m.abs = (bits(d, 21, 21) | bits(d, 29, 29) << 1) as u8;
+    // The selects this encoding has: VOPC's dst bits are its sdst, VOP1 has no src1.
+    let sels: &[u32] = match inst.encoding {
+        Encoding::Vopc => &[16, 24],
+        Encoding::Vop1 => &[8, 16],
+        _ => &[8, 16, 24],
+    };
+    for &at in sels {
+        if bits(d, at + 2, at) == 7 {
+            return Err(DecodeError::Reserved { what: "SDWA select", value: 7, word: w0 });
+        }
+    }
+    inst.sdwa = Some(Sdwa {
+        dst_sel: bits(d, 10, 8) as u8,
+        dst_unused: bits(d, 12, 11) as u8,
+        src0_sel: bits(d, 18, 16) as u8,
+        src1_sel: bits(d, 26, 24) as u8,
+    });
+    let s0 = bits(d, 7, 0) + if bits(d, 23, 23) != 0 { 0 } else { 256 };
+    source(s0 as u16, width, None).ok_or(DecodeError::InvalidOperand { encoding: inst.encoding, value: s0, word: w0 })
+}
+
 /// The SDWA or DPP dword of a VOP1/VOP2/VOPC instruction whose src0 is 249 or 250: returns
 /// src0 as the extension names it.
 fn vop_ext(inst: &mut Instruction, w: &Words, src0: u32, width: u8, w0: u32) -> Result<Option<Operand>> {
     let flags = inst.info.flags;
     match src0 {
-        249 => {
-            if flags & super::table::F_SDWA == 0 {
-                return Err(DecodeError::NoSuchForm { form: "SDWA", name: inst.info.name, word: w0 });
-            }
-            let d = w.get(1)?;
-            inst.size = 8;
-            let vopc = inst.encoding == Encoding::Vopc;
-            let m = &mut inst.mods;
-            m.clamp = !vopc && bits(d, 13, 13) != 0;
-            m.omod = bits(d, 15, 14) as u8;
-            m.sext = (bits(d, 19, 19) | bits(d, 27, 27) << 1) as u8;
-            m.neg = (bits(d, 20, 20) | bits(d, 28, 28) << 1) as u8;
-            m.abs = (bits(d, 21, 21) | bits(d, 29, 29) << 1) as u8;
-            // The selects this encoding has: VOPC's dst bits are its sdst, VOP1 has no src1.
-            let sels: &[u32] = match inst.encoding {
-                Encoding::Vopc => &[16, 24],
-                Encoding::Vop1 => &[8, 16],
-                _ => &[8, 16, 24],
-            };
-            for &at in sels {
-                if bits(d, at + 2, at) == 7 {
-                    return Err(DecodeError::Reserved { what: "SDWA select", value: 7, word: w0 });
-                }
-            }
-            inst.sdwa = Some(Sdwa {
-                dst_sel: bits(d, 10, 8) as u8,
-                dst_unused: bits(d, 12, 11) as u8,
-                src0_sel: bits(d, 18, 16) as u8,
-                src1_sel: bits(d, 26, 24) as u8,
-            });
-            let s0 = bits(d, 7, 0) + if bits(d, 23, 23) != 0 { 0 } else { 256 };
-            Ok(Some(source(s0 as u16, width, None).ok_or(DecodeError::InvalidOperand {
-                encoding: inst.encoding,
-                value: s0,
-                word: w0,
-            })?))
-        }
+        249 => sdwa(inst, w, width, w0).map(Some),
         250 => {
             if flags & super::table::F_DPP == 0 {
                 return Err(DecodeError::NoSuchForm { form: "DPP", name: inst.info.name, word: w0 });
@@ -356,7 +357,6 @@ fn vopc(w: &Words, w0: u32) -> Result<Instruction> {
     if inst.sdwa.is_some() {
         // SDWA VOPC: bit 15 (SD) of the SDWA dword selects sdst [14:8] instead of VCC.
         let d = w.get(1)?;
-        inst.mods.omod = 0;
         if bits(d, 15, 15) != 0 {
             inst.operands[0] = scalar_dst(&inst, bits(d, 14, 8), 2, w0)?;
         }
