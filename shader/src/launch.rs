@@ -35,6 +35,8 @@ pub enum LaunchError {
     EntryInObject { kernel_object: u64, offset: i64, size: usize, what: &'static str },
     #[error("the kernel asks for wave32, which {} does not have", .0.mcpu())]
     Wave32(Target),
+    #[error("launching {target:?} kernels is not implemented (the decoder knows the target)")]
+    UnsupportedTarget { target: Target },
     #[error("compute_pgm_rsrc2 USER_SGPR_COUNT is {rsrc2}, but the enabled user SGPRs take {enabled}")]
     UserSgprs { rsrc2: u32, enabled: u32 },
     #[error("the kernel allocates {total} vector registers but puts its AGPRs at {accum_offset}")]
@@ -192,7 +194,7 @@ impl KernelCode {
         properties: u32,
     ) -> Result<KernelCode, LaunchError> {
         // Wave32 exists from gfx10 on (AMDGPUUsage: ENABLE_WAVEFRONT_SIZE32, "GFX10-GFX11").
-        if properties & WAVEFRONT_SIZE32 != 0 {
+        if properties & WAVEFRONT_SIZE32 != 0 && !target.is_gfx10() {
             return Err(LaunchError::Wave32(target));
         }
         let (vgprs, agprs) = match target {
@@ -214,6 +216,7 @@ impl KernelCode {
                     (accum_offset, total - accum_offset)
                 }
             }
+            Target::Gfx1030 | Target::Gfx1030W64 => return Err(LaunchError::UnsupportedTarget { target }),
         };
         let k = KernelCode {
             format,
@@ -518,6 +521,8 @@ impl Dispatch {
             let z = if dims >= 2 { z } else { 0 };
             match self.code.target {
                 Target::Gfx90a => w.v[0][l] = x | y << 10 | z << 20,
+                // KernelCode::parse refuses them.
+                Target::Gfx1030 | Target::Gfx1030W64 => unreachable!("no gfx10 launch"),
             }
         }
     }
