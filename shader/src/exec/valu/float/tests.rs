@@ -329,6 +329,18 @@ fn packed_conversions() {
 }
 
 #[test]
+fn packs() {
+    check32("v_pack_b32_f16 v0, v1, v2", HIP, &[([0xffff_3c00, 0x1234_4000, 0], 0x4000_3c00)]);
+    check32("v_pack_b32_f16 v0, -v1, v2 op_sel:[1,1]", HIP, &[([0x3c00_0000, 0x4000_0000, 0], 0x4000_bc00)]);
+    check32(
+        "v_cvt_pk_i16_i32 v0, v1, v2",
+        HIP,
+        &[([(-40000i32) as u32, 40000, 0], 0x7fff_8000), ([(-2i32) as u32, 3, 0], 0x0003_fffe)],
+    );
+    check32("v_cvt_pk_u16_u32 v0, v1, v2", HIP, &[([70000, 7, 0], 0x0007_ffff)]);
+}
+
+#[test]
 fn rounding_to_integers() {
     check32("v_trunc_f32 v0, v1", HIP, &[([f(-2.7), 0, 0], f(-2.0)), ([f(-0.5), 0, 0], NEG_ZERO)]);
     check32("v_ceil_f32 v0, v1", HIP, &[([f(2.1), 0, 0], f(3.0)), ([f(-0.5), 0, 0], NEG_ZERO)]);
@@ -342,7 +354,13 @@ fn rounding_to_integers() {
     check32(
         "v_fract_f32 v0, v1",
         HIP,
-        &[([f(-1.25), 0, 0], f(0.75)), ([f(-1e-30), 0, 0], 0x3f7f_ffff), ([f(5.0), 0, 0], 0), ([INF, 0, 0], NAN)],
+        &[
+            ([f(-1.25), 0, 0], f(0.75)),
+            ([f(-1e-30), 0, 0], 0x3f7f_ffff),
+            ([f(5.0), 0, 0], 0),
+            ([INF, 0, 0], NAN),
+            ([NAN, 0, 0], NAN),
+        ],
     );
 }
 
