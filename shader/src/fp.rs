@@ -2,6 +2,8 @@
 //! arithmetic, the min/max NaN rules of IEEE mode, and one view of the three formats ([`Prec`])
 //! for NaN quieting, denormal flushing and rounding from f64.
 
+pub mod two_over_pi;
+
 /// The f16 bits nearest `x` (round to nearest even; overflow to infinity; NaN stays quiet NaN).
 pub fn f32_to_f16(x: f32) -> u16 {
     let b = x.to_bits();

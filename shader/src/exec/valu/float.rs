@@ -554,6 +554,11 @@ fn div_fixup(w: &mut Wave, inst: &Instruction, cx: &mut Cx, p: Prec) -> ExecResu
             signed(f64::INFINITY)
         } else if den.is_infinite() || num == 0.0 || gap.is_some_and(|g| p.exponent(nb) - p.exponent(db) < -g) {
             signed(0.0)
+        } else if gap.is_some() && p.is_nan(qb) | x.is_infinite() {
+            // The manuals' overflow clause tests "exponent(S1) == 255", which the cases above
+            // already exclude; read as the quotient's exponent, it makes an overflowed quotient
+            // (infinite, or NaN from inf - inf in the Newton steps) a signed infinity.
+            signed(f64::INFINITY)
         } else {
             signed(x.abs())
         };
@@ -569,6 +574,20 @@ fn default_nan(p: Prec) -> u64 {
         S => 0xffc0_0000,
         D => 0xfff8_0000_0000_0000,
     }
+}
+
+/// v_trig_preop_f64 (CDNA2 ISA guide pseudocode): 53 bits of 2/pi starting `shift` bits into
+/// the fraction, where shift = 53 * S1[4:0], plus exponent(S0) - 1077 for large S0, scaled to
+/// their place (and up by 2^128 when exponent(S0) >= 1968, to stay in range). The manual's
+/// "(2/PI << shift) & 0x1fffffffffffff" is read as those 53 bits; bits past the 1201 the table
+/// holds are zero.
+fn trig_preop(x_bits: u64, sel: u64) -> f64 {
+    let exp = D.exponent(x_bits) as usize;
+    let shift = (sel as usize & 31) * 53 + exp.saturating_sub(1077);
+    let bits = fp::two_over_pi::bits();
+    let m = (shift..shift + 53).fold(0u64, |m, i| m << 1 | u64::from(bits.get(i).copied().unwrap_or(false)));
+    let scale = -53 - shift as i64 + if exp >= 1968 { 128 } else { 0 };
+    fp::ldexp(m as f64, scale)
 }
 
 /// Round-to-zero f16 bits of `x` (v_cvt_pkrtz_f16_f32).
@@ -769,6 +788,9 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VDivFixupF32 => |w, i, cx| div_fixup(w, i, cx, S),
         VDivFixupF64 => |w, i, cx| div_fixup(w, i, cx, D),
         VDivFixupF16 => |w, i, cx| div_fixup(w, i, cx, H),
+        VTrigPreopF64 => |w, i, cx| {
+            run(w, i, cx, [F64, B32], &[D], Out::F(D), |e, [x, sel]| e.put(trig_preop(e.input(x, D), sel), D))
+        },
         _ => return None,
     })
 }

@@ -450,13 +450,14 @@ const DIV32: &str = "
 
 #[test]
 fn the_f32_division_sequence_divides_correctly() {
-    let pairs: [(f32, f32); 15] = [
+    let pairs: [(f32, f32); 16] = [
         (1.0, 3.0),
         (2.0, 7.0),
         (-10.0, 4.0),
         (1e-38, 3.0),  // a denormal quotient
         (1e-30, 1e10), // a quotient below the normal range
         (3e38, 1e-5),  // overflows to infinity
+        (3e38, 3e-38), // overflows beyond what the scaling covers
         (1e30, 1e-10), // the exponent gap of 96
         (5.0, 1e-39),  // a denormal denominator
         (1.0, 0.0),
@@ -498,7 +499,7 @@ const DIV64: &str = "
 
 #[test]
 fn the_f64_division_sequence_divides_correctly() {
-    let pairs: [(f64, f64); 10] = [
+    let pairs: [(f64, f64); 11] = [
         (1.0, 3.0),
         (-22.0, 7.0),
         (1e-300, 1e10),
@@ -508,6 +509,7 @@ fn the_f64_division_sequence_divides_correctly() {
         (0.0, 0.0),
         (f64::INFINITY, 1.0),
         (1e308, 1e-5), // overflows to infinity
+        (1e308, 1e-300),
         (0.1, 0.3),
     ];
     let rows: Vec<[f64; 3]> = pairs.iter().map(|&(a, b)| [a, b, 0.0]).collect();
@@ -542,6 +544,39 @@ fn div_scale_sets_vcc_per_lane() {
     assert_eq!(w.v[0][0], f(1.0));
     assert_eq!(w.v[0][1], f(1e-38 * 2f32.powi(64)));
     assert!(f32::from_bits(w.v[0][2]).is_nan());
+}
+
+#[test]
+fn trig_preop_gives_2_over_pi_in_53_bit_pieces() {
+    // The three pieces for a small argument sum to 2/pi; for a large one the pieces start
+    // further into 2/pi.
+    let Some((w, _)) = run(
+        "v_trig_preop_f64 v[0:1], v[2:3], 0
+         v_trig_preop_f64 v[4:5], v[2:3], 1
+         v_trig_preop_f64 v[6:7], v[2:3], 2
+         v_trig_preop_f64 v[8:9], v[10:11], 0",
+        |w, _| {
+            w.mode = HIP;
+            let one = 1.0f64.to_bits();
+            w.v[2][0] = one as u32;
+            w.v[3][0] = (one >> 32) as u32;
+            let big = 1e300f64.to_bits();
+            w.v[10][0] = big as u32;
+            w.v[11][0] = (big >> 32) as u32;
+        },
+    ) else {
+        return;
+    };
+    let get = |r: usize| f64::from_bits(u64::from(w.v[r][0]) | u64::from(w.v[r + 1][0]) << 32);
+    let (a, b, c) = (get(0), get(4), get(6));
+    // The first 53 bits of 2/pi, truncated: f64's 2/pi (0x3fe45f306dc9c883) is them rounded up.
+    assert_eq!(a.to_bits(), 0x3fe4_5f30_6dc9_c882);
+    assert!(b < a * 2f64.powi(-52) && c < b * 2f64.powi(-52), "{a} {b} {c}");
+    assert_eq!(a + b, std::f64::consts::FRAC_2_PI);
+    // 1e300 has exponent 2019: 53 bits from 942 bits in, each weighing 2^-(bit+1) * 2^128.
+    let d = get(8);
+    assert_eq!(d, super::trig_preop(1e300f64.to_bits(), 0));
+    assert!(d < 2f64.powi(-942 + 128) && d > 2f64.powi(-942 + 128 - 8), "{d}");
 }
 
 #[test]
