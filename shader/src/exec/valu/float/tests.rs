@@ -699,3 +699,90 @@ fn exec_masked_lanes_keep_their_values() {
     assert_eq!(&w.v[5][..4], &[0, 0xbeef, 0, 0xbeef]);
     assert_eq!(&w.v[8][..4], &[f(1.0), 0xf00d, f(1.0), 0xf00d]);
 }
+
+/// xorshift64: deterministic operands for the randomized comparisons.
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
+#[test]
+fn division_sequences_match_the_host_on_random_operands() {
+    let mut next = rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..4 {
+        let pairs: Vec<(f32, f32)> = (0..64)
+            .map(|_| {
+                let r = next();
+                // Exponents spread over the whole range, denormals and zeros included.
+                (f32::from_bits(r as u32 & 0x7fff_ffff ^ (r as u32 & 0x8000_0000)), f32::from_bits((r >> 32) as u32))
+            })
+            .filter(|(a, b)| !a.is_nan() && !b.is_nan())
+            .collect();
+        let rows: Vec<[u32; 3]> = pairs.iter().map(|&(a, b)| [f(a), f(b), 0]).collect();
+        let Some(got) = run32(DIV32, HIP, &rows) else {
+            return;
+        };
+        for (&(a, b), g) in pairs.iter().zip(got) {
+            let want = a / b;
+            assert!(
+                g == f(want) || want.is_nan() && f32::from_bits(g).is_nan(),
+                "{a:e} / {b:e}: got {:e}",
+                f32::from_bits(g)
+            );
+        }
+    }
+    for _ in 0..2 {
+        let pairs: Vec<[f64; 3]> = (0..64)
+            .map(|_| [f64::from_bits(next()), f64::from_bits(next()), 0.0])
+            .filter(|r| !r[0].is_nan() && !r[1].is_nan())
+            .collect();
+        let Some(got) = run64(DIV64, HIP, &pairs) else {
+            return;
+        };
+        for (r, g) in pairs.iter().zip(got) {
+            let want = r[0] / r[1];
+            assert!(
+                g == want.to_bits() || want.is_nan() && f64::from_bits(g).is_nan(),
+                "{:e} / {:e}: got {:e}",
+                r[0],
+                r[1],
+                f64::from_bits(g)
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_arithmetic_matches_rounding_through_f32() {
+    // Sums and products of f16 values rounded through f32 then to f16 are correctly rounded
+    // (f32 has more than twice f16's precision): an independent path to the same bits.
+    let mut next = rng(0x2545_f491_4f6c_dd1d);
+    let h = |x: u32| crate::fp::f16_to_f32(x as u16);
+    let to = |x: f32| u32::from(crate::fp::f32_to_f16(x));
+    let nan = |x: u32| x & 0x7c00 == 0x7c00 && x & 0x3ff != 0;
+    for (src, op) in [
+        ("v_add_f16 v0, v1, v2", (|a, b| a + b) as fn(f32, f32) -> f32),
+        ("v_mul_f16 v0, v1, v2", |a, b| a * b),
+        ("v_sub_f16 v0, v1, v2", |a, b| a - b),
+    ] {
+        let rows: Vec<[u32; 3]> = (0..64)
+            .map(|_| {
+                let r = next();
+                [r as u32 & 0xffff, (r >> 16) as u32 & 0xffff, 0]
+            })
+            .filter(|r| !nan(r[0]) && !nan(r[1]))
+            .collect();
+        let Some(got) = run32(src, HIP, &rows) else {
+            return;
+        };
+        for (r, g) in rows.iter().zip(got) {
+            let want = to(op(h(r[0]), h(r[1])));
+            assert!(g == want || nan(want) && nan(g), "{src} {:#x} {:#x}: got {g:#x} want {want:#x}", r[0], r[1]);
+        }
+    }
+}
