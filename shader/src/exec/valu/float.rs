@@ -7,8 +7,9 @@
 //! rounding to integers); fused multiply-adds use the native fused operation of the format.
 //!
 //! The hardware's f32 transcendentals (v_exp, v_log, v_rcp, v_rsq, v_sqrt, v_sin, v_cos) are
-//! approximations good to about 1 ulp; here they are computed in f64 and rounded, so a result
-//! may differ from the hardware's in the last bit.
+//! approximations good to about 1 ulp, its f64 v_rcp/v_rsq/v_sqrt to 2^29 ulp (the seed of a
+//! Newton-Raphson step); here all are computed in f64 and rounded once, so a result may differ
+//! from the hardware's in the last bits (more accurate, never less).
 
 use super::{active, fetch, mask_dst, read_operand, width_mask, write_vdst, Handler, Lanes};
 use crate::exec::operand::Ty::{self, B16, B32, F64};

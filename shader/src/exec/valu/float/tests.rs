@@ -624,6 +624,89 @@ fn f64_arithmetic_matches_the_host() {
 }
 
 #[test]
+fn f64_unary_operations() {
+    let tiny = f64::from_bits(1);
+    let rows = [
+        [2.5, 0.0, 0.0],
+        [-2.5, 0.0, 0.0],
+        [-1e-300, 0.0, 0.0],
+        [tiny, 0.0, 0.0],
+        [f64::INFINITY, 0.0, 0.0],
+        [-0.0, 0.0, 0.0],
+    ];
+    type Op = fn(f64) -> f64;
+    let ops: [(&str, Op); 8] = [
+        ("v_trunc_f64 v[0:1], v[2:3]", f64::trunc),
+        ("v_ceil_f64 v[0:1], v[2:3]", f64::ceil),
+        ("v_floor_f64 v[0:1], v[2:3]", f64::floor),
+        ("v_rndne_f64 v[0:1], v[2:3]", f64::round_ties_even),
+        // -1e-300 - floor = 1 - 1e-300 rounds to 1: clamped below it.
+        ("v_fract_f64 v[0:1], v[2:3]", |x| {
+            if x.is_infinite() {
+                f64::NAN
+            } else {
+                (x - x.floor()).min(1.0 - f64::EPSILON / 2.0)
+            }
+        }),
+        ("v_sqrt_f64 v[0:1], v[2:3]", f64::sqrt),
+        ("v_rcp_f64 v[0:1], v[2:3]", |x| 1.0 / x),
+        ("v_frexp_mant_f64 v[0:1], v[2:3]", |x| {
+            if x.is_infinite() || x == 0.0 {
+                return x;
+            }
+            let e = x.abs().log2().floor() as i32 + 1;
+            x * 2f64.powi(-e / 2) * 2f64.powi(e / 2 - e)
+        }),
+    ];
+    for (src, op) in ops {
+        let Some(got) = run64(src, HIP, &rows) else {
+            return;
+        };
+        for (r, g) in rows.iter().zip(got) {
+            let want = op(r[0]);
+            assert!(
+                g == want.to_bits() || want.is_nan() && f64::from_bits(g).is_nan(),
+                "{src} {:e}: got {:e} want {want:e}",
+                r[0],
+                f64::from_bits(g)
+            );
+        }
+    }
+    let Some((w, _)) = run("v_frexp_exp_i32_f64 v0, v[2:3]\nv_ldexp_f64 v[4:5], v[2:3], v6", |w, _| {
+        w.mode = HIP;
+        w.v[6][0] = -1075i32 as u32;
+        let x = 12.0f64.to_bits();
+        w.v[2][0] = x as u32;
+        w.v[3][0] = (x >> 32) as u32;
+    }) else {
+        return;
+    };
+    assert_eq!(w.v[0][0], 4);
+    // 12 * 2^-1075 = 1.5 * 2^-1072: 3 * 2^-1073, a denormal of exact value 6 ulps.
+    assert_eq!(u64::from(w.v[4][0]) | u64::from(w.v[5][0]) << 32, 6);
+}
+
+#[test]
+fn f16_unary_operations() {
+    let h = |x: f32| u32::from(crate::fp::f32_to_f16(x));
+    check32("v_fract_f16 v0, v1", HIP, &[([h(-1.25), 0, 0], h(0.75)), ([0x8001, 0, 0], 0x3bff)]);
+    check32("v_rndne_f16 v0, v1", HIP, &[([h(2.5), 0, 0], h(2.0)), ([h(-3.5), 0, 0], h(-4.0))]);
+    check32("v_exp_f16 v0, v1", HIP, &[([h(-2.0), 0, 0], h(0.25)), ([h(16.0), 0, 0], 0x7c00)]);
+    check32("v_log_f16 v0, v1", HIP, &[([h(0.125), 0, 0], h(-3.0)), ([0, 0, 0], 0xfc00)]);
+    check32("v_sin_f16 v0, v1", HIP, &[([h(0.75), 0, 0], h(-1.0))]);
+    check32("v_rsq_f16 v0, v1", HIP, &[([h(4.0), 0, 0], h(0.5)), ([0x8000, 0, 0], 0xfc00)]);
+    check32("v_frexp_mant_f16 v0, v1", HIP, &[([h(-12.0), 0, 0], h(-0.75))]);
+    // A denormal's exponent is its true one (2^-24 = 0.5 * 2^-23), as C's frexp gives.
+    check32("v_frexp_exp_i16_f16 v0, v1", HIP, &[([h(-12.0), 0, 0], 4), ([0x0001, 0, 0], 0xffe9)]);
+    // -0.5 * 32767 = -16383.5: ties to even.
+    check32("v_cvt_norm_i16_f16 v0, v1", HIP, &[([h(-0.5), 0, 0], 0xc000), ([0x7e00, 0, 0], 0)]);
+    check32("v_cvt_norm_u16_f16 v0, v1", HIP, &[([h(0.5), 0, 0], 0x8000), ([h(-1.0), 0, 0], 0)]);
+    check32("v_cvt_pknorm_u16_f16 v0, v1, v2", HIP, &[([h(1.0), h(0.25), 0], 0x4000_ffff)]);
+    check32("v_cvt_f16_u16 v0, v1", HIP, &[([65535, 0, 0], 0x7c00), ([2049, 0, 0], h(2048.0))]);
+    check32("v_cvt_u16_f16 v0, v1", HIP, &[([h(-3.0), 0, 0], 0), ([h(65504.0), 0, 0], 65504)]);
+}
+
+#[test]
 fn f64_conversions() {
     let Some(got) = run64("v_cvt_f64_f32 v[0:1], v2", HIP, &[[f64::from_bits(u64::from(DENORM)), 0.0, 0.0]]) else {
         return;
