@@ -660,6 +660,35 @@ fn off_i4(b: u64) -> f64 {
     f64::from(((b as u8) << 4) as i8 >> 4) / 16.0
 }
 
+/// Runs `op`, an f16 operation, for an opcode that keeps the other half of its destination.
+///
+/// Most gfx9 16-bit results zero the destination's high half, which [`write_vdst`] does; the
+/// gfx9 additions with op_sel (v_mad/fma/div_fixup/min3/max3/med3_f16) and v_mac/madak/madmk_f16
+/// keep it (LLVM 15 GCNSubtarget::zeroesHigh16BitsOfDest, "derived from experimentation": false
+/// for these on gfx9; their VI forms, gfx9's v_*_legacy_f16, zero it). With op_sel[3] the result
+/// goes to the high half and write_vdst keeps the low half already.
+fn keep_high(
+    w: &mut Wave,
+    inst: &Instruction,
+    cx: &mut Cx,
+    op: fn(&mut Wave, &Instruction, &mut Cx) -> ExecResult,
+) -> ExecResult {
+    let index = match inst.operand(Field::D) {
+        Some(crate::isa::Operand::Vgpr { index, .. }) => usize::from(index),
+        d => return Err(ExecError::Invalid(format!("{d:?} is not a VGPR destination"))),
+    };
+    let d = inst.operand(Field::D).expect("checked above");
+    let old = read_operand(w, d, B32, cx)?;
+    let mask = active(w, inst);
+    let flow = op(w, inst, cx)?;
+    if inst.mods.op_sel & (1 << 3) == 0 {
+        for l in Wave::lanes(mask) {
+            w.v[index][l] = (w.v[index][l] & 0xffff) | (old[l] as u32 & 0xffff_0000);
+        }
+    }
+    Ok(flow)
+}
+
 /// The handler of `op`, if this family implements it.
 pub(super) fn handler(op: Op) -> Option<Handler> {
     use Op::*;
@@ -678,17 +707,19 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VMulF64 => |w, i, cx| bin(w, i, cx, D, |a, b| a * b),
         VFmaF32 => |w, i, cx| tri(w, i, cx, S, fma),
         VFmaF64 => |w, i, cx| tri(w, i, cx, D, fma),
-        VFmaF16 => |w, i, cx| tri(w, i, cx, H, fma),
+        VFmaF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| tri(w, i, cx, H, fma)),
+        VFmaLegacyF16 => |w, i, cx| tri(w, i, cx, H, fma),
         VFmacF32 => |w, i, cx| fmac(w, i, cx, S),
         VFmacF64 => |w, i, cx| fmac(w, i, cx, D),
         VMadF32 => |w, i, cx| mad_op(w, i, cx, S, MadForm::Three),
-        VMadF16 => |w, i, cx| mad_op(w, i, cx, H, MadForm::Three),
+        VMadF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| mad_op(w, i, cx, H, MadForm::Three)),
+        VMadLegacyF16 => |w, i, cx| mad_op(w, i, cx, H, MadForm::Three),
         VMacF32 => |w, i, cx| mad_op(w, i, cx, S, MadForm::Acc),
-        VMacF16 => |w, i, cx| mad_op(w, i, cx, H, MadForm::Acc),
+        VMacF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| mad_op(w, i, cx, H, MadForm::Acc)),
         VMadmkF32 => |w, i, cx| mad_op(w, i, cx, S, MadForm::Mk),
         VMadakF32 => |w, i, cx| mad_op(w, i, cx, S, MadForm::Ak),
-        VMadmkF16 => |w, i, cx| mad_op(w, i, cx, H, MadForm::Mk),
-        VMadakF16 => |w, i, cx| mad_op(w, i, cx, H, MadForm::Ak),
+        VMadmkF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| mad_op(w, i, cx, H, MadForm::Mk)),
+        VMadakF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| mad_op(w, i, cx, H, MadForm::Ak)),
         VMadLegacyF32 => |w, i, cx| tri(w, i, cx, S, |p, a, b, c| mad(p, mul_legacy(a, b), 1.0, c)),
         // Minimum, maximum, median.
         VMinF32 => |w, i, cx| minmax(w, i, cx, S, 2, false),
@@ -699,10 +730,10 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VMaxF64 => |w, i, cx| minmax(w, i, cx, D, 2, true),
         VMin3F32 => |w, i, cx| minmax(w, i, cx, S, 3, false),
         VMax3F32 => |w, i, cx| minmax(w, i, cx, S, 3, true),
-        VMin3F16 => |w, i, cx| minmax(w, i, cx, H, 3, false),
-        VMax3F16 => |w, i, cx| minmax(w, i, cx, H, 3, true),
+        VMin3F16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| minmax(w, i, cx, H, 3, false)),
+        VMax3F16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| minmax(w, i, cx, H, 3, true)),
         VMed3F32 => |w, i, cx| med3(w, i, cx, S),
-        VMed3F16 => |w, i, cx| med3(w, i, cx, H),
+        VMed3F16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| med3(w, i, cx, H)),
         // Conversions.
         VCvtF32I32 => |w, i, cx| from_int(w, i, cx, B32, S, |a| f64::from(a as u32 as i32)),
         VCvtF32U32 => |w, i, cx| from_int(w, i, cx, B32, S, |a| a as u32 as f64),
@@ -788,7 +819,8 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VDivFmasF64 => |w, i, cx| div_fmas(w, i, cx, D),
         VDivFixupF32 => |w, i, cx| div_fixup(w, i, cx, S),
         VDivFixupF64 => |w, i, cx| div_fixup(w, i, cx, D),
-        VDivFixupF16 => |w, i, cx| div_fixup(w, i, cx, H),
+        VDivFixupF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| div_fixup(w, i, cx, H)),
+        VDivFixupLegacyF16 => |w, i, cx| div_fixup(w, i, cx, H),
         VTrigPreopF64 => |w, i, cx| {
             run(w, i, cx, [F64, B32], &[D], Out::F(D), |e, [x, sel]| e.put(trig_preop(e.input(x, D), sel), D))
         },

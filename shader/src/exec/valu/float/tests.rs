@@ -748,6 +748,30 @@ fn f16_arithmetic_rounds_once_to_f16() {
         return;
     };
     assert_eq!(w.v[0][0], h(7.0) << 16 | 0x1234);
+    // Which 16-bit results keep the destination's high half on gfx9 (v0 = 0xdead0000 first):
+    // the op_sel additions and v_mac/madak keep it, the VI forms and VOP1/VOP2 arithmetic
+    // zero it.
+    for (src, want) in [
+        ("v_fma_f16 v0, v1, v2, v3", 0xdead_0000 | h(7.0)),
+        ("v_mad_f16 v0, v1, v2, v3", 0xdead_0000 | h(7.0)),
+        ("v_fma_legacy_f16 v0, v1, v2, v3", h(7.0)),
+        ("v_mad_legacy_f16 v0, v1, v2, v3", h(7.0)),
+        ("v_max3_f16 v0, v1, v2, v3", 0xdead_0000 | h(3.0)),
+        ("v_madak_f16 v0, v1, v2, 0x3c00", 0xdead_0000 | h(7.0)),
+        ("v_div_fixup_legacy_f16 v0, v3, v2, v1", h(1.0)), // the quotient v3 with its sign
+        ("v_add_f16 v0, v1, v2", h(5.0)),
+    ] {
+        let Some((w, _)) = run(src, |w, _| {
+            w.mode = HIP;
+            w.v[0][0] = 0xdead_0000;
+            w.v[1][0] = h(2.0);
+            w.v[2][0] = h(3.0);
+            w.v[3][0] = h(1.0);
+        }) else {
+            return;
+        };
+        assert_eq!(w.v[0][0], want, "{src}: got {:#x}", w.v[0][0]);
+    }
     check32("v_max_f16 v0, v1, v2", HIP, &[([0x7d00, h(1.0), 0], 0x7f00), ([0x7e00, h(1.0), 0], h(1.0))]);
     check32("v_med3_f16 v0, v1, v2, v3", HIP, &[([h(5.0), h(-1.0), h(2.0)], h(2.0))]);
     check32("v_ldexp_f16 v0, v1, v2", HIP, &[([h(1.5), 0xfffe, 0], h(0.375))]);
