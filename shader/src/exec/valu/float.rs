@@ -378,7 +378,9 @@ fn fract(p: Prec, x: f64) -> f64 {
 fn sin_rev(x: f64) -> f64 {
     let r = x - x.round_ties_even();
     if r == 0.0 {
-        return 0.0f64.copysign(x);
+        // sin(-0) = -0, but a whole number of turns is +0 (the manuals' example:
+        // V_SIN_F32(-MaxFloat) = 0x00000000).
+        return if x == 0.0 { x } else { 0.0 };
     }
     (r * std::f64::consts::TAU).sin()
 }
