@@ -580,7 +580,7 @@ fn default_nan(p: Prec) -> u64 {
 }
 
 /// v_trig_preop_f64 (CDNA2 ISA guide pseudocode): 53 bits of 2/pi starting `shift` bits into
-/// the fraction, where shift = 53 * S1[4:0], plus exponent(S0) - 1077 for large S0, scaled to
+/// the fraction, where shift = 53 * S1 bits 4:0, plus exponent(S0) - 1077 for large S0, scaled to
 /// their place (and up by 2^128 when exponent(S0) >= 1968, to stay in range). The manual's
 /// "(2/PI << shift) & 0x1fffffffffffff" is read as those 53 bits; bits past the 1201 the table
 /// holds are zero.
@@ -657,7 +657,7 @@ fn pk_sat16(w: &mut Wave, inst: &Instruction, cx: &mut Cx, signed: bool) -> Exec
     apply(w, inst, &s, B32, |[a, b]| sat(a) | sat(b) << 16)
 }
 
-/// v_cvt_off_f32_i4: the signed 4-bit value of S0[3:0] times 1/16 (the manual's table).
+/// v_cvt_off_f32_i4: the signed 4-bit value of S0 bits 3:0 times 1/16 (the manual's table).
 fn off_i4(b: u64) -> f64 {
     f64::from(((b as u8) << 4) as i8 >> 4) / 16.0
 }
@@ -667,7 +667,7 @@ fn off_i4(b: u64) -> f64 {
 /// Most gfx9 16-bit results zero the destination's high half, which [`write_vdst`] does; the
 /// gfx9 additions with op_sel (v_mad/fma/div_fixup/min3/max3/med3_f16) and v_mac/madak/madmk_f16
 /// keep it (LLVM 15 GCNSubtarget::zeroesHigh16BitsOfDest, "derived from experimentation": false
-/// for these on gfx9; their VI forms, gfx9's v_*_legacy_f16, zero it). With op_sel[3] the result
+/// for these on gfx9; their VI forms, gfx9's v_*_legacy_f16, zero it). With op_sel bit 3 the result
 /// goes to the high half and write_vdst keeps the low half already.
 fn keep_high(
     w: &mut Wave,

@@ -126,7 +126,7 @@ fn pk_f32<const N: usize>(w: &mut Wave, inst: &Instruction, cx: &mut Cx, f: fn([
     })
 }
 
-/// v_pk_mov_b32: the low dword from src0's dword op_sel[0], the high from src1's op_sel[1].
+/// v_pk_mov_b32: the low dword from src0's dword op_sel bit 0, the high from src1's op_sel bit 1.
 fn pk_mov(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
     let s = raws::<2>(w, inst, cx, true)?;
     let sel = inst.mods.op_sel;
