@@ -243,10 +243,10 @@ pub(super) fn mad(p: Prec, a: f64, b: f64, c: f64) -> f64 {
     p.decode(p.encode(a * b)) + c
 }
 
-/// v_mad/v_mac: not fused, and without denormal support: LLVM 15 selects them only where the
-/// format's denormals are flushed (SIISelLowering isFMADLegal), so they flush here regardless of
-/// MODE. `k` is the madmk/madak literal (`mk`: it is the multiplier) or `None`, `acc` the
-/// destination as addend (mac).
+/// v_mad/v_mac/v_madmk/v_madak: not fused, and flushing denormals whatever MODE says: LLVM 15
+/// selects them for llvm.amdgcn.fmad.ftz (a multiply-add that flushes) even with denormals
+/// enabled (its tests llvm.amdgcn.fmad.ftz.ll and .f16.ll), and for plain fmad only where they
+/// are off. `form` says where the third operand comes from.
 fn mad_op(w: &mut Wave, inst: &Instruction, cx: &mut Cx, p: Prec, form: MadForm) -> ExecResult {
     let e = Env::new(w, inst, &[p], Some(p))?;
     let flushed = Env { mode: e.mode & !(0xf0), ..e };
