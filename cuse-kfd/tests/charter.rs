@@ -9,7 +9,9 @@
 mod support;
 
 use cuse_kfd::clock::gpu_clock_counter;
-use cuse_kfd::engine::{EngineConfig, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+use cuse_kfd::engine::{
+    EngineConfig, ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use support::client::*;
@@ -849,7 +851,7 @@ fn bad_packets(rig: &Rig, completion: u64) -> Vec<Bad> {
         Bad { what: "workgroup of 2048 work-items", packet: big_group, code: ERROR_INVALID_PACKET_FORMAT },
         Bad { what: "grid of 0 work-items", packet: zero_grid, code: ERROR_INVALID_PACKET_FORMAT },
         Bad { what: "agent dispatch", packet: agent, code: ERROR_INVALID_PACKET_FORMAT },
-        Bad { what: "GFX kernel descriptor", packet: gfx, code: ERROR_INVALID_CODE_OBJECT },
+        Bad { what: "GFX code the shader core cannot run", packet: gfx, code: ERROR_ILLEGAL_INSTRUCTION },
         Bad { what: "soft descriptor of builtin 99", packet: unknown, code: ERROR_INVALID_CODE_OBJECT },
         Bad { what: "barrier-value condition 9", packet: cond, code: ERROR_INVALID_PACKET_FORMAT },
     ]

@@ -91,7 +91,7 @@ fn status_lists_processes_queues_events_and_memory() {
     let qline = text.lines().find(|l| l.trim_start().starts_with(&format!("queue {} compute-aql", q.id))).expect(&text);
     assert!(qline.contains("read 1 write 1") && qline.ends_with("active"), "{qline}");
     let bline = text.lines().find(|l| l.trim_start().starts_with(&format!("queue {} ", bad.id))).expect(&text);
-    assert!(bline.contains(&format!("error {}:", cuse_kfd::engine::ERROR_INVALID_CODE_OBJECT)), "{bline}");
+    assert!(bline.contains(&format!("error {}:", cuse_kfd::engine::ERROR_ILLEGAL_INSTRUCTION)), "{bline}");
     assert!(text.lines().any(|l| l.trim_start().starts_with(&format!("event {ev} signal auto"))), "{text}");
     assert!(text.lines().any(|l| l.contains(" vram ") && l.contains("size 1048576")), "{text}");
 }

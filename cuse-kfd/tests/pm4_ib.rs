@@ -1,12 +1,12 @@
 //! ROCr's PM4_IB vendor packet on AQL queues of the embedded device (engine/ring/pm4_ib.rs):
 //! the code-cache invalidate ROCr sends after loading a code object runs and completes; every
 //! field of the packet is checked; the IB runs through the PM4 subset of PM4 queues, and a
-//! packet outside it stops the queue with an error naming it. Also the refusal of a dispatch of
-//! GFX code, which names the kernel object.
+//! packet outside it stops the queue with an error naming it. Also a dispatch of GFX code that
+//! stops at an instruction the shader core lacks: the error names it and the kernel object.
 
 mod support;
 
-use cuse_kfd::engine::{ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+use cuse_kfd::engine::{ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_PACKET_FORMAT};
 use std::sync::atomic::Ordering;
 use support::client::*;
 use thunk::memory::Kind;
@@ -212,19 +212,19 @@ fn an_unsupported_opcode_in_the_ib_is_a_queue_error_naming_it() {
 }
 
 #[test]
-fn a_dispatch_of_gfx_code_names_its_kernel_object_and_the_missing_shader_core() {
+fn a_dispatch_of_gfx_code_stops_at_an_instruction_the_shader_core_lacks_and_names_it() {
     let rig = Rig::new();
     let q = rig.queue(64);
     let object = rig.gfx_kernel();
     submit(&q, &packet::dispatch(object, rig.args(&[0u64; 2]), [64, 1, 1], [64, 1, 1], 0, false));
     let err = rig.wait_error(q.id).error.unwrap();
-    assert_eq!(err.code, ERROR_INVALID_CODE_OBJECT);
+    assert_eq!(err.code, ERROR_ILLEGAL_INSTRUCTION);
+    let entry = object + 2048;
     assert_eq!(
         err.reason,
         format!(
-            "kernel object at {object:#x} is GFX code (entry at {:#x}, offset 4096): running it needs a shader \
-             core, which this device does not have yet",
-            object + 0x1000
+            "kernel object at {object:#x} (entry {entry:#x}), workgroup [0, 0, 0]: `s_sendmsg sendmsg(MSG_GS_DONE, \
+             GS_OP_NOP)` (SOPP) at pc {entry:#x} is not implemented by the shader core (message id 3)"
         )
     );
 }

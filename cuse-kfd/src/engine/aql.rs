@@ -6,7 +6,8 @@
 //! the packet runs; its header is stored back INVALID with release, then read_dispatch_id
 //! advances with release; then its completion signal is decremented.
 
-use super::fault::{QueueFault, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
+use super::gfx;
 use super::kernels::{self, Ran};
 use super::mem::{Mem, Tlb};
 use super::ring::pm4_ib::{self, IbProgress, IbRun};
@@ -58,6 +59,8 @@ enum Work {
     Kernel(kernels::Work),
     /// The rest of a PM4_IB packet's indirect buffer.
     Pm4(IbRun),
+    /// A GFX kernel's remaining workgroups.
+    Shader(Box<gfx::Work>),
 }
 
 /// How far [`Work::resume`] got.
@@ -79,6 +82,13 @@ impl Work {
         Ok(match self {
             Work::Kernel(w) => {
                 if w.resume(mem, deadline)? {
+                    Resumed::Finished
+                } else {
+                    Resumed::Paused
+                }
+            }
+            Work::Shader(w) => {
+                if w.resume(mem, deadline, interrupts)? {
                     Resumed::Finished
                 } else {
                     Resumed::Paused
@@ -304,7 +314,9 @@ impl QueueRunner {
             let signal = u64::from_le_bytes(packet[56..64].try_into().expect("8 bytes"));
             let start_ts = if signal != 0 { clock::gpu_clock_counter() } else { 0 };
             let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
-            let step = match run_packet(mem, ptype, &packet, now, deadline, &mut out.interrupts) {
+            let read_ptr = self.hw.queue.read_ptr.0;
+            let at = gfx::PacketAt { slot, index: self.read_index, read_ptr };
+            let step = match run_packet(mem, ptype, &packet, at, now, deadline, &mut out.interrupts) {
                 Ok(s) => s,
                 Err(f) => {
                     failure = Some(f);
@@ -487,6 +499,7 @@ fn run_packet(
     mem: &mut Mem,
     ptype: u8,
     packet: &[u8; AQL_PACKET_SIZE],
+    at: gfx::PacketAt,
     now: &LazyNow,
     deadline: Instant,
     interrupts: &mut Vec<Interrupt>,
@@ -552,7 +565,13 @@ fn run_packet(
             mem.read(p.kernel_object, &mut raw)?;
             let desc = SoftKernelDescriptor::read_from_bytes(&raw).expect("64 bytes");
             if desc.magic != SOFT_KERNEL_MAGIC {
-                return Err(QueueFault::invalid(ERROR_INVALID_CODE_OBJECT, gfx_refusal(p.kernel_object, &raw)));
+                // GFX code: the shader core runs it.
+                let mut work = gfx::start(mem, &p, at, &raw)?;
+                return Ok(if work.resume(mem, deadline, interrupts)? {
+                    Step::Done(Vec::new())
+                } else {
+                    Step::Sliced(Work::Shader(Box::new(work)))
+                });
             }
             match kernels::run(mem, &p, &desc, deadline)? {
                 Ran::Done { events } => Ok(Step::Done(events)),
@@ -566,20 +585,6 @@ fn run_packet(
         )),
         t => Err(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, format!("unknown packet type {t}"))),
     }
-}
-
-/// Why a dispatch of the GFX kernel at `kernel_object` (its first 64 bytes `raw`) cannot run.
-/// Both kernel formats keep `kernel_code_entry_byte_offset` at byte 16: the 64-byte kernel
-/// descriptor of code object v3+ (LLVM AMDGPUUsage, "Kernel Descriptor") and the legacy
-/// `amd_kernel_code_t` (ROCr's amd_kernel_code.h) that ROCr's own blit kernels sit behind, with
-/// their code at offset 256 (ROCR-Runtime rocm-5.2.3 amd_gpu_agent.cpp, AssembleShader).
-fn gfx_refusal(kernel_object: u64, raw: &[u8; 64]) -> String {
-    let entry = i64::from_le_bytes(raw[16..24].try_into().expect("8 bytes"));
-    format!(
-        "kernel object at {kernel_object:#x} is GFX code (entry at {:#x}, offset {entry}): running it needs a \
-         shader core, which this device does not have yet",
-        kernel_object.wrapping_add_signed(entry)
-    )
 }
 
 /// Whether packet `read_index`, at or past the doorbell target, is published below the write

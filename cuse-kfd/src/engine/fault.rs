@@ -9,6 +9,10 @@ use std::fmt;
 pub const ERROR_INVALID_CODE_OBJECT: u64 = 8;
 pub const ERROR_INVALID_PACKET_FORMAT: u64 = 32;
 pub const ERROR_INVALID_ARGUMENT: u64 = 64;
+/// A wave ran an instruction the device cannot execute; s_trap (ROCR-Runtime amd_aql_queue.cpp,
+/// DynamicQueueEventsHandler: HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION and HSA_STATUS_ERROR_EXCEPTION).
+pub const ERROR_ILLEGAL_INSTRUCTION: u64 = 0x4000_0000;
+pub const ERROR_TRAP: u64 = 0x8000_0000;
 
 /// Why a queue stopped.
 #[derive(Debug, Clone)]

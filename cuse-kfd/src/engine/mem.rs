@@ -236,6 +236,47 @@ impl<'a> Mem<'a> {
     }
 }
 
+impl Mem<'_> {
+    /// An atomic read-modify-write of the naturally aligned u32 at `va` (the shader core's
+    /// memory atomics): a compare-exchange loop on the shared word, so clients and other
+    /// queues see one atomic update. Returns the old value. On USERPTR memory (reached through
+    /// the owner's memory file) the update is not atomic against the client.
+    pub fn update_u32(&mut self, va: u64, f: impl Fn(u32) -> u32) -> Result<u32, VmFault> {
+        let atomic = |r: &SharedRegion, off: usize| {
+            shm(
+                va,
+                r.with_u32(off, |w| match w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| Some(f(old))) {
+                    Ok(old) | Err(old) => old,
+                }),
+            )
+        };
+        if let Some(old) = self.with_sized_word(va, 4, true, atomic)? {
+            return Ok(old);
+        }
+        let old = self.load_u32(va, Ordering::Acquire)?;
+        self.store_u32(va, f(old), Ordering::Release)?;
+        Ok(old)
+    }
+
+    /// [`Mem::update_u32`] for the naturally aligned u64 at `va`.
+    pub fn update_u64(&mut self, va: u64, f: impl Fn(u64) -> u64) -> Result<u64, VmFault> {
+        let atomic = |r: &SharedRegion, off: usize| {
+            shm(
+                va,
+                r.with_u64(off, |w| match w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| Some(f(old))) {
+                    Ok(old) | Err(old) => old,
+                }),
+            )
+        };
+        if let Some(old) = self.with_sized_word(va, 8, true, atomic)? {
+            return Ok(old);
+        }
+        let old = self.load_u64(va, Ordering::Acquire)?;
+        self.store_u64(va, f(old), Ordering::Release)?;
+        Ok(old)
+    }
+}
+
 /// The VM fault of a failed shared-memory access at `va`.
 fn shm<R>(va: u64, r: Result<R, ShmError>) -> Result<R, VmFault> {
     r.map_err(|e| VmFault::from_shm(e, GpuVa(va)))

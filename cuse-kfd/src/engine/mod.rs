@@ -10,13 +10,17 @@
 
 mod aql;
 mod fault;
+mod gfx;
 mod kernels;
 mod mem;
 mod ring;
 mod runner;
 mod signal;
 
-pub use fault::{QueueFault, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
+pub use fault::{
+    QueueFault, ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT,
+    ERROR_INVALID_PACKET_FORMAT, ERROR_TRAP,
+};
 pub use runner::Interrupt;
 
 use crate::event::registry::WaitRegistry;

@@ -26,8 +26,13 @@ pub const WAIT_MS: u32 = 10_000;
 
 /// Soft kernels are descriptors at `KERNELS + 64 * builtin` in the code buffer.
 const KERNELS: u64 = 0;
-/// A real-looking GFX kernel descriptor (AMD code object v3+ `kernel_descriptor_t`) sits here.
+/// A GFX kernel descriptor (AMD code object v3+ `kernel_descriptor_t`) sits here; its code, at
+/// [`GFX_CODE`], starts with an instruction the shader core does not run.
 const GFX_DESCRIPTOR: u64 = 1024;
+const GFX_CODE: u64 = 3072;
+/// `s_sendmsg sendmsg(MSG_GS_DONE, GS_OP_NOP)` (a geometry-shader message, meaningless to compute
+/// waves) and `s_endpgm`, as llvm-mc-15 encodes them for gfx90a.
+pub const GFX_CODE_WORDS: [u32; 2] = [0xBF90_0003, 0xBF81_0000];
 /// A well-formed soft descriptor naming a builtin the device does not have.
 const UNKNOWN_BUILTIN_DESCRIPTOR: u64 = 2048;
 pub const UNKNOWN_BUILTIN: u32 = 99;
@@ -75,6 +80,7 @@ impl Rig {
         }
         code.write(UNKNOWN_BUILTIN_DESCRIPTOR, descriptor(UNKNOWN_BUILTIN).as_bytes());
         code.write(GFX_DESCRIPTOR, &gfx_kernel_descriptor());
+        code.write(GFX_CODE, GFX_CODE_WORDS.as_bytes());
         let args = kfd.alloc(gpu, ARGS_SIZE, Kind::Gtt).expect("allocating kernel argument space");
         Rig { kfd, emb, gpu, code, args, next_arg: AtomicU64::new(0) }
     }
@@ -249,7 +255,7 @@ pub fn gfx_kernel_descriptor() -> [u8; 64] {
     d[0..4].copy_from_slice(&0u32.to_le_bytes()); // group_segment_fixed_size
     d[4..8].copy_from_slice(&0u32.to_le_bytes()); // private_segment_fixed_size
     d[8..12].copy_from_slice(&16u32.to_le_bytes()); // kernarg_size
-    d[16..24].copy_from_slice(&0x1000i64.to_le_bytes()); // kernel_code_entry_byte_offset
+    d[16..24].copy_from_slice(&((GFX_CODE - GFX_DESCRIPTOR) as i64).to_le_bytes()); // kernel_code_entry_byte_offset
     d[44..48].copy_from_slice(&0u32.to_le_bytes()); // compute_pgm_rsrc3
     d[48..52].copy_from_slice(&0x00AF_0081u32.to_le_bytes()); // compute_pgm_rsrc1
     d[52..56].copy_from_slice(&0x0000_0090u32.to_le_bytes()); // compute_pgm_rsrc2

@@ -1,7 +1,7 @@
 /* A packet the device cannot run is a queue error that ROCr reports through the queue's callback
  * (the device writes the error code to amd_queue_t's queue_inactive_signal), never a silent
  * completion: an undefined packet type is INVALID_PACKET_FORMAT; a kernel dispatch of a code
- * object that is not a soft kernel (here a zeroed one: the device runs no GFX code) is
+ * object that cannot be GFX code (here a zeroed one: its entry would be the descriptor itself) is
  * INVALID_CODE_OBJECT. The completion signal keeps its value, the read index stops at the bad
  * packet, packets behind it do not run, and other queues keep working. */
 #include "common.h"
