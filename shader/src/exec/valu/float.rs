@@ -644,19 +644,6 @@ fn pack_b32_f16(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
     apply(w, inst, &s, B32, |[a, b]| a | b << 16)
 }
 
-/// v_cvt_pk_u16_u32 / v_cvt_pk_i16_i32: two 32-bit integers saturated to 16 bits, S0 low.
-fn pk_sat16(w: &mut Wave, inst: &Instruction, cx: &mut Cx, signed: bool) -> ExecResult {
-    let s = sources(w, inst, cx, [B32; 2])?;
-    let sat = move |x: u64| {
-        if signed {
-            u64::from((x as u32 as i32).clamp(i16::MIN.into(), i16::MAX.into()) as i16 as u16)
-        } else {
-            u64::from((x as u32).min(0xffff))
-        }
-    };
-    apply(w, inst, &s, B32, |[a, b]| sat(a) | sat(b) << 16)
-}
-
 /// v_cvt_off_f32_i4: the signed 4-bit value of S0 bits 3:0 times 1/16 (the manual's table).
 fn off_i4(b: u64) -> f64 {
     f64::from(((b as u8) << 4) as i8 >> 4) / 16.0
@@ -764,8 +751,6 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VCvtF32F16 => |w, i, cx| convert(w, i, cx, H, S),
         VCvtPkrtzF16F32 => pkrtz,
         VPackB32F16 => pack_b32_f16,
-        VCvtPkU16U32 => |w, i, cx| pk_sat16(w, i, cx, false),
-        VCvtPkI16I32 => |w, i, cx| pk_sat16(w, i, cx, true),
         VCvtPknormI16F32 => |w, i, cx| pknorm(w, i, cx, S, true),
         VCvtPknormU16F32 => |w, i, cx| pknorm(w, i, cx, S, false),
         VCvtPknormI16F16 => |w, i, cx| pknorm(w, i, cx, H, true),

@@ -1,6 +1,6 @@
 //! VALU packed math: VOP3P operations on two 16-bit halves of a dword (f16, i16/u16), on two
 //! f32 dwords of a register pair (gfx90a's v_pk_*_f32), the mixed-precision FMAs and the dot
-//! products, and the VOP2 packed accumulators (v_pk_fmac_f16, v_dot*c).
+//! products, and the VOP2 packed accumulators (v_pk_fmac_f16, v_dot2c_f32_f16; int.rs has the integer v_dot*c).
 //!
 //! Source selects (CDNA2 ISA guide, VOP3P): the low result half reads the half (or dword) of
 //! source i that op_sel bit i names, the high result half the one op_sel_hi bit i names; neg_lo
@@ -17,7 +17,7 @@ use crate::exec::operand::{constant, Ty};
 use crate::exec::{Cx, ExecError, ExecResult};
 use crate::fp::{self, Prec};
 use crate::isa::table::Field;
-use crate::isa::{Encoding, Instruction, Op, Operand};
+use crate::isa::{Instruction, Op, Operand};
 use crate::wave::{Wave, LANES};
 
 /// Source `i` of a packed operation, unmodified: a dword per lane (`wide`: a register pair).
@@ -211,24 +211,19 @@ fn dot2_f32_f16(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
     })
 }
 
-/// Integer dot products: `lanes` parts of `bits` bits of S0 and S1 (signed or not), their
-/// products summed onto S2, wrapping (clamp, which saturates, is not implemented).
-fn dot_int(w: &mut Wave, inst: &Instruction, cx: &mut Cx, bits: u32, signed: bool, acc_is_dst: bool) -> ExecResult {
+/// VOP3P integer dot products: the `bits`-bit parts of S0 and S1 (signed or not), their products
+/// summed onto S2, wrapping (clamp, which saturates, is not implemented). The VOP2 v_dot*c
+/// forms are int.rs's.
+fn dot_int(w: &mut Wave, inst: &Instruction, cx: &mut Cx, bits: u32, signed: bool) -> ExecResult {
     if inst.mods.clamp {
         return Err(ExecError::Unimplemented("clamp (saturation) of an integer dot product".into()));
     }
     let m = inst.mods;
-    if inst.encoding == Encoding::Vop3p && (m.op_sel & 3 != 0 || (bits == 16 && m.op_sel_hi & 3 != 3)) {
+    if m.op_sel & 3 != 0 || (bits == 16 && m.op_sel_hi & 3 != 3) {
         return Err(ExecError::Unimplemented("op_sel of an integer dot product".into()));
     }
-    let [a, b] = sources(w, inst, cx, [Ty::B32; 2])?;
-    let c = if acc_is_dst {
-        let d = inst.operand(Field::D).ok_or_else(|| ExecError::Invalid("no destination".into()))?;
-        read_operand(w, d, Ty::B32, cx)?
-    } else {
-        sources(w, inst, cx, [Ty::B32; 3])?[2]
-    };
-    apply(w, inst, &[a, b, c], Ty::B32, |[a, b, c]| {
+    let s = sources(w, inst, cx, [Ty::B32; 3])?;
+    apply(w, inst, &s, Ty::B32, |[a, b, c]| {
         let part = |x: u64, i: u32| {
             let v = (x >> (i * bits)) & ((1 << bits) - 1);
             if signed {
@@ -303,15 +298,12 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VFmaMixloF16 => |w, i, cx| fma_mix(w, i, cx, 1),
         VFmaMixhiF16 => |w, i, cx| fma_mix(w, i, cx, 2),
         VDot2F32F16 => dot2_f32_f16,
-        VDot2I32I16 => |w, i, cx| dot_int(w, i, cx, 16, true, false),
-        VDot2U32U16 => |w, i, cx| dot_int(w, i, cx, 16, false, false),
-        VDot4I32I8 => |w, i, cx| dot_int(w, i, cx, 8, true, false),
-        VDot4U32U8 => |w, i, cx| dot_int(w, i, cx, 8, false, false),
-        VDot8I32I4 => |w, i, cx| dot_int(w, i, cx, 4, true, false),
-        VDot8U32U4 => |w, i, cx| dot_int(w, i, cx, 4, false, false),
-        VDot2cI32I16 => |w, i, cx| dot_int(w, i, cx, 16, true, true),
-        VDot4cI32I8 => |w, i, cx| dot_int(w, i, cx, 8, true, true),
-        VDot8cI32I4 => |w, i, cx| dot_int(w, i, cx, 4, true, true),
+        VDot2I32I16 => |w, i, cx| dot_int(w, i, cx, 16, true),
+        VDot2U32U16 => |w, i, cx| dot_int(w, i, cx, 16, false),
+        VDot4I32I8 => |w, i, cx| dot_int(w, i, cx, 8, true),
+        VDot4U32U8 => |w, i, cx| dot_int(w, i, cx, 8, false),
+        VDot8I32I4 => |w, i, cx| dot_int(w, i, cx, 4, true),
+        VDot8U32U4 => |w, i, cx| dot_int(w, i, cx, 4, false),
         VDot2cF32F16 => dot2c_f32_f16,
         VPkFmacF16 => pk_fmac_f16,
         _ => return None,
