@@ -1,6 +1,7 @@
 //! VALU packed math: VOP3P operations on two 16-bit halves of a dword (f16, i16/u16), on two
 //! f32 dwords of a register pair (gfx90a's v_pk_*_f32), the mixed-precision FMAs and the dot
-//! products, and the VOP2 packed accumulators (v_pk_fmac_f16, v_dot2c_f32_f16; int.rs has the integer v_dot*c).
+//! products, and the VOP2 packed accumulators (v_pk_fmac_f16, v_dot2c_f32_f16; the integer
+//! v_dot*c are int.rs's).
 //!
 //! Source selects (CDNA2 ISA guide, VOP3P): the low result half reads the half (or dword) of
 //! source i that op_sel bit i names, the high result half the one op_sel_hi bit i names; neg_lo

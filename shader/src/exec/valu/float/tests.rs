@@ -899,3 +899,15 @@ fn f16_arithmetic_matches_rounding_through_f32() {
         }
     }
 }
+
+#[test]
+fn dpp_moves_src0_of_float_ops() {
+    // quad_perm [1,0,3,2] swaps neighbours: lane l adds lane l^1's v1 to its own v2, as wave
+    // reductions do.
+    let rows: Vec<[u32; 3]> = (0..8).map(|l| [f(l as f32), f(100.0), 0]).collect();
+    let Some(got) = run32("v_add_f32_dpp v0, v1, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf", HIP, &rows) else {
+        return;
+    };
+    let want: Vec<u32> = (0..8).map(|l| f(100.0 + (l ^ 1) as f32)).collect();
+    assert_eq!(got, want);
+}
