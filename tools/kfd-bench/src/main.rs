@@ -3,9 +3,11 @@
 //! Machines here are noisy: latencies are medians (p50) and p99 over many round trips.
 
 mod baseline;
+mod codeobj;
 mod cuse;
 mod engine;
 mod fairness;
+mod shader;
 mod signals;
 mod stats;
 
@@ -15,7 +17,7 @@ fn main() -> ExitCode {
     let only: Vec<String> = std::env::args().skip(1).collect();
     if only.iter().any(|a| a == "-h" || a == "--help") {
         println!(
-            "usage: kfd-bench [GROUP...]\n\ngroups:\n  engine  doorbell and dispatch latency, barrier throughput, idle CPU, fairness (embedded)\n  cuse    GET_VERSION and WAIT_EVENTS round trips against a libfuse3 CUSE device\n          (needs /dev/cuse, root, CUSE_KFD_BIN and KFD_BENCH_CUSE_REF)\nPrints BENCH and RATIO lines; with no group, runs engine."
+            "usage: kfd-bench [GROUP...]\n\ngroups:\n  engine  doorbell and dispatch latency, barrier throughput, idle CPU, fairness (embedded)\n  cuse    GET_VERSION and WAIT_EVENTS round trips against a libfuse3 CUSE device\n          (needs /dev/cuse, root, CUSE_KFD_BIN and KFD_BENCH_CUSE_REF)\n  shader  the soft shader core on gfx90a kernels built with LLVM 15 against plain Rust\nPrints BENCH and RATIO lines; with no group, runs engine."
         );
         return ExitCode::SUCCESS;
     }
@@ -24,6 +26,12 @@ fn main() -> ExitCode {
         engine::run();
     }
     run("signals").then(signals::run); // rocr-shim: batch vs single creates, wake-up latency
+    if run("shader") {
+        if let Err(e) = shader::run() {
+            eprintln!("kfd-bench shader: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     if run("cuse") {
         if let Err(e) = cuse::run() {
             eprintln!("kfd-bench cuse: {e}");

@@ -3,9 +3,15 @@
 use crate::steps::{Ctx, Outcome, Step};
 
 /// Every bench. A new bench is one entry here and one function below.
-pub const BENCHES: [Step; 3] = [
+pub const BENCHES: [Step; 4] = [
     Step { name: "engine", aliases: &[], needs: "the kfd-bench binary (tools/kfd-bench)", run: engine_bench },
     Step { name: "signals", aliases: &[], needs: "the kfd-bench binary and the rocr-shim", run: signals_bench },
+    Step {
+        name: "shader",
+        aliases: &[],
+        needs: "the kfd-bench binary; llvm-mc-15, clang-15, ld.lld-15 and llvm-nm-15 (apt-get install clang-15 llvm-15 lld-15)",
+        run: shader_bench,
+    },
     Step {
         name: "cuse",
         aliases: &[],
@@ -25,6 +31,19 @@ fn engine_bench(ctx: &Ctx) -> Outcome {
 /// Signal batches and wake-up latency through the rocr-shim (tools/kfd-bench/src/signals.rs).
 fn signals_bench(ctx: &Ctx) -> Outcome {
     ctx.cargo(&["run", "--release", "-p", "kfd-bench", "--", "signals"])
+}
+
+/// The soft shader core on gfx90a kernels built with LLVM 15, against plain Rust
+/// (tools/kfd-bench/src/shader.rs).
+fn shader_bench(ctx: &Ctx) -> Outcome {
+    let missing: Vec<&str> = ["llvm-mc-15", "clang-15", "ld.lld-15", "llvm-nm-15"]
+        .into_iter()
+        .filter(|t| !std::process::Command::new(t).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .collect();
+    if !missing.is_empty() {
+        return Outcome::Skipped(format!("{} missing (apt-get install clang-15 llvm-15 lld-15)", missing.join(", ")));
+    }
+    ctx.cargo(&["run", "--release", "-p", "kfd-bench", "--", "shader"])
 }
 
 /// CUSE round trips against a libfuse3 CUSE device (tools/kfd-bench/src/cuse.rs), where the device
