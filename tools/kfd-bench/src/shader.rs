@@ -13,8 +13,10 @@ use thunk::queue::{packet, AqlQueue};
 use thunk::signal::Signals;
 use thunk::Kfd;
 
-/// Rounds of each throughput figure (medians are taken; the machine is noisy).
+/// Rounds of each throughput figure (medians are taken; the machine is noisy), and of the
+/// plain-Rust baselines, which take milliseconds.
 const ROUNDS: usize = 5;
+const RUST_ROUNDS: usize = 31;
 /// Round trips of the per-dispatch overhead figures.
 const OVERHEAD_ITERS: usize = 2_000;
 /// saxpy's length (floats) and work-group size.
@@ -179,14 +181,32 @@ impl Rig {
     }
 }
 
-/// Dispatches on `queues` (one packet each, all submitted before any wait) and returns the time
-/// until every completion signal reached 0. The host sleeps while it waits, leaving the cores
-/// to the device.
-fn timed(queues: &[(&AqlQueue, [u8; 64])], sig: &Signals) -> Result<Duration> {
+/// The CPU time of this process (every thread: the device's and the host's) so far.
+fn process_cpu() -> Duration {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec through the pointer, to `t`, which outlives the
+    // call.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    assert_eq!(r, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// A measured dispatch: its wall time, and the CPU time the process used meanwhile (the host
+/// sleeps while it waits, so this is the device's work; it is what noise from other processes
+/// on the machine inflates least).
+struct Timing {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Dispatches on `queues` (one packet each, all submitted before any wait) and times them until
+/// every completion signal reached 0. The host sleeps while it waits, leaving the cores to the
+/// device.
+fn timed(queues: &[(&AqlQueue, [u8; 64])], sig: &Signals) -> Result<Timing> {
     for i in 0..queues.len() {
         sig.value(i as u64).store(1, Ordering::Release);
     }
-    let t0 = Instant::now();
+    let (t0, cpu0) = (Instant::now(), process_cpu());
     for (q, p) in queues {
         q.submit(p);
     }
@@ -198,7 +218,7 @@ fn timed(queues: &[(&AqlQueue, [u8; 64])], sig: &Signals) -> Result<Duration> {
             std::thread::sleep(Duration::from_micros(50));
         }
     }
-    Ok(t0.elapsed())
+    Ok(Timing { wall: t0.elapsed(), cpu: process_cpu() - cpu0 })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -236,10 +256,21 @@ pub fn run() -> Result {
     let rig = Rig { kfd, gpu, args };
     let k = build(&rig.kfd, rig.gpu)?;
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    overhead(&rig, &k)?;
-    valu_loop(&rig, &k)?;
-    saxpy(&rig, &k, workers)?;
-    matmul(&rig, &k)?;
+    // KFD_BENCH_SHADER=saxpy,matmul,... runs only those parts (for profiling one of them).
+    let only = std::env::var("KFD_BENCH_SHADER").unwrap_or_default();
+    let part = |name: &str| only.is_empty() || only.split(',').any(|p| p == name);
+    if part("overhead") {
+        overhead(&rig, &k)?;
+    }
+    if part("valu") {
+        valu_loop(&rig, &k)?;
+    }
+    if part("saxpy") {
+        saxpy(&rig, &k, workers)?;
+    }
+    if part("matmul") {
+        matmul(&rig, &k)?;
+    }
     Ok(())
 }
 
@@ -287,9 +318,11 @@ fn valu_loop(rig: &Rig, k: &Kernels) -> Result {
         let p = packet::dispatch(k.valu, arg, [lanes as u32, 1, 1], [64, 1, 1], sig.handle(0), false);
         let t = timed(&[(&q, p)], &sig)?;
         check("valu loop", &read_f32(&out, lanes), |i| valu_loop_expected(i as u32 % 64))?;
-        rates.push((lanes as u64 * u64::from(VALU_ITERS * FMAS_PER_ITER)) as f64 / t.as_secs_f64());
+        let ops = (lanes as u64 * u64::from(VALU_ITERS * FMAS_PER_ITER)) as f64;
+        rates.push((ops / t.wall.as_secs_f64(), ops / t.cpu.as_secs_f64()));
     }
-    bench("shader_valu_fma_lane_ops_per_s", median(rates) / 1e6, "M/s");
+    bench("shader_valu_fma_lane_ops_per_s", median(rates.iter().map(|r| r.0).collect()) / 1e6, "M/s");
+    bench("shader_valu_fma_lane_ops_per_cpu_s", median(rates.iter().map(|r| r.1).collect()) / 1e6, "M/s");
     Ok(())
 }
 
@@ -313,7 +346,8 @@ fn saxpy(rig: &Rig, k: &Kernels, workers: usize) -> Result {
         .map_err(|e| format!("queue: {e}"))?;
 
     // Queue i of `parts` runs elements [i n / parts, (i + 1) n / parts).
-    let run = |parts: usize| -> Result<f64> {
+    // The median wall and CPU seconds of `parts` queues.
+    let run = |parts: usize| -> Result<(f64, f64)> {
         let mut times = Vec::new();
         for _ in 0..ROUNDS {
             y.write(0, &y_init);
@@ -332,21 +366,23 @@ fn saxpy(rig: &Rig, k: &Kernels, workers: usize) -> Result {
                 .collect();
             let t = timed(&packets, &sig)?;
             check(&format!("saxpy on {parts} queue(s)"), &read_f32(&y, n), want)?;
-            times.push(t.as_secs_f64());
+            times.push((t.wall.as_secs_f64(), t.cpu.as_secs_f64()));
         }
-        Ok(median(times))
+        Ok((median(times.iter().map(|t| t.0).collect()), median(times.iter().map(|t| t.1).collect())))
     };
-    let t1 = run(1)?;
+    let (t1, cpu1) = run(1)?;
     let rust1 = rust_saxpy(A, &xs, &ys, 1);
     let per_elem = t1 * 1e9 / n as f64;
     bench("shader_saxpy_work_items_per_s", n as f64 / t1 / 1e6, "M/s");
     bench("shader_saxpy_ns_per_element", per_elem, "ns");
+    bench("shader_saxpy_cpu_ns_per_element", cpu1 * 1e9 / n as f64, "ns");
     bench("rust_saxpy_ns_per_element", rust1 * 1e9 / n as f64, "ns");
     ratio("shader_saxpy_time_vs_rust_1thread", t1, rust1);
 
-    let tw = run(workers)?;
+    let (tw, cpuw) = run(workers)?;
     let rustw = rust_saxpy(A, &xs, &ys, workers);
     bench(&format!("shader_saxpy_{workers}q_ns_per_element"), tw * 1e9 / n as f64, "ns");
+    bench(&format!("shader_saxpy_{workers}q_cpu_ns_per_element"), cpuw * 1e9 / n as f64, "ns");
     bench(&format!("rust_saxpy_{workers}threads_ns_per_element"), rustw * 1e9 / n as f64, "ns");
     // Speed-ups (one queue's time over `workers` queues'): `workers` is linear scaling.
     ratio(&format!("shader_saxpy_speedup_{workers}q_vs_1q"), t1, tw);
@@ -359,7 +395,7 @@ fn saxpy(rig: &Rig, k: &Kernels, workers: usize) -> Result {
 fn rust_saxpy(a: f32, xs: &[f32], ys: &[f32], threads: usize) -> f64 {
     let mut times = Vec::new();
     let mut y = ys.to_vec();
-    for _ in 0..ROUNDS {
+    for _ in 0..RUST_ROUNDS {
         y.copy_from_slice(ys);
         let chunk = xs.len().div_ceil(threads);
         let t0 = Instant::now();
@@ -405,7 +441,7 @@ fn matmul(rig: &Rig, k: &Kernels) -> Result {
         let p = packet::dispatch(k.matmul, arg, [n as u32, n as u32, 1], [tile, tile, 1], sig.handle(0), false);
         let t = timed(&[(&q, p)], &sig)?;
         check("matmul", &read_f32(&c, n * n), |i| want.0[i])?;
-        rates.push(flop / t.as_secs_f64() / 1e9);
+        rates.push(flop / t.wall.as_secs_f64() / 1e9);
     }
     let ours = median(rates);
     let rust = flop / want.1 / 1e9;
@@ -419,7 +455,7 @@ fn matmul(rig: &Rig, k: &Kernels) -> Result {
 fn rust_matmul(a: &[f32], b: &[f32], n: usize) -> (Vec<f32>, f64) {
     let mut times = Vec::new();
     let mut c = vec![0f32; n * n];
-    for _ in 0..ROUNDS {
+    for _ in 0..RUST_ROUNDS {
         c.fill(0.0);
         let t0 = Instant::now();
         for i in 0..n {
