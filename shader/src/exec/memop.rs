@@ -215,16 +215,92 @@ pub fn write_lane(cx: &mut Cx, map: Map, lane: usize, data: &[u8]) -> ExecResult
     Ok(())
 }
 
+/// Lanes (in lane order) whose whole accesses are one contiguous range of memory, so one
+/// [`Memory`](crate::mem::Memory) call moves them all: the common case of consecutive work-items
+/// reading consecutive elements, where a call per lane costs an address translation each.
+struct Run {
+    va: u64,
+    lanes: [u8; LANES],
+    n: usize,
+}
+
+impl Run {
+    fn new() -> Run {
+        Run { va: 0, lanes: [0; LANES], n: 0 }
+    }
+
+    /// Adds `lane`, whose access of `bytes` is at `va`, if it continues the run (or starts it).
+    fn extend(&mut self, lane: usize, va: u64, bytes: usize) -> bool {
+        if self.n > 0 && self.va.checked_add((self.n * bytes) as u64) != Some(va) {
+            return false;
+        }
+        if self.n == 0 {
+            self.va = va;
+        }
+        self.lanes[self.n] = lane as u8;
+        self.n += 1;
+        true
+    }
+
+    fn lanes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.lanes[..self.n].iter().map(|&l| usize::from(l))
+    }
+}
+
+/// The address of `lane`'s whole access when it is one piece of memory.
+fn whole_in_mem(map: Map, lane: usize, bytes: usize) -> Option<u64> {
+    match map(lane, 0) {
+        (Place::Mem(va), run) if run as usize >= bytes => Some(va),
+        _ => None,
+    }
+}
+
+/// Reads the accesses of `run` into `got` (one read; lane by lane when that faults, so the
+/// fault is the first faulting lane's, as without coalescing).
+fn read_run(cx: &mut Cx, map: Map, kind: Kind, run: &Run, got: &mut [[u8; 16]; LANES]) -> ExecResult<()> {
+    let bytes = kind.bytes();
+    if run.n == 0 {
+        return Ok(());
+    }
+    let mut buf = [0u8; 16 * LANES];
+    let span = &mut buf[..run.n * bytes];
+    if cx.mem.read(run.va, span).is_ok() {
+        for (i, l) in run.lanes().enumerate() {
+            got[l][..bytes].copy_from_slice(&span[i * bytes..(i + 1) * bytes]);
+        }
+        return Ok(());
+    }
+    for l in run.lanes() {
+        read_lane(cx, map, l, &mut got[l][..bytes])?;
+    }
+    Ok(())
+}
+
 /// Loads every EXEC lane's access into `dst`. Registers are written only after every lane read.
 pub fn load(w: &mut Wave, cx: &mut Cx, kind: Kind, dst: Regs, map: Map) -> ExecResult {
     let exec = w.exec();
     let keep = !cx.apertures.sramecc;
+    let bytes = kind.bytes();
+    let mut data = [[0u8; 16]; LANES];
+    let mut run = Run::new();
+    for l in Wave::lanes(exec) {
+        match whole_in_mem(map, l, bytes) {
+            Some(va) if run.extend(l, va, bytes) => {}
+            va => {
+                read_run(cx, map, kind, &run, &mut data)?;
+                run = Run::new();
+                match va {
+                    Some(va) => _ = run.extend(l, va, bytes),
+                    None => read_lane(cx, map, l, &mut data[l][..bytes])?,
+                }
+            }
+        }
+    }
+    read_run(cx, map, kind, &run, &mut data)?;
     let mut got = [[0u32; 4]; LANES];
     for l in Wave::lanes(exec) {
-        let mut buf = [0u8; 16];
-        read_lane(cx, map, l, &mut buf[..kind.bytes()])?;
         for (k, g) in got[l].iter_mut().enumerate().take(kind.regs()) {
-            *g = kind.loaded(&buf, k, if keep { dst.get(w, k, l) } else { 0 });
+            *g = kind.loaded(&data[l], k, if keep { dst.get(w, k, l) } else { 0 });
         }
     }
     for l in Wave::lanes(exec) {
@@ -235,18 +311,62 @@ pub fn load(w: &mut Wave, cx: &mut Cx, kind: Kind, dst: Regs, map: Map) -> ExecR
     Ok(Flow::Next)
 }
 
-/// Stores every EXEC lane's `data` registers.
-pub fn store(w: &mut Wave, cx: &mut Cx, kind: Kind, data: Regs, map: Map) -> ExecResult {
-    for l in Wave::lanes(w.exec()) {
-        let mut regs = [0u32; 4];
-        for (k, r) in regs.iter_mut().enumerate().take(kind.regs()) {
-            *r = data.get(w, k, l);
+/// The bytes lane `l` stores from its `data` registers.
+fn store_bytes(w: &Wave, kind: Kind, data: Regs, l: usize) -> [u8; 16] {
+    let mut buf = [0u8; 16];
+    if let Kind::Dwords(n) = kind {
+        // Whole registers, little-endian (Kind::stored's result without its staging copies).
+        for k in 0..usize::from(n) {
+            buf[4 * k..4 * k + 4].copy_from_slice(&data.get(w, k, l).to_le_bytes());
         }
-        let mut buf = [0u8; 16];
-        kind.stored(&regs, &mut buf[..kind.bytes()]);
-        write_lane(cx, map, l, &buf[..kind.bytes()])?;
+        return buf;
     }
-    Ok(Flow::Next)
+    let mut regs = [0u32; 4];
+    for (k, r) in regs.iter_mut().enumerate().take(kind.regs()) {
+        *r = data.get(w, k, l);
+    }
+    kind.stored(&regs, &mut buf[..kind.bytes()]);
+    buf
+}
+
+/// Writes the accesses of `run` (one write; lane by lane when that faults, which rewrites the
+/// same bytes up to the first faulting lane, as without coalescing).
+fn write_run(w: &Wave, cx: &mut Cx, map: Map, kind: Kind, data: Regs, run: &Run) -> ExecResult<()> {
+    let bytes = kind.bytes();
+    if run.n == 0 {
+        return Ok(());
+    }
+    let mut buf = [0u8; 16 * LANES];
+    for (i, l) in run.lanes().enumerate() {
+        buf[i * bytes..(i + 1) * bytes].copy_from_slice(&store_bytes(w, kind, data, l)[..bytes]);
+    }
+    if cx.mem.write(run.va, &buf[..run.n * bytes]).is_ok() {
+        return Ok(());
+    }
+    for (i, l) in run.lanes().enumerate() {
+        write_lane(cx, map, l, &buf[i * bytes..(i + 1) * bytes])?;
+    }
+    Ok(())
+}
+
+/// Stores every EXEC lane's `data` registers, in lane order.
+pub fn store(w: &mut Wave, cx: &mut Cx, kind: Kind, data: Regs, map: Map) -> ExecResult {
+    let bytes = kind.bytes();
+    let mut run = Run::new();
+    for l in Wave::lanes(w.exec()) {
+        match whole_in_mem(map, l, bytes) {
+            Some(va) if run.extend(l, va, bytes) => {}
+            va => {
+                write_run(w, cx, map, kind, data, &run)?;
+                run = Run::new();
+                match va {
+                    Some(va) => _ = run.extend(l, va, bytes),
+                    None => write_lane(cx, map, l, &store_bytes(w, kind, data, l)[..bytes])?,
+                }
+            }
+        }
+    }
+    write_run(w, cx, map, kind, data, &run).map(|()| Flow::Next)
 }
 
 /// A memory atomic of every EXEC lane: `data` holds the operand (cmpswap: the new value, then

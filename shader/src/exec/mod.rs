@@ -23,6 +23,7 @@ use crate::isa::{self, DecodeError, Encoding, Instruction, Op, Target};
 use crate::mem::{MemFault, Memory};
 use crate::wave::Wave;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// What a wave does after an instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,22 +110,44 @@ impl Fault {
     }
 }
 
+/// Hashes a PC for [`Code`]'s cache: one lookup per instruction run, where SipHash's cost
+/// shows. PCs are not chosen by an adversary of this process, so a multiplicative hash (the
+/// golden-ratio constant of Fibonacci hashing) is enough.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PcHasher(u64);
+
+impl Hasher for PcHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, pc: u64) {
+        self.0 = (self.0 ^ pc).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// The decoded instructions of one kernel, by PC: code is fetched through [`Memory`] once.
 #[derive(Debug)]
 pub struct Code {
     pub target: Target,
-    cache: HashMap<u64, Instruction>,
+    cache: HashMap<u64, Instruction, BuildHasherDefault<PcHasher>>,
 }
 
 impl Code {
     pub fn new(target: Target) -> Code {
-        Code { target, cache: HashMap::new() }
+        Code { target, cache: HashMap::default() }
     }
 
     /// The instruction at `pc`.
-    pub fn fetch(&mut self, pc: u64, mem: &mut dyn Memory) -> Result<Instruction, Fault> {
-        if let Some(i) = self.cache.get(&pc) {
-            return Ok(*i);
+    pub fn fetch(&mut self, pc: u64, mem: &mut dyn Memory) -> Result<&Instruction, Fault> {
+        if self.cache.contains_key(&pc) {
+            return Ok(&self.cache[&pc]);
         }
         // The longest instruction is 12 bytes (gfx10 VOP3 with a literal); near the end of a
         // mapping, fewer bytes may be readable.
@@ -142,8 +165,7 @@ impl Code {
             return Err(Fault::Memory { pc, inst: "(instruction fetch)".into(), fault });
         }
         let inst = isa::decode(self.target, &bytes[..len], 0).map_err(|error| Fault::Decode { pc, error })?;
-        self.cache.insert(pc, inst);
-        Ok(inst)
+        Ok(self.cache.entry(pc).or_insert(inst))
     }
 }
 
@@ -161,19 +183,19 @@ pub fn step(w: &mut Wave, code: &mut Code, cx: &mut Cx) -> Result<Flow, Fault> {
     let inst = code.fetch(pc, cx.mem)?;
     w.pc = pc.wrapping_add(u64::from(inst.size));
     let r = match inst.encoding {
-        Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopk | Encoding::Sopc => salu::exec(w, &inst, cx),
-        Encoding::Sopp => sopp::exec(w, &inst, pc),
-        Encoding::Smem => smem::exec(w, &inst, cx),
-        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p => valu::exec(w, &inst, cx),
-        Encoding::Ds => lds::exec(w, &inst, cx),
-        Encoding::Flat | Encoding::Global | Encoding::Scratch => flat::exec(w, &inst, cx),
-        Encoding::Mubuf => buffer::exec(w, &inst, cx),
+        Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopk | Encoding::Sopc => salu::exec(w, inst, cx),
+        Encoding::Sopp => sopp::exec(w, inst, pc),
+        Encoding::Smem => smem::exec(w, inst, cx),
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p => valu::exec(w, inst, cx),
+        Encoding::Ds => lds::exec(w, inst, cx),
+        Encoding::Flat | Encoding::Global | Encoding::Scratch => flat::exec(w, inst, cx),
+        Encoding::Mubuf => buffer::exec(w, inst, cx),
         Encoding::Mtbuf | Encoding::Mimg | Encoding::Exp | Encoding::Vintrp => Err(unimplemented()),
     };
     r.map_err(|e| {
         // The wave stays at the faulting instruction.
         w.pc = pc;
-        Fault::new(e, pc, &inst)
+        Fault::new(e, pc, inst)
     })
 }
 

@@ -249,21 +249,26 @@ pub fn write_vector(w: &mut Wave, op: Operand, inst: &Instruction, vals: &Lanes,
     let wide = matches!(ty, Ty::I64 | Ty::F64);
     let r = vreg_range(file.len(), index, if wide { 2 } else { 1 }, prefix)?;
     let hi16 = ty == Ty::B16 && inst.mods.op_sel & (1 << 3) != 0;
-    for l in Wave::lanes(mask) {
-        let v = vals[l];
-        if wide {
-            file[r][l] = v as u32;
-            file[r + 1][l] = (v >> 32) as u32;
-        } else if let Some(sdwa) = inst.sdwa {
-            file[r][l] = sdwa_dst(file[r][l], v as u32, sdwa.dst_sel, sdwa.dst_unused);
-        } else if hi16 {
-            file[r][l] = (file[r][l] & 0xffff) | (v as u32) << 16;
-        } else if ty == Ty::B16 {
-            // gfx9 16-bit VALU results zero the high half (LLVM 15 GCNSubtarget::zeroesHigh16BitsOfDest).
-            file[r][l] = v as u32 & 0xffff;
-        } else {
-            file[r][l] = v as u32;
+    // One loop per form, the form chosen once per instruction.
+    if wide {
+        for l in Wave::lanes(mask) {
+            file[r][l] = vals[l] as u32;
+            file[r + 1][l] = (vals[l] >> 32) as u32;
         }
+        return Ok(());
+    }
+    let reg = &mut file[r];
+    if let Some(sdwa) = inst.sdwa {
+        Wave::lanes(mask).for_each(|l| reg[l] = sdwa_dst(reg[l], vals[l] as u32, sdwa.dst_sel, sdwa.dst_unused));
+    } else if hi16 {
+        Wave::lanes(mask).for_each(|l| reg[l] = (reg[l] & 0xffff) | (vals[l] as u32) << 16);
+    } else if ty == Ty::B16 {
+        // gfx9 16-bit VALU results zero the high half (LLVM 15 GCNSubtarget::zeroesHigh16BitsOfDest).
+        Wave::lanes(mask).for_each(|l| reg[l] = vals[l] as u32 & 0xffff);
+    } else if mask == u64::MAX {
+        reg.iter_mut().zip(vals).for_each(|(d, v)| *d = *v as u32);
+    } else {
+        Wave::lanes(mask).for_each(|l| reg[l] = vals[l] as u32);
     }
     Ok(())
 }
@@ -328,6 +333,70 @@ pub fn fetch_all<const N: usize>(w: &Wave, inst: &Instruction, cx: &Cx, src: [Ty
     Ok(s)
 }
 
+/// Where the lane values of a source are: the common sources are read in place, not copied
+/// into [`Lanes`] first (the per-instruction cost that dominates the interpreter).
+#[derive(Clone, Copy)]
+enum View<'a> {
+    /// A 32-bit vector register, read as is.
+    Reg(&'a [u32; LANES]),
+    /// One value for every lane (an SGPR, a constant, a special register).
+    Splat(u64),
+    /// Values fetched with their modifiers.
+    Fetched(&'a Lanes),
+}
+
+impl View<'_> {
+    #[inline]
+    fn at(self, lane: usize) -> u64 {
+        match self {
+            View::Reg(r) => u64::from(r[lane]),
+            View::Splat(v) => v,
+            View::Fetched(v) => v[lane],
+        }
+    }
+}
+
+/// Source `i` in place when it is a 32-bit operand without modifiers (no DPP, SDWA, op_sel,
+/// abs or neg), whose value [`fetch`] would copy unchanged; `None` otherwise. Errors are
+/// [`fetch`]'s.
+fn plain<'a>(w: &'a Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> ExecResult<Option<View<'a>>> {
+    let bit = 1 << i;
+    let m = &inst.mods;
+    if ty != Ty::B32 || inst.sdwa.is_some() || (i == 0 && inst.dpp.is_some()) || (m.op_sel | m.abs | m.neg) & bit != 0 {
+        return Ok(None);
+    }
+    let op = inst.operand(src_field(i)).ok_or_else(|| ExecError::Invalid(format!("no source {i}")))?;
+    let mask = width_mask(ty);
+    Ok(Some(match op {
+        Operand::Vgpr { index, .. } => View::Reg(&w.v[vreg_range(w.v.len(), index, 1, "v")?]),
+        Operand::Agpr { index, .. } => View::Reg(&w.a[vreg_range(w.a.len(), index, 1, "a")?]),
+        Operand::Sgpr { index, .. } => View::Splat(u64::from(w.sreg(index)) & mask),
+        Operand::Special(s) => View::Splat(special(w, s, &cx.apertures)? & mask),
+        Operand::None | Operand::Off => return Err(ExecError::Invalid("missing source operand".into())),
+        c => View::Splat(constant(c, ty).expect("a constant") & mask),
+    }))
+}
+
+/// The `N` sources of `inst`, each in place ([`plain`]) or fetched into `store`, in source order
+/// (so the first failing source is the error, as with [`fetch_all`]).
+fn sources<'a, const N: usize>(
+    w: &'a Wave,
+    inst: &Instruction,
+    cx: &Cx,
+    src: [Ty; N],
+    store: &'a mut [Lanes; N],
+) -> ExecResult<[View<'a>; N]> {
+    let mut inplace = [None; N];
+    for (i, &ty) in src.iter().enumerate() {
+        inplace[i] = plain(w, inst, i, ty, cx)?;
+        if inplace[i].is_none() {
+            store[i] = fetch(w, inst, i, ty, cx)?;
+        }
+    }
+    let store: &'a [Lanes; N] = store;
+    Ok(std::array::from_fn(|i| inplace[i].unwrap_or(View::Fetched(&store[i]))))
+}
+
 /// Like [`lanes`], for operations that also produce a bit per lane (a carry-out): `f` returns
 /// the value and the bit; the bits go to [`mask_dst`], zero for inactive lanes.
 pub fn lanes_mask<const N: usize>(
@@ -338,12 +407,13 @@ pub fn lanes_mask<const N: usize>(
     dst: Ty,
     f: impl Fn(usize, [u64; N]) -> (u64, bool),
 ) -> ExecResult {
-    let s = fetch_all(w, inst, cx, src)?;
+    let mut store = [[0u64; LANES]; N];
+    let s = sources(w, inst, cx, src, &mut store)?;
     let mask = active(w, inst);
     let mut out = [0u64; LANES];
     let mut bits = 0u64;
     for l in Wave::lanes(mask) {
-        let (v, b) = f(l, s.map(|x| x[l]));
+        let (v, b) = f(l, std::array::from_fn(|i| s[i].at(l)));
         out[l] = v & width_mask(dst);
         bits |= u64::from(b) << l;
     }
@@ -361,18 +431,12 @@ pub fn lanes<const N: usize>(
     dst: Ty,
     f: impl Fn([u64; N]) -> u64,
 ) -> ExecResult {
-    let mut s = [[0u64; LANES]; N];
-    for (i, ty) in src.iter().enumerate() {
-        s[i] = fetch(w, inst, i, *ty, cx)?;
-    }
+    let mut store = [[0u64; LANES]; N];
+    let s = sources(w, inst, cx, src, &mut store)?;
     let mask = active(w, inst);
     let mut out = [0u64; LANES];
     for l in Wave::lanes(mask) {
-        let mut a = [0u64; N];
-        for i in 0..N {
-            a[i] = s[i][l];
-        }
-        out[l] = f(a) & width_mask(dst);
+        out[l] = f(std::array::from_fn(|i| s[i].at(l))) & width_mask(dst);
     }
     write_vdst(w, inst, &out, dst, mask)?;
     Ok(Flow::Next)
