@@ -183,8 +183,7 @@ fn rocr_queue_error_reasons_are_logged_with_rust_log() {
         |what: &str| text.lines().any(|l| l.contains("WARN") && l.contains("cuse_kfd::engine") && l.contains(what));
     assert!(logged("queue error 32: unknown packet type 7"), "the undefined packet's reason is not logged:\n{text}");
     assert!(
-        logged("queue error 8: kernel object at 0x")
-            && logged("lies inside its 64-byte kernel descriptor"),
+        logged("queue error 8: kernel object at 0x") && logged("lies inside its 64-byte kernel descriptor"),
         "the GFX dispatch's reason is not logged:\n{text}"
     );
 }
