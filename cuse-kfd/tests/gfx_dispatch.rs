@@ -210,3 +210,99 @@ fn an_endless_kernel_is_sliced_other_queues_go_on_and_destroying_its_queue_ends_
     drop(endless);
     assert_eq!(rig.stats().queues, before - 1, "DESTROY_QUEUE of the queue running the kernel");
 }
+
+/// A kernel with 16 bytes of scratch per work-item that stores its private segment buffer V#
+/// (s[0:3]) and its scratch wave offset (s7, after the kernarg pointer and work-group id) at
+/// kernarg + its wave offset.
+const SCRATCH_KERNEL: &str = r#"
+.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+  v_mov_b32 v1, s7
+  v_mov_b32 v2, s0
+  global_store_dword v1, v2, s[4:5]
+  v_mov_b32 v2, s1
+  global_store_dword v1, v2, s[4:5] offset:4
+  v_mov_b32 v2, s2
+  global_store_dword v1, v2, s[4:5] offset:8
+  v_mov_b32 v2, s3
+  global_store_dword v1, v2, s[4:5] offset:12
+  global_store_dword v1, v1, s[4:5] offset:16
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_user_sgpr_private_segment_buffer 1
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_system_sgpr_private_segment_wavefront_offset 1
+  .amdhsa_private_segment_fixed_size 16
+  .amdhsa_next_free_vgpr 4
+  .amdhsa_next_free_sgpr 8
+  .amdhsa_accum_offset 4
+.end_amdhsa_kernel
+"#;
+
+#[test]
+fn a_dispatch_short_of_scratch_asks_the_runtime_and_runs_once_it_answers() {
+    let Some(co) = code_object::assemble("scratch", SCRATCH_KERNEL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let out = rig.alloc(4096, Kind::Gtt);
+    let scratch = rig.alloc(1 << 16, Kind::Vram);
+    let q = rig.queue(64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 2).unwrap();
+    let (done, inactive) = (0, 1);
+    s.value(done).store(1, Ordering::Release);
+    s.value(inactive).store(0, Ordering::Release);
+    q.set_inactive_signal(s.handle(inactive));
+    let ev = s.attach_event(&rig.kfd, inactive).unwrap();
+    // Two waves, 16 bytes per work-item.
+    let mut p =
+        packet::dispatch(code.mem.addr(co.symbol("k.kd")), out.va(), [128, 1, 1], [128, 1, 1], s.handle(done), false);
+    p[24..28].copy_from_slice(&16u32.to_le_bytes());
+    submit(&q, &p);
+    // The queue has no scratch: the device asks for it, as the CP asks ROCr.
+    rig.assert_fires(ev, "the queue_inactive_signal's event");
+    assert_eq!(s.value(inactive).load(Ordering::Acquire), 1, "insufficient scratch (wave64)");
+    stays(QUIET, "the dispatch waits for scratch", || s.value(done).load(Ordering::Acquire) == 1);
+    // ROCr's answer: a V# over the new scratch, its size, then 0 to restart the queue.
+    let base = scratch.va();
+    let vsharp = [base as u32, (base >> 32) as u32 & 0xffff, 1 << 16, 0x0002_7fac];
+    for (i, w) in vsharp.iter().enumerate() {
+        q.desc.u32_at(144 + 4 * i as u64).store(*w, Ordering::Relaxed);
+    }
+    q.desc.u64_at(168).store(1 << 16, Ordering::Relaxed);
+    s.value(inactive).store(0, Ordering::Release);
+    if let Err(v) = s.wait(done, TIMEOUT, |v| v == 0) {
+        panic!("the dispatch after the scratch answer: signal {v}");
+    }
+    for wave in 0..2u64 {
+        let at = wave * 1024 / 4;
+        let got: Vec<u32> = (at..at + 5).map(|i| word(&out, i)).collect();
+        assert_eq!(&got[..4], &vsharp, "wave {wave}'s private segment buffer");
+        // 64 lanes of 16 bytes: 1 KiB per wave.
+        assert_eq!(got[4], wave as u32 * 1024, "wave {wave}'s scratch offset");
+    }
+    assert!(rig.status(q.id).error.is_none());
+}
+
+#[test]
+fn a_dispatch_short_of_scratch_on_a_queue_without_an_inactive_signal_is_an_error() {
+    let Some(co) = code_object::assemble("noscratch", SCRATCH_KERNEL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let q = rig.queue(64);
+    let mut p = packet::dispatch(code.mem.addr(co.symbol("k.kd")), 0, [64, 1, 1], [64, 1, 1], 0, false);
+    p[24..28].copy_from_slice(&16u32.to_le_bytes());
+    submit(&q, &p);
+    let err = rig.wait_error(q.id).error.unwrap();
+    assert_eq!(err.code, cuse_kfd::engine::ERROR_INVALID_ARGUMENT);
+    assert!(
+        err.reason.ends_with("a workgroup needs 1024 bytes of scratch (1 waves), the queue has 0"),
+        "{}",
+        err.reason
+    );
+}

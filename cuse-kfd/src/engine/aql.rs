@@ -87,13 +87,11 @@ impl Work {
                     Resumed::Paused
                 }
             }
-            Work::Shader(w) => {
-                if w.resume(mem, deadline, interrupts)? {
-                    Resumed::Finished
-                } else {
-                    Resumed::Paused
-                }
-            }
+            Work::Shader(w) => match w.resume(mem, deadline, interrupts)? {
+                gfx::Progress::Finished => Resumed::Finished,
+                gfx::Progress::Paused => Resumed::Paused,
+                gfx::Progress::Blocked => Resumed::Blocked,
+            },
             Work::Pm4(ib) => match ib.resume(mem, deadline, interrupts)? {
                 IbProgress::Finished => Resumed::Finished,
                 IbProgress::Paused => Resumed::Paused,
@@ -566,11 +564,11 @@ fn run_packet(
             let desc = SoftKernelDescriptor::read_from_bytes(&raw).expect("64 bytes");
             if desc.magic != SOFT_KERNEL_MAGIC {
                 // GFX code: the shader core runs it.
-                let mut work = gfx::start(mem, &p, at, &raw)?;
-                return Ok(if work.resume(mem, deadline, interrupts)? {
-                    Step::Done(Vec::new())
-                } else {
-                    Step::Sliced(Work::Shader(Box::new(work)))
+                let mut work = gfx::start(mem, &p, at, &raw, interrupts)?;
+                return Ok(match work.resume(mem, deadline, interrupts)? {
+                    gfx::Progress::Finished => Step::Done(Vec::new()),
+                    gfx::Progress::Paused => Step::Sliced(Work::Shader(Box::new(work))),
+                    gfx::Progress::Blocked => Step::Waiting(Work::Shader(Box::new(work))),
                 });
             }
             match kernels::run(mem, &p, &desc, deadline)? {

@@ -13,15 +13,17 @@ use super::fault::{
 use super::kernels::Geometry;
 use super::mem::Mem;
 use super::runner::Interrupt;
+use super::signal;
 use crate::memory::vm::{GpuVa, VmFault};
 use shader::exec::{Apertures, Code, Fault};
-use shader::group::{Progress, Workgroup};
+use shader::group::{self, Workgroup};
 use shader::isa::Target;
 use shader::launch::{Dispatch, KernelCode, LaunchError, AMD_KERNEL_CODE_SIZE, KERNEL_DESCRIPTOR_SIZE};
 use shader::mem::{AtomicOp, MemFault, Memory};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 use uapi::aql::KernelDispatchPacket;
-use uapi::queue::{AmdQueue, AMD_QUEUE_READ_DISPATCH_ID_OFFSET};
+use uapi::queue::{AmdQueue, AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, AMD_QUEUE_READ_DISPATCH_ID_OFFSET};
 use uapi::FromBytes;
 
 /// Instructions a workgroup runs between two looks at the clock.
@@ -85,7 +87,26 @@ pub struct Work {
     next: u64,
     total: u64,
     group: Option<Workgroup>,
+    /// The queue_inactive_signal through which more scratch was asked for, until the runtime
+    /// answers.
+    scratch_request: Option<u64>,
 }
+
+/// How far [`Work::resume`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Finished,
+    /// Out of time: goes on in the next pass.
+    Paused,
+    /// Waiting for the runtime to allocate scratch.
+    Blocked,
+}
+
+/// The queue error that asks the runtime for scratch: ROCr's DynamicScratchHandler reads bit 0
+/// ("insufficient scratch", wave64; 0x400 for wave32) from queue_inactive_signal, allocates
+/// scratch for the packet at read_dispatch_id, rewrites amd_queue_t's scratch fields and stores
+/// 0 to restart the queue (ROCR-Runtime rocm-5.2.3 amd_aql_queue.cpp).
+const ERROR_SCRATCH_WAVE64: i64 = 1;
 
 impl std::fmt::Debug for Work {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,6 +134,7 @@ pub fn start(
     p: &KernelDispatchPacket,
     at: PacketAt,
     raw: &[u8; KERNEL_DESCRIPTOR_SIZE],
+    interrupts: &mut Vec<Interrupt>,
 ) -> Result<Work, QueueFault> {
     let g = Geometry::of(p)?;
     let ko = p.kernel_object;
@@ -124,14 +146,9 @@ pub fn start(
         KernelCode::parse(Target::Gfx90a, raw)
     }
     .map_err(|e| launch_fault(ko, e))?;
-    // The queue's amd_queue_t holds the read pointer; its scratch fields give the private
-    // segment buffer V# and backing memory (ROCr fills them; a client without an amd_queue_t,
-    // the thunk alone, has no scratch).
     let queue = at.read_ptr.wrapping_sub(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
-    let mut q = [0u8; std::mem::size_of::<AmdQueue>()];
-    let q = mem.read(queue, &mut q).ok().map(|()| AmdQueue::read_from_bytes(&q).expect("sized"));
     let ap = crate::process::apertures(mem.gpu_id);
-    let dispatch = Dispatch {
+    let mut dispatch = Dispatch {
         code,
         kernel_object: ko,
         grid: g.grid.map(|v| v as u32),
@@ -142,9 +159,9 @@ pub fn start(
         dispatch_id: at.index,
         group_segment_size: p.group_segment_size,
         private_segment_size: p.private_segment_size,
-        scratch_resource: q.map_or([0; 4], |q| q.scratch_resource_descriptor),
-        scratch_base: q.map_or(0, |q| q.scratch_backing_memory_location),
-        scratch_size: q.map_or(0, |q| q.scratch_backing_memory_byte_size),
+        scratch_resource: [0; 4],
+        scratch_base: 0,
+        scratch_size: 0,
         apertures: Apertures {
             shared_base: ap.lds_base,
             shared_limit: ap.lds_limit,
@@ -152,25 +169,98 @@ pub fn start(
             private_limit: ap.scratch_limit,
         },
     };
-    dispatch.check().map_err(|e| launch_fault(ko, e))?;
+    read_scratch(mem, &mut dispatch);
     let total = dispatch.workgroups();
-    Ok(Work { dispatch, code: Code::new(Target::Gfx90a), next: 0, total, group: None })
+    let mut work =
+        Work { dispatch, code: Code::new(Target::Gfx90a), next: 0, total, group: None, scratch_request: None };
+    match work.dispatch.check() {
+        Ok(()) => {}
+        Err(LaunchError::Scratch { .. }) => work.ask_for_scratch(mem, interrupts)?,
+        Err(e) => return Err(launch_fault(ko, e)),
+    }
+    Ok(work)
+}
+
+/// The queue's scratch, from its amd_queue_t (which holds the read pointer): the private segment
+/// buffer V# and the backing memory's size. Its 64-bit base (AMDGPUUsage "Flat Scratch": the
+/// address of the queue's scratch backing memory) is SH_HIDDEN_PRIVATE_BASE plus
+/// scratch_backing_memory_location, which is where ROCr points the V# (InitScratchSRD: the
+/// queue's scratch base); the engine takes it from the V#'s 48-bit base address (word 0, word 1
+/// bits 15:0) rather than the process lock. A client without an amd_queue_t (the thunk alone)
+/// has no scratch.
+fn read_scratch(mem: &mut Mem, d: &mut Dispatch) {
+    let mut q = [0u8; std::mem::size_of::<AmdQueue>()];
+    let Ok(()) = mem.read(d.queue, &mut q) else { return };
+    let q = AmdQueue::read_from_bytes(&q).expect("sized");
+    let v = q.scratch_resource_descriptor;
+    d.scratch_resource = v;
+    d.scratch_base = u64::from(v[0]) | u64::from(v[1] & 0xffff) << 32;
+    d.scratch_size = q.scratch_backing_memory_byte_size;
 }
 
 impl Work {
-    /// Runs workgroups until all have ended (`Ok(true)`) or `deadline` has passed (`Ok(false)`;
-    /// some instructions ran). MSG_INTERRUPT payloads are appended to `interrupts`.
+    /// Asks the runtime for scratch through the queue's queue_inactive_signal, as the CP does:
+    /// the error code, then the signal's event.
+    fn ask_for_scratch(&mut self, mem: &mut Mem, interrupts: &mut Vec<Interrupt>) -> Result<(), QueueFault> {
+        let ko = self.dispatch.kernel_object;
+        let no_scratch = |d: &Dispatch| launch_fault(ko, d.check().expect_err("scratch is short"));
+        let field = self.dispatch.queue.checked_add(AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64);
+        let signal = field.and_then(|f| mem.load_u64(f, Ordering::Acquire).ok()).unwrap_or(0);
+        let value = signal.checked_add(uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64);
+        let Some(value) = value.filter(|_| signal != 0) else {
+            return Err(no_scratch(&self.dispatch));
+        };
+        let request = ERROR_SCRATCH_WAVE64 as u64;
+        if mem.update_u64(value, |old| if old == 0 { request } else { old })? != 0 {
+            // The runtime has not answered an earlier error: no one will allocate.
+            return Err(no_scratch(&self.dispatch));
+        }
+        if let Some(ev) = signal::notify(mem, signal)? {
+            interrupts.push(Interrupt { context_id: ev, valid_bits: 32 });
+        }
+        log::debug!("kernel object at {ko:#x}: asked the runtime for scratch");
+        self.scratch_request = Some(value);
+        Ok(())
+    }
+
+    /// Whether the runtime answered the scratch request: 0 restarts the queue with new scratch
+    /// fields; anything else is its error.
+    fn scratch_answered(&mut self, mem: &mut Mem, value: u64) -> Result<bool, QueueFault> {
+        let v = mem.load_u64(value, Ordering::Acquire)? as i64;
+        if v == ERROR_SCRATCH_WAVE64 {
+            return Ok(false);
+        }
+        self.scratch_request = None;
+        read_scratch(mem, &mut self.dispatch);
+        let ko = self.dispatch.kernel_object;
+        match self.dispatch.check() {
+            Ok(()) if v == 0 => Ok(true),
+            Ok(()) => Err(QueueFault::invalid(
+                ERROR_INVALID_ARGUMENT,
+                format!("kernel object at {ko:#x}: the runtime answered the scratch request with {v}"),
+            )),
+            Err(e) => Err(launch_fault(ko, e)),
+        }
+    }
+
+    /// Runs workgroups until all have ended, `deadline` has passed (some instructions ran) or
+    /// the dispatch waits for scratch. MSG_INTERRUPT payloads are appended to `interrupts`.
     pub fn resume(
         &mut self,
         mem: &mut Mem,
         deadline: Instant,
         interrupts: &mut Vec<Interrupt>,
-    ) -> Result<bool, QueueFault> {
+    ) -> Result<Progress, QueueFault> {
+        if let Some(value) = self.scratch_request {
+            if !self.scratch_answered(mem, value)? {
+                return Ok(Progress::Blocked);
+            }
+        }
         let mut payloads = Vec::new();
         loop {
             if self.group.is_none() {
                 if self.next >= self.total {
-                    return Ok(true);
+                    return Ok(Progress::Finished);
                 }
                 let id = self.dispatch.workgroup_id(self.next);
                 let g = self.dispatch.workgroup(id).map_err(|e| launch_fault(self.dispatch.kernel_object, e))?;
@@ -188,18 +278,18 @@ impl Work {
                 }),
             );
             match r {
-                Ok(Progress::Finished) => {
+                Ok(group::Progress::Finished) => {
                     self.group = None;
                     self.next += 1;
                     if self.next >= self.total {
-                        return Ok(true);
+                        return Ok(Progress::Finished);
                     }
                 }
-                Ok(Progress::Paused) => {}
+                Ok(group::Progress::Paused) => {}
                 Err(f) => return Err(self.fault(f, vm)),
             }
             if Instant::now() >= deadline {
-                return Ok(false);
+                return Ok(Progress::Paused);
             }
         }
     }
