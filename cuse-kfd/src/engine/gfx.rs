@@ -167,6 +167,9 @@ pub fn start(
             shared_limit: ap.lds_limit,
             private_base: ap.scratch_base,
             private_limit: ap.scratch_limit,
+            // The topology advertises no SRAM ECC (HSA_CAP_SRAM_EDCSUPPORTED), so ROCr's ISA is
+            // sramecc-: d16 loads keep the other half of their register.
+            sramecc: false,
         },
     };
     read_scratch(mem, &mut dispatch);

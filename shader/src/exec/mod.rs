@@ -8,6 +8,9 @@
 mod buffer;
 mod flat;
 mod lds;
+mod memop;
+#[cfg(test)]
+mod memtest;
 pub mod operand;
 mod salu;
 mod smem;

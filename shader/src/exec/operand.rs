@@ -5,13 +5,25 @@ use crate::isa::{InlineFloat, Operand, Special};
 use crate::wave::Wave;
 
 /// Where the LDS and private (scratch) apertures sit in the flat address space, as the device's
-/// GET_PROCESS_APERTURES reports them, and where this wave's scratch lives.
+/// GET_PROCESS_APERTURES reports them. An aperture whose limit is not above its base is absent.
+///
+/// A private address (a FLAT address in the private aperture, a SCRATCH offset) is an offset
+/// into the lane's private segment; the wave's scratch backing is at its FLAT_SCRATCH register
+/// (s[102:103]), which the kernel prologue sets from the flat scratch init and scratch wave
+/// offset SGPRs the launcher provides (LLVM AMDGPUUsage "Flat Scratch", GFX9), and its lanes
+/// interleave by dword. The wave's share is the per-lane private size times the wave size; like
+/// the hardware, the core does not bound private accesses by it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Apertures {
     pub shared_base: u64,
     pub shared_limit: u64,
     pub private_base: u64,
     pub private_limit: u64,
+    /// The device runs with SRAM ECC on (target id `gfx90a:sramecc+`): a d16 load then writes
+    /// the whole register, zeroing the half it does not load, instead of keeping it (LLVM
+    /// GCNSubtarget `d16PreservesUnusedBits` is false with SRAM ECC; the CDNA ISA manuals: on
+    /// chips with ECC, D16 and D16_HI loads fill the unused half with zero).
+    pub sramecc: bool,
 }
 
 /// How a constant operand is read: its width and whether it is floating point.

@@ -107,6 +107,9 @@ pub fn fetch(w: &Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> ExecRes
         ty
     };
     let mut v = read_operand(w, op, raw_ty, cx)?;
+    if let (0, Some(dpp)) = (i, inst.dpp) {
+        v = dpp_move(w, dpp, &v)?;
+    }
     if let Some(sdwa) = inst.sdwa {
         let sel = match i {
             0 => sdwa.src0_sel,
@@ -117,9 +120,6 @@ pub fn fetch(w: &Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> ExecRes
         v.iter_mut().for_each(|x| *x = sdwa_select(*x as u32, sel, sext));
     } else if inst.mods.op_sel & (1 << i) != 0 && ty == Ty::B16 {
         v.iter_mut().for_each(|x| *x = (*x >> 16) & 0xffff);
-    }
-    if i == 0 && inst.dpp.is_some() {
-        return Err(ExecError::Unimplemented("DPP".into()));
     }
     if ty == Ty::B16 && raw_ty == Ty::B32 {
         v.iter_mut().for_each(|x| *x &= 0xffff);
@@ -156,9 +156,75 @@ pub fn sdwa_select(x: u32, sel: u8, sext: bool) -> u64 {
     u64::from(v)
 }
 
-/// The lanes the instruction writes: EXEC (and, with DPP, the row and bank masks).
-pub fn active(w: &Wave, _inst: &Instruction) -> u64 {
-    w.exec()
+/// The lanes the instruction writes: EXEC and, with DPP, the row and bank masks and the lanes
+/// whose source lane is valid (or all of them with bound_ctrl, which reads 0 instead).
+pub fn active(w: &Wave, inst: &Instruction) -> u64 {
+    let exec = w.exec();
+    let Some(dpp) = inst.dpp else { return exec };
+    let mut m = 0;
+    for l in Wave::lanes(exec) {
+        // Rows are 16 lanes, banks 4 lanes of a row ("DPP" in the MI200 ISA guide, VOP_DPP fields).
+        let written = dpp.row_mask & (1 << (l / 16)) != 0 && dpp.bank_mask & (1 << ((l / 4) % 4)) != 0;
+        if written && (dpp.bound_ctrl || dpp_valid_source(w, dpp.ctrl, l).is_some()) {
+            m |= 1 << l;
+        }
+    }
+    m
+}
+
+/// The lane `lane` reads with dpp_ctrl `ctrl` (gfx9 DppCtrl, LLVM 15 SIDefines.h), `None` when
+/// that lane is outside the row or wave, or `ctrl` is a reserved value.
+pub fn dpp_source(ctrl: u16, lane: usize, wave_size: usize) -> Option<usize> {
+    let row = lane & !15;
+    let i = lane & 15;
+    let n = usize::from(ctrl & 15);
+    let src = match ctrl {
+        // quad_perm: two bits per lane of the quad.
+        0x00..=0xff => (lane & !3) | (usize::from(ctrl) >> (2 * (lane & 3))) & 3,
+        // row_shl: lane i reads i + n of its row; row_shr: i - n; row_ror: rotates right.
+        0x101..=0x10f => row + i.checked_add(n).filter(|&j| j < 16)?,
+        0x111..=0x11f => row + i.checked_sub(n)?,
+        0x121..=0x12f => row + (i + 16 - n) % 16,
+        // wave_shl1/wave_rol1 read lane + 1, wave_shr1/wave_ror1 lane - 1.
+        0x130 => lane + 1,
+        0x134 => (lane + 1) % wave_size,
+        0x138 => lane.checked_sub(1)?,
+        0x13c => (lane + wave_size - 1) % wave_size,
+        // row_mirror, row_half_mirror.
+        0x140 => row + 15 - i,
+        0x141 => (lane & !7) + 7 - (lane & 7),
+        // row_bcast15: lane 15 of the previous row; row_bcast31: lane 31, to rows 2 and 3.
+        0x142 => row.checked_sub(1)?,
+        0x143 if lane >= 32 => 31,
+        // gfx90a row_newbcast:n: lane n of the same row (ROW_NEWBCAST_FIRST..LAST).
+        0x150..=0x15f => row + n,
+        _ => return None,
+    };
+    (src < wave_size).then_some(src)
+}
+
+/// Whether `ctrl` names a dpp_ctrl this core moves lanes by.
+fn dpp_ctrl_valid(ctrl: u16) -> bool {
+    matches!(ctrl, 0x00..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f | 0x130 | 0x134 | 0x138 | 0x13c | 0x140..=0x143 | 0x150..=0x15f)
+}
+
+/// The source lane of `lane` if the DPP source is valid: in range and enabled in EXEC (a
+/// disabled lane's value is not read; MI200 ISA guide, DPP: "BOUND_CTRL").
+fn dpp_valid_source(w: &Wave, ctrl: u16, lane: usize) -> Option<usize> {
+    dpp_source(ctrl, lane, w.wave_size as usize).filter(|&s| w.exec() & (1 << s) != 0)
+}
+
+/// src0 moved across lanes by DPP: an invalid source reads 0 (with bound_ctrl; without it the
+/// lane does not write, see [`active`]).
+fn dpp_move(w: &Wave, dpp: crate::isa::Dpp, v: &Lanes) -> ExecResult<Lanes> {
+    if !dpp_ctrl_valid(dpp.ctrl) {
+        return Err(ExecError::Unimplemented(format!("dpp_ctrl {:#x}", dpp.ctrl)));
+    }
+    let mut out = [0u64; LANES];
+    for (l, o) in out.iter_mut().enumerate().take(w.wave_size as usize) {
+        *o = dpp_valid_source(w, dpp.ctrl, l).map_or(0, |s| v[s]);
+    }
+    Ok(out)
 }
 
 /// Writes `vals` (as `ty`) to the vector destination of `inst` in the lanes of `mask`, with VOP3
@@ -222,7 +288,8 @@ pub fn sdwa_dst(old: u32, v: u32, sel: u8, unused: u8) -> u32 {
 /// The scalar register a lane-mask result goes to: the VOP3 scalar destination, or VCC for the
 /// 32-bit encodings.
 pub fn mask_dst(inst: &Instruction) -> ExecResult<u8> {
-    for f in [Field::Sd, Field::Ds] {
+    // SDWA VOPC puts its sdst in the slot of the implicit VCC.
+    for f in [Field::Sd, Field::Ds, Field::Vcc] {
         if let Some(op) = inst.operand(f) {
             return super::operand::sdst(op);
         }
@@ -237,6 +304,47 @@ pub fn mask_src(w: &Wave, op: Operand) -> ExecResult<u64> {
         Operand::Int(i) => Ok(i as i64 as u64 & w.lane_mask()),
         _ => Err(ExecError::Invalid(format!("{op:?} is not a lane mask"))),
     }
+}
+
+/// Writes a lane mask result to [`mask_dst`]: the bits of `bits` in the lanes of `mask`, zero
+/// elsewhere (a disabled lane writes 0 to a VOPC or carry-out mask).
+pub fn write_mask_dst(w: &mut Wave, inst: &Instruction, bits: u64, mask: u64) -> ExecResult<()> {
+    let d = mask_dst(inst)?;
+    w.set_lane_mask_reg(d, bits & mask);
+    Ok(())
+}
+
+/// Fetches the `N` sources of `inst`.
+pub fn fetch_all<const N: usize>(w: &Wave, inst: &Instruction, cx: &Cx, src: [Ty; N]) -> ExecResult<[Lanes; N]> {
+    let mut s = [[0u64; LANES]; N];
+    for (i, ty) in src.iter().enumerate() {
+        s[i] = fetch(w, inst, i, *ty, cx)?;
+    }
+    Ok(s)
+}
+
+/// Like [`lanes`], for operations that also produce a bit per lane (a carry-out): `f` returns
+/// the value and the bit; the bits go to [`mask_dst`], zero for inactive lanes.
+pub fn lanes_mask<const N: usize>(
+    w: &mut Wave,
+    inst: &Instruction,
+    cx: &mut Cx,
+    src: [Ty; N],
+    dst: Ty,
+    f: impl Fn(usize, [u64; N]) -> (u64, bool),
+) -> ExecResult {
+    let s = fetch_all(w, inst, cx, src)?;
+    let mask = active(w, inst);
+    let mut out = [0u64; LANES];
+    let mut bits = 0u64;
+    for l in Wave::lanes(mask) {
+        let (v, b) = f(l, s.map(|x| x[l]));
+        out[l] = v & width_mask(dst);
+        bits |= u64::from(b) << l;
+    }
+    write_vdst(w, inst, &out, dst, mask)?;
+    write_mask_dst(w, inst, bits, mask)?;
+    Ok(Flow::Next)
 }
 
 /// Fetches `N` sources, runs `f` per active lane and writes the vector destination.
@@ -293,3 +401,6 @@ pub fn ternary(
 ) -> ExecResult {
     lanes(w, inst, cx, src, dst, |[a, b, c]| f(a, b, c))
 }
+
+#[cfg(test)]
+mod ext_tests;
