@@ -520,6 +520,7 @@ fn sh_mem_bases_holds_the_high_bits_of_the_apertures() {
         shared_limit: 0x1234_ffff_ffff_ffff,
         private_base: 0x5678_0000_0000_0000,
         private_limit: 0x5678_ffff_ffff_ffff,
+        sramecc: false,
     };
     let mut cx = Cx { mem: &mut mem, lds: &mut lds, apertures };
     let mut code = Code::new(Target::Gfx90a);

@@ -224,3 +224,20 @@ fn gfx9_wave_prefix_sum_by_dpp() {
     let want: Vec<u32> = (0..LANES).map(|l| (0..=l).map(x).sum()).collect();
     assert_eq!(w.v[1].to_vec(), want);
 }
+
+#[test]
+fn sdwa_scalar_sources_and_disabled_lanes() {
+    // gfx9 SDWA takes an SGPR in either source; the selects apply to it too.
+    let src = "v_add_u32_sdwa v2, s4, v1 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_2 src1_sel:BYTE_0";
+    let Some((w, _)) = run(src, |w, _| {
+        w.s[4] = 0x0012_0000;
+        for l in 0..2 {
+            w.v[1][l] = 0xff03;
+            w.v[2][l] = 0xaaaa_bbbb;
+        }
+        w.set_exec(0b01);
+    }) else {
+        return;
+    };
+    assert_eq!((w.v[2][0], w.v[2][1]), (0x0015_bbbb, 0xaaaa_bbbb));
+}

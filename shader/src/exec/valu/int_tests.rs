@@ -477,7 +477,7 @@ fn llvm_fold(decl: &str, call: &str, args: &[[u32; 3]]) -> Option<Vec<u32>> {
         .output();
     let _ = std::fs::remove_dir_all(&dir);
     let Ok(out) = out else {
-        eprintln!("SKIPPED: opt-15 missing");
+        super::super::llvm_tests::missing("opt-15");
         return None;
     };
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

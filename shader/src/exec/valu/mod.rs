@@ -108,6 +108,11 @@ pub fn fetch(w: &Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> ExecRes
     };
     let mut v = read_operand(w, op, raw_ty, cx)?;
     if let (0, Some(dpp)) = (i, inst.dpp) {
+        // gfx90a moves 64-bit operands by row_newbcast only (LLVM 15 AMDGPUBaseInfo
+        // isLegal64BitDPPControl).
+        if matches!(ty, Ty::I64 | Ty::F64) && !(0x150..=0x15f).contains(&dpp.ctrl) {
+            return Err(ExecError::Unimplemented(format!("64-bit DPP with dpp_ctrl {:#x}", dpp.ctrl)));
+        }
         v = dpp_move(w, dpp, &v)?;
     }
     if let Some(sdwa) = inst.sdwa {
@@ -404,3 +409,6 @@ pub fn ternary(
 
 #[cfg(test)]
 mod ext_tests;
+
+#[cfg(test)]
+mod llvm_tests;
