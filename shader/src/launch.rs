@@ -35,6 +35,8 @@ pub enum LaunchError {
     EntryInObject { kernel_object: u64, offset: i64, size: usize, what: &'static str },
     #[error("the kernel asks for wave32, which {} does not have", .0.mcpu())]
     Wave32(Target),
+    #[error("launching {target:?} kernels is not implemented (the decoder knows the target)")]
+    UnsupportedTarget { target: Target },
     #[error("compute_pgm_rsrc2 USER_SGPR_COUNT is {rsrc2}, but the enabled user SGPRs take {enabled}")]
     UserSgprs { rsrc2: u32, enabled: u32 },
     #[error("the kernel allocates {total} vector registers but puts its AGPRs at {accum_offset}")]
@@ -54,6 +56,9 @@ pub enum Format {
     Descriptor,
     /// The legacy 256-byte `amd_kernel_code_t` (code object v2, ROCr's blit kernels).
     AmdKernelCode,
+    /// No kernel object: a PM4 dispatch's COMPUTE_PGM_LO/HI and COMPUTE_PGM_RSRC1/2/3
+    /// registers (the code address is the "kernel object", entry offset 0).
+    Registers,
 }
 
 /// A kernel's code and the state it asks its waves to start in.
@@ -147,7 +152,7 @@ impl KernelCode {
         Self::new(
             Format::Descriptor,
             target,
-            bytes,
+            (u64_at(bytes, 16) as i64, [u32_at(bytes, 48), u32_at(bytes, 52), u32_at(bytes, 44)]),
             (u32_at(bytes, 0), u32_at(bytes, 4), u64::from(u32_at(bytes, 8))),
             u32::from(u16_at(bytes, 56)) & !(0x7 << 7),
         )
@@ -169,23 +174,27 @@ impl KernelCode {
         Self::new(
             Format::AmdKernelCode,
             target,
-            bytes,
+            (u64_at(bytes, 16) as i64, [u32_at(bytes, 48), u32_at(bytes, 52), u32_at(bytes, 44)]),
             (u32_at(bytes, 64), u32_at(bytes, 60), u64_at(bytes, 72)),
             u32_at(bytes, 56),
         )
     }
 
+    /// The code a PM4 dispatch describes in COMPUTE_PGM_RSRC1/2/3: no user SGPR enables (the
+    /// user SGPRs are COMPUTE_USER_DATA_*, see [`Dispatch::user_data`]), no fixed segment sizes.
+    pub fn from_registers(target: Target, rsrc1: u32, rsrc2: u32, rsrc3: u32) -> Result<KernelCode, LaunchError> {
+        Self::new(Format::Registers, target, (0, [rsrc1, rsrc2, rsrc3]), (0, 0, 0), 0)
+    }
+
     fn new(
         format: Format,
         target: Target,
-        bytes: &[u8],
+        (entry_offset, [rsrc1, rsrc2, rsrc3]): (i64, [u32; 3]),
         (group, private, kernarg): (u32, u32, u64),
         properties: u32,
     ) -> Result<KernelCode, LaunchError> {
-        let entry_offset = u64_at(bytes, 16) as i64;
-        let (rsrc3, rsrc1, rsrc2) = (u32_at(bytes, 44), u32_at(bytes, 48), u32_at(bytes, 52));
         // Wave32 exists from gfx10 on (AMDGPUUsage: ENABLE_WAVEFRONT_SIZE32, "GFX10-GFX11").
-        if properties & WAVEFRONT_SIZE32 != 0 {
+        if properties & WAVEFRONT_SIZE32 != 0 && !target.is_gfx10() {
             return Err(LaunchError::Wave32(target));
         }
         let (vgprs, agprs) = match target {
@@ -196,10 +205,18 @@ impl KernelCode {
                 let total = (field(rsrc1, 0, 6) as usize + 1) * 8;
                 let accum_offset = (field(rsrc3, 0, 6) as usize + 1) * 4;
                 if accum_offset > total {
-                    return Err(LaunchError::AccumOffset { total, accum_offset });
+                    // The hardware does not check it: kfdtest's PM4 dispatches write RSRC3 = 9
+                    // (AGPRs from v40) for 32-register shaders that use no AGPRs. A compiler's
+                    // kernel object never does, so there it is an error.
+                    if format != Format::Registers {
+                        return Err(LaunchError::AccumOffset { total, accum_offset });
+                    }
+                    (total, 0)
+                } else {
+                    (accum_offset, total - accum_offset)
                 }
-                (accum_offset, total - accum_offset)
             }
+            Target::Gfx1030 | Target::Gfx1030W64 => return Err(LaunchError::UnsupportedTarget { target }),
         };
         let k = KernelCode {
             format,
@@ -255,6 +272,7 @@ impl KernelCode {
         let (size, what) = match self.format {
             Format::Descriptor => (KERNEL_DESCRIPTOR_SIZE, "kernel descriptor"),
             Format::AmdKernelCode => (AMD_KERNEL_CODE_SIZE, "amd_kernel_code_t"),
+            Format::Registers => return Ok(pc),
         };
         if self.entry_offset > -4 && self.entry_offset < size as i64 {
             return Err(LaunchError::EntryInObject { kernel_object, offset: self.entry_offset, size, what });
@@ -321,6 +339,9 @@ pub struct Dispatch {
     pub scratch_base: u64,
     pub scratch_size: u64,
     pub apertures: Apertures,
+    /// A PM4 dispatch's COMPUTE_USER_DATA_0..15: the user SGPRs, USER_SGPR_COUNT of them,
+    /// instead of those the kernel object's enables ask for.
+    pub user_data: Option<[u32; 16]>,
 }
 
 impl Dispatch {
@@ -431,6 +452,11 @@ impl Dispatch {
             w.s[usize::from(s)] = v;
             s += 1;
         };
+        if let Some(data) = &self.user_data {
+            for &v in data.iter().take(self.code.user_sgpr_count() as usize) {
+                put(w, v);
+            }
+        }
         for (bit, _) in USER_SGPRS {
             if p & bit == 0 {
                 continue;
@@ -495,6 +521,8 @@ impl Dispatch {
             let z = if dims >= 2 { z } else { 0 };
             match self.code.target {
                 Target::Gfx90a => w.v[0][l] = x | y << 10 | z << 20,
+                // KernelCode::parse refuses them.
+                Target::Gfx1030 | Target::Gfx1030W64 => unreachable!("no gfx10 launch"),
             }
         }
     }

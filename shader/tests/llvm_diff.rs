@@ -1,8 +1,11 @@
 //! Differential test of the decoder against LLVM 15: kernels compiled at test time with Debian's
 //! clang-15 (tests/corpus/kernels.cl at -O0, -O2, -O3) and a hand-written assembly file that
-//! exercises every encoding and modifier kind (tests/corpus/encodings.s, assembled with
-//! llvm-mc-15), each disassembled with `llvm-objdump-15 -d --mcpu=gfx90a`: every instruction
-//! must decode to what objdump prints, at the same size.
+//! exercises every encoding and modifier kind (tests/corpus/encodings.s for gfx90a,
+//! encodings_gfx1030.s for gfx1030 in wave32, encodings_gfx1030_w64.s for the wave-size
+//! dependent operands in wave64; assembled with llvm-mc-15), each disassembled with
+//! `llvm-objdump-15 -d --mcpu=<target>` (`--mattr=+wavefrontsize64` for wave64): every
+//! instruction must decode to what objdump prints, at the same size. Random words per opcode are
+//! compared with what `llvm-mc-15 --disassemble` prints, for each target.
 //!
 //! Without clang-15/llvm-15 (apt-get install clang-15 llvm-15) the test says so and
 //! passes, except under CI (`CI` set to anything but empty, `false` or `0`), where it fails.
@@ -62,7 +65,9 @@ fn check_object(target: Target, obj: &Path) -> (usize, Vec<String>) {
     let bin = obj.with_extension("text");
     run(Command::new("llvm-objcopy-15").args(["-O", "binary", "--only-section=.text"]).arg(obj).arg(&bin));
     let text = std::fs::read(&bin).unwrap();
-    let dump = String::from_utf8(run(Command::new("llvm-objdump-15").args(["-d", &mcpu]).arg(obj))).unwrap();
+    let mattr = target.mattr().map(|a| format!("--mattr={a}"));
+    let dump =
+        String::from_utf8(run(Command::new("llvm-objdump-15").args(["-d", &mcpu]).args(mattr).arg(obj))).unwrap();
     let mut checked = 0;
     let mut bad = Vec::new();
     for line in dump.lines() {
@@ -91,6 +96,35 @@ fn check_object(target: Target, obj: &Path) -> (usize, Vec<String>) {
     (checked, bad)
 }
 
+/// Compiles tests/corpus/kernels.cl for `target` at `opt` (clang-15 `-mcpu`, plus
+/// `-mwavefrontsize64` for a wave64 target) into `dir`.
+fn compile_kernels(target: Target, opt: &str, dir: &Path) -> PathBuf {
+    let obj = dir.join(format!("kernels{opt}.o"));
+    let mcpu = format!("-mcpu={}", target.mcpu());
+    let wave64 = target.mattr().map(|_| "-mwavefrontsize64");
+    run(Command::new("clang-15")
+        .args(["-target", "amdgcn-amd-amdhsa", &mcpu, "-nogpulib", "-x", "cl", "-cl-std=CL2.0", opt, "-c"])
+        .args(wave64)
+        .arg(corpus().join("kernels.cl"))
+        .arg("-o")
+        .arg(&obj));
+    obj
+}
+
+/// Assembles tests/corpus/`file` for `target` into `dir`.
+fn assemble(target: Target, file: &str, dir: &Path) -> PathBuf {
+    let obj = dir.join(Path::new(file).with_extension("o"));
+    let mcpu = format!("-mcpu={}", target.mcpu());
+    let mattr = target.mattr().map(|a| format!("-mattr={a}"));
+    run(Command::new("llvm-mc-15")
+        .args(["-triple=amdgcn-amd-amdhsa", &mcpu, "-filetype=obj"])
+        .args(mattr)
+        .arg(corpus().join(file))
+        .arg("-o")
+        .arg(&obj));
+    obj
+}
+
 #[test]
 fn gfx90a_decodes_as_llvm_objdump_prints() {
     if !tools_present() {
@@ -98,33 +132,56 @@ fn gfx90a_decodes_as_llvm_objdump_prints() {
     }
     let target = Target::Gfx90a;
     let dir = scratch_dir("objdump");
-    let mut objects = Vec::new();
-    for opt in ["-O0", "-O2", "-O3"] {
-        let obj = dir.join(format!("kernels{opt}.o"));
-        run(Command::new("clang-15")
-            .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-x", "cl", "-cl-std=CL2.0", opt, "-c"])
-            .arg(corpus().join("kernels.cl"))
-            .arg("-o")
-            .arg(&obj));
-        objects.push(obj);
+    let mut objects: Vec<PathBuf> =
+        ["-O0", "-O2", "-O3"].iter().map(|opt| compile_kernels(target, opt, &dir)).collect();
+    objects.push(assemble(target, "encodings.s", &dir));
+    compare_objects(target, &objects);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// gfx1030 in wave32 (clang's default for gfx10): the kernels at -O0/-O2/-O3 and the gfx10
+/// encodings file.
+#[test]
+fn gfx1030_decodes_as_llvm_objdump_prints() {
+    if !tools_present() {
+        return;
     }
-    let obj = dir.join("encodings.o");
-    run(Command::new("llvm-mc-15")
-        .args(["-triple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-filetype=obj"])
-        .arg(corpus().join("encodings.s"))
-        .arg("-o")
-        .arg(&obj));
-    objects.push(obj);
+    let target = Target::Gfx1030;
+    let dir = scratch_dir("objdump-gfx1030");
+    let mut objects: Vec<PathBuf> =
+        ["-O0", "-O2", "-O3"].iter().map(|opt| compile_kernels(target, opt, &dir)).collect();
+    objects.push(assemble(target, "encodings_gfx1030.s", &dir));
+    compare_objects(target, &objects);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// gfx1030 in wave64 (`-mwavefrontsize64`): lane masks are SGPR pairs. The kernels at -O0/-O2
+/// and the instructions whose operands follow the wave size, in wave64 syntax.
+#[test]
+fn gfx1030_wave64_decodes_as_llvm_objdump_prints() {
+    if !tools_present() {
+        return;
+    }
+    let target = Target::Gfx1030W64;
+    let dir = scratch_dir("objdump-gfx1030w64");
+    let mut objects: Vec<PathBuf> = ["-O0", "-O2"].iter().map(|opt| compile_kernels(target, opt, &dir)).collect();
+    objects.push(assemble(target, "encodings_gfx1030_w64.s", &dir));
+    compare_objects(target, &objects);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Checks every object's instructions against objdump's; fails listing the differences.
+fn compare_objects(target: Target, objects: &[PathBuf]) {
     let mut total = 0;
     let mut bad = Vec::new();
-    for obj in &objects {
+    for obj in objects {
         let (n, b) = check_object(target, obj);
         eprintln!("{}: {n} instructions, {} mismatches", obj.display(), b.len());
         assert!(n > 0, "{}: objdump printed no instructions", obj.display());
         total += n;
         bad.extend(b);
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("{target:?}: {total} instructions, {} differences", bad.len());
     for b in &bad {
         eprintln!("MISMATCH {b}");
     }
@@ -136,11 +193,10 @@ fn gfx90a_decodes_as_llvm_objdump_prints() {
     );
 }
 
-/// The fixed bits (encoding and opcode) of each gfx90a table's instructions: (table, bits, mask).
-fn gfx90a_templates() -> Vec<(shader::isa::Encoding, u32, u32)> {
+/// The fixed bits (encoding and opcode) of each table's instructions: (table, bits, mask).
+fn templates(target: Target) -> Vec<(shader::isa::Encoding, u32, u32)> {
     use shader::isa::Encoding as E;
-    let mut out = Vec::new();
-    for (enc, base, mask, shift) in [
+    let gfx9 = [
         (E::Sop2, 0x8000_0000u32, 0xff80_0000u32, 23),
         (E::Sopk, 0xB000_0000, 0xff80_0000, 23),
         (E::Sop1, 0xBE80_0000, 0xff80_ff00, 8),
@@ -157,8 +213,29 @@ fn gfx90a_templates() -> Vec<(shader::isa::Encoding, u32, u32)> {
         (E::Scratch, 0xDC00_4000, 0xfdfc_c000, 18),
         (E::Global, 0xDC00_8000, 0xfdfc_c000, 18),
         (E::Mubuf, 0xE000_0000, 0xfdfc_0000, 18),
-    ] {
-        let table = Target::Gfx90a.table(enc).unwrap();
+    ];
+    // gfx10 (RDNA2 ISA, "Microcode Formats"): SMEM, VOP3, VOP3P, DS and FLAT moved.
+    let gfx10 = [
+        (E::Sop2, 0x8000_0000u32, 0xff80_0000u32, 23),
+        (E::Sopk, 0xB000_0000, 0xff80_0000, 23),
+        (E::Sop1, 0xBE80_0000, 0xff80_ff00, 8),
+        (E::Sopc, 0xBF00_0000, 0xffff_0000, 16),
+        (E::Sopp, 0xBF80_0000, 0xffff_0000, 16),
+        (E::Smem, 0xF400_0000, 0xfffc_0000, 18),
+        (E::Vop2, 0, 0xfe00_0000, 25),
+        (E::Vop1, 0x7E00_0000, 0xfe01_fe00, 9),
+        (E::Vopc, 0x7C00_0000, 0xfffe_0000, 17),
+        (E::Vop3, 0xD400_0000, 0xffff_0000, 16),
+        (E::Vop3p, 0xCC00_0000, 0xffff_0000, 16),
+        (E::Ds, 0xD800_0000, 0xfffc_0000, 18),
+        (E::Flat, 0xDC00_0000, 0xfffc_c000, 18),
+        (E::Scratch, 0xDC00_4000, 0xfffc_c000, 18),
+        (E::Global, 0xDC00_8000, 0xfffc_c000, 18),
+        (E::Mubuf, 0xE000_0000, 0xfffc_0000, 18),
+    ];
+    let mut out = Vec::new();
+    for (enc, base, mask, shift) in if target == Target::Gfx90a { gfx9 } else { gfx10 } {
+        let table = target.table(enc).unwrap();
         for (op, entry) in table.iter().enumerate() {
             if entry.is_some() {
                 out.push((enc, base | (op as u32) << shift, mask));
@@ -175,7 +252,7 @@ type Printed = (usize, String, usize);
 /// `s_movk_i32 ttmp15, <index>`. Returns what it printed for each probe it decoded from the
 /// first byte, the number it printed with an invalid operand, and the indices of the words it
 /// crashed on: LLVM 15's disassembler aborts on some words, so a crashing batch is bisected.
-fn llvm_mc(dir: &Path, probes: &[(usize, [u32; 3])]) -> (Vec<Printed>, usize, Vec<usize>) {
+fn llvm_mc(target: Target, dir: &Path, probes: &[(usize, [u32; 3])]) -> (Vec<Printed>, usize, Vec<usize>) {
     let line = |words: &[u32]| -> String {
         let bytes: Vec<String> = words.iter().flat_map(|w| w.to_le_bytes()).map(|b| format!("0x{b:02x}")).collect();
         bytes.join(" ") + "\n"
@@ -187,8 +264,11 @@ fn llvm_mc(dir: &Path, probes: &[(usize, [u32; 3])]) -> (Vec<Printed>, usize, Ve
     }
     let file = dir.join("random.txt");
     std::fs::write(&file, input).unwrap();
+    let mcpu = format!("-mcpu={}", target.mcpu());
+    let mattr = target.mattr().map(|a| format!("-mattr={a}"));
     let out = Command::new("llvm-mc-15")
-        .args(["--disassemble", "-show-encoding", "-triple=amdgcn", "-mcpu=gfx90a"])
+        .args(["--disassemble", "-show-encoding", "-triple=amdgcn", &mcpu])
+        .args(mattr)
         .arg(&file)
         .output()
         .unwrap();
@@ -197,8 +277,8 @@ fn llvm_mc(dir: &Path, probes: &[(usize, [u32; 3])]) -> (Vec<Printed>, usize, Ve
             return (Vec::new(), 0, vec![probes[0].0]);
         }
         let (a, b) = probes.split_at(probes.len() / 2);
-        let (mut pa, ia, mut ca) = llvm_mc(dir, a);
-        let (pb, ib, cb) = llvm_mc(dir, b);
+        let (mut pa, ia, mut ca) = llvm_mc(target, dir, a);
+        let (pb, ib, cb) = llvm_mc(target, dir, b);
         pa.extend(pb);
         ca.extend(cb);
         return (pa, ia + ib, ca);
@@ -243,9 +323,26 @@ fn llvm_mc(dir: &Path, probes: &[(usize, [u32; 3])]) -> (Vec<Printed>, usize, Ve
 /// modifiers, SDWA and DPP far beyond what the compiler emits.
 #[test]
 fn gfx90a_random_words_decode_as_llvm_mc_prints() {
+    random_words(Target::Gfx90a);
+}
+
+/// The same for gfx1030 in wave32, with DPP8 and VOP3 literals.
+#[test]
+fn gfx1030_random_words_decode_as_llvm_mc_prints() {
+    random_words(Target::Gfx1030);
+}
+
+/// And in wave64 (lane masks are pairs).
+#[test]
+fn gfx1030_wave64_random_words_decode_as_llvm_mc_prints() {
+    random_words(Target::Gfx1030W64);
+}
+
+fn random_words(target: Target) {
     if !tools_present() {
         return;
     }
+    let gfx10 = target.is_gfx10();
     const PER_OPCODE: usize = 12;
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut rand = move || {
@@ -256,7 +353,7 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
     };
     use shader::isa::Encoding as E;
     let mut probes: Vec<(usize, [u32; 3])> = Vec::new();
-    for (enc, bits, mask) in gfx90a_templates() {
+    for (enc, bits, mask) in templates(target) {
         for k in 0..PER_OPCODE {
             let mut w1 = rand();
             // Half the probes use small register numbers so tuples fit and fewer are rejected.
@@ -266,7 +363,9 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
             let mut w0 = bits | (rand() & !mask);
             // VOP1/VOP2/VOPC: a quarter each SDWA (src0 249), DPP (250) and a literal (255).
             if matches!(enc, E::Vop1 | E::Vop2 | E::Vopc) && k % 4 != 0 {
-                w0 = (w0 & !0x1ff) | [249, 250, 255][k % 4 - 1];
+                // gfx10: every other DPP probe is DPP8 (233, or 234 with fetch-inactive).
+                let dpp = if gfx10 && k % 8 == 6 { 233 + (k as u32 / 8) % 2 } else { 250 };
+                w0 = (w0 & !0x1ff) | [249, dpp, 255][k % 4 - 1];
                 // The reserved SDWA select 7 crashes llvm-mc-15 (the decoder rejects it): use 6.
                 for at in [8, 16, 24] {
                     if k % 4 == 1 && (w1 >> at) & 7 == 7 {
@@ -275,18 +374,23 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
                 }
             }
             // MFMA: sources in VGPRs/AGPRs; llvm-mc-15 crashes on some scalar and constant ones.
-            if enc == E::Vop3p && (0xd3c0_0000..0xd3f0_0000).contains(&(w0 & 0xffff_0000)) {
+            if !gfx10 && enc == E::Vop3p && (0xd3c0_0000..0xd3f0_0000).contains(&(w0 & 0xffff_0000)) {
                 w1 |= 1 << 8 | 1 << 17 | 1 << 26;
+            }
+            // gfx10 VOP3/VOP3P: a quarter of the probes have a literal source.
+            if gfx10 && matches!(enc, E::Vop3 | E::Vop3p) && k % 4 == 3 {
+                let at = 9 * (k as u32 / 4 % 3);
+                w1 = (w1 & !(0x1ff << at)) | 255 << at;
             }
             probes.push((probes.len(), [w0, w1, rand()]));
         }
     }
     assert!(probes.len() < 0x10000);
-    let dir = scratch_dir("random");
+    let dir = scratch_dir(&format!("random-{target:?}"));
     let mut printed = Vec::new();
     let (mut invalid, mut crashed) = (0, Vec::new());
     for chunk in probes.chunks(256) {
-        let (p, i, c) = llvm_mc(&dir, chunk);
+        let (p, i, c) = llvm_mc(target, &dir, chunk);
         printed.extend(p);
         invalid += i;
         crashed.extend(c);
@@ -296,7 +400,7 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
     for (i, asm, mut size) in &printed {
         let words = probes[*i].1;
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        match decode(Target::Gfx90a, &bytes, 0) {
+        match decode(target, &bytes, 0) {
             Ok(inst) => {
                 let got = norm(&inst.to_string());
                 // llvm-mc re-encodes what it printed: a 16-bit integer operand's inline float
@@ -306,7 +410,7 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
                     inst.info.flags & (shader::isa::table::F_I16_SRC0 << s) != 0
                         && matches!(inst.operand([Field::S0, Field::S1, Field::S2][s]), Some(Operand::Float(_)))
                 });
-                if i16_float && inst.size == 4 {
+                if i16_float && size == usize::from(inst.size) + 4 {
                     size -= 4;
                 }
                 // Likewise a literal LLVM prints as an inline constant comes back without its
@@ -331,11 +435,11 @@ fn gfx90a_random_words_decode_as_llvm_mc_prints() {
         eprintln!(
             "llvm-mc-15 crashed on {:08x?} (decoder: {:?})",
             probes[*i].1,
-            decode(Target::Gfx90a, &bytes_of(&probes[*i].1), 0).map(|i| i.to_string())
+            decode(target, &bytes_of(&probes[*i].1), 0).map(|i| i.to_string())
         );
     }
     eprintln!(
-        "{} random words, {} decoded by LLVM and compared ({invalid} more printed with invalid operands, {} crashed llvm-mc-15), {} mismatches",
+        "{target:?}: {} random words, {} decoded by LLVM and compared ({invalid} more printed with invalid operands, {} crashed llvm-mc-15), {} mismatches",
         probes.len(),
         printed.len(),
         crashed.len(),

@@ -147,7 +147,6 @@ pub fn start(
     }
     .map_err(|e| launch_fault(ko, e))?;
     let queue = at.read_ptr.wrapping_sub(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
-    let ap = crate::process::apertures(mem.gpu_id);
     let mut dispatch = Dispatch {
         code,
         kernel_object: ko,
@@ -162,26 +161,33 @@ pub fn start(
         scratch_resource: [0; 4],
         scratch_base: 0,
         scratch_size: 0,
-        apertures: Apertures {
-            shared_base: ap.lds_base,
-            shared_limit: ap.lds_limit,
-            private_base: ap.scratch_base,
-            private_limit: ap.scratch_limit,
-            // The topology advertises no SRAM ECC (HSA_CAP_SRAM_EDCSUPPORTED), so ROCr's ISA is
-            // sramecc-: d16 loads keep the other half of their register.
-            sramecc: false,
-        },
+        apertures: apertures(mem.gpu_id),
+        user_data: None,
     };
     read_scratch(mem, &mut dispatch);
-    let total = dispatch.workgroups();
-    let mut work =
-        Work { dispatch, code: Code::new(Target::Gfx90a), next: 0, total, group: None, scratch_request: None };
-    match work.dispatch.check() {
-        Ok(()) => {}
-        Err(LaunchError::Scratch { .. }) => work.ask_for_scratch(mem, interrupts)?,
-        Err(e) => return Err(launch_fault(ko, e)),
+    match dispatch.check() {
+        Ok(()) => Ok(Work::unchecked(dispatch)),
+        Err(LaunchError::Scratch { .. }) => {
+            let mut work = Work::unchecked(dispatch);
+            work.ask_for_scratch(mem, interrupts)?;
+            Ok(work)
+        }
+        Err(e) => Err(launch_fault(ko, e)),
     }
-    Ok(work)
+}
+
+/// The device's apertures as the shader core resolves FLAT addresses against them.
+pub fn apertures(gpu_id: u32) -> Apertures {
+    let ap = crate::process::apertures(gpu_id);
+    Apertures {
+        shared_base: ap.lds_base,
+        shared_limit: ap.lds_limit,
+        private_base: ap.scratch_base,
+        private_limit: ap.scratch_limit,
+        // The topology advertises no SRAM ECC (HSA_CAP_SRAM_EDCSUPPORTED), so ROCr's ISA is
+        // sramecc-: d16 loads keep the other half of their register.
+        sramecc: false,
+    }
 }
 
 /// The queue's scratch, from its amd_queue_t (which holds the read pointer): the private segment
@@ -202,6 +208,19 @@ fn read_scratch(mem: &mut Mem, d: &mut Dispatch) {
 }
 
 impl Work {
+    /// The work of `dispatch`, checked as a whole before any workgroup runs (a PM4 dispatch: its
+    /// scratch is what the registers say).
+    pub fn new(dispatch: Dispatch) -> Result<Work, QueueFault> {
+        dispatch.check().map_err(|e| launch_fault(dispatch.kernel_object, e))?;
+        Ok(Work::unchecked(dispatch))
+    }
+
+    fn unchecked(dispatch: Dispatch) -> Work {
+        let total = dispatch.workgroups();
+        let code = Code::new(dispatch.code.target);
+        Work { dispatch, code, next: 0, total, group: None, scratch_request: None }
+    }
+
     /// Asks the runtime for scratch through the queue's queue_inactive_signal, as the CP does:
     /// the error code, then the signal's event.
     fn ask_for_scratch(&mut self, mem: &mut Mem, interrupts: &mut Vec<Interrupt>) -> Result<(), QueueFault> {

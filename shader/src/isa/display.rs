@@ -3,10 +3,11 @@
 
 use std::fmt::{self, Display, Formatter, Write as _};
 
-use super::inst::{Encoding, Instruction};
-use super::operand::{fmt_operand, InlineFloat, Operand};
+use super::inst::{Encoding, Instruction, Modifiers};
+use super::operand::{fmt_operand, fmt_sgprs, InlineFloat, Operand};
 use super::table::{
-    Field, ImmFmt, SrcMods, F_GDS, F_GLC, F_I16_SRC0, F_LIT16, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SWIZZLE,
+    Field, ImmFmt, SrcMods, F_GDS, F_GLC, F_I16_SRC0, F_LIT16, F_LIT16_SRC1, F_LIT16_SRC2, F_MAI, F_OFFSET2, F_OMOD,
+    F_OPSEL, F_SWIZZLE,
 };
 
 const SEL: [&str; 8] = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "SEL_7"];
@@ -21,10 +22,11 @@ fn source_index(field: Field) -> Option<u8> {
     }
 }
 
-fn waitcnt(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
+fn waitcnt(f: &mut Formatter<'_>, v: u32, gfx10: bool) -> fmt::Result {
     let vm = (v & 0xf) | ((v >> 14) & 0x3) << 4;
     let exp = (v >> 4) & 0x7;
-    let lgkm = (v >> 8) & 0xf;
+    // gfx10 widened lgkmcnt to bits 13:8 (RDNA2 ISA, S_WAITCNT).
+    let (lgkm, lgkm_max) = if gfx10 { ((v >> 8) & 0x3f, 63) } else { ((v >> 8) & 0xf, 15) };
     let mut parts = Vec::new();
     if vm != 63 {
         parts.push(format!("vmcnt({vm})"));
@@ -32,7 +34,7 @@ fn waitcnt(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
     if exp != 7 {
         parts.push(format!("expcnt({exp})"));
     }
-    if lgkm != 15 {
+    if lgkm != lgkm_max {
         parts.push(format!("lgkmcnt({lgkm})"));
     }
     if parts.is_empty() {
@@ -41,11 +43,48 @@ fn waitcnt(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
     f.write_str(&parts.join(" "))
 }
 
-fn hwreg(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
+/// gfx10's hardware register names (LLVM 15's SIDefines.h / AMDGPUAsmUtils.cpp).
+fn hwreg_name_gfx10(id: u32) -> Option<&'static str> {
+    Some(match id {
+        1 => "HW_REG_MODE",
+        2 => "HW_REG_STATUS",
+        3 => "HW_REG_TRAPSTS",
+        5 => "HW_REG_GPR_ALLOC",
+        6 => "HW_REG_LDS_ALLOC",
+        7 => "HW_REG_IB_STS",
+        15 => "HW_REG_SH_MEM_BASES",
+        16 => "HW_REG_TBA_LO",
+        17 => "HW_REG_TBA_HI",
+        18 => "HW_REG_TMA_LO",
+        19 => "HW_REG_TMA_HI",
+        20 => "HW_REG_FLAT_SCR_LO",
+        21 => "HW_REG_FLAT_SCR_HI",
+        23 => "HW_REG_HW_ID1",
+        24 => "HW_REG_HW_ID2",
+        25 => "HW_REG_POPS_PACKER",
+        29 => "HW_REG_SHADER_CYCLES",
+        _ => return None,
+    })
+}
+
+fn hwreg(f: &mut Formatter<'_>, v: u32, gfx10: bool) -> fmt::Result {
     let id = v & 0x3f;
     let offset = (v >> 6) & 0x1f;
     let size = ((v >> 11) & 0x1f) + 1;
-    let name = match id {
+    let name = if gfx10 { hwreg_name_gfx10(id) } else { hwreg_name(id) };
+    f.write_str("hwreg(")?;
+    match name {
+        Some(n) => f.write_str(n)?,
+        None => write!(f, "{id}")?,
+    }
+    if offset != 0 || size != 32 {
+        write!(f, ", {offset}, {size}")?;
+    }
+    f.write_str(")")
+}
+
+fn hwreg_name(id: u32) -> Option<&'static str> {
+    match id {
         1 => Some("HW_REG_MODE"),
         2 => Some("HW_REG_STATUS"),
         3 => Some("HW_REG_TRAPSTS"),
@@ -59,16 +98,48 @@ fn hwreg(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
         18 => Some("HW_REG_TMA_LO"),
         19 => Some("HW_REG_TMA_HI"),
         _ => None,
+    }
+}
+
+/// gfx10 `s_sendmsg`: a known message with valid operation and stream prints by name, other
+/// values that fit the fields as `sendmsg(id, op, stream)`, the rest as a number (LLVM 15's
+/// AMDGPUInstPrinter::printSendMsg with gfx10's message table).
+fn sendmsg_gfx10(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
+    // A valid message prints by name whatever bits 15:10 hold; other values print as fields
+    // only when those bits are clear.
+    let (id, op, stream) = (v & 0xf, (v >> 4) & 0x7, (v >> 8) & 0x3);
+    let name = match id {
+        1 => "MSG_INTERRUPT",
+        2 => "MSG_GS",
+        3 => "MSG_GS_DONE",
+        4 => "MSG_SAVEWAVE",
+        5 => "MSG_STALL_WAVE_GEN",
+        6 => "MSG_HALT_WAVES",
+        7 => "MSG_ORDERED_PS_DONE",
+        8 => "MSG_EARLY_PRIM_DEALLOC",
+        9 => "MSG_GS_ALLOC_REQ",
+        10 => "MSG_GET_DOORBELL",
+        11 => "MSG_GET_DDID",
+        15 => "MSG_SYSMSG",
+        _ => "",
     };
-    f.write_str("hwreg(")?;
-    match name {
-        Some(n) => f.write_str(n)?,
-        None => write!(f, "{id}")?,
+    let gs_ops = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"];
+    let sys_ops =
+        ["", "SYSMSG_OP_ECC_ERR_INTERRUPT", "SYSMSG_OP_REG_RD", "SYSMSG_OP_HOST_TRAP_ACK", "SYSMSG_OP_TTRACE_PC"];
+    match id {
+        // MSG_GS needs an operation; streams go with operations other than NOP.
+        2 | 3 if op <= 3 && !(id == 2 && op == 0) && (op != 0 || stream == 0) => {
+            if op == 0 {
+                write!(f, "sendmsg({name}, {})", gs_ops[0])
+            } else {
+                write!(f, "sendmsg({name}, {}, {stream})", gs_ops[op as usize])
+            }
+        }
+        15 if (1..=4).contains(&op) && stream == 0 => write!(f, "sendmsg({name}, {})", sys_ops[op as usize]),
+        1 | 4..=11 if op == 0 && stream == 0 => write!(f, "sendmsg({name})"),
+        _ if v <= 0x3ff => write!(f, "sendmsg({id}, {op}, {stream})"),
+        _ => write!(f, "{v}"),
     }
-    if offset != 0 || size != 32 {
-        write!(f, ", {offset}, {size}")?;
-    }
-    f.write_str(")")
 }
 
 fn sendmsg(f: &mut Formatter<'_>, full: u32) -> fmt::Result {
@@ -93,6 +164,32 @@ fn sendmsg(f: &mut Formatter<'_>, full: u32) -> fmt::Result {
         15 if (1..=4).contains(&op) && stream == 0 => write!(f, "sendmsg(MSG_SYSMSG, {})", sys_ops[op as usize]),
         _ => write!(f, "{full}"),
     }
+}
+
+/// `s_waitcnt_depctr`: the fields that differ from their all-ones default, in LLVM 15's order
+/// (AMDGPUAsmUtils.cpp DepCtrInfo): (name, shift, width).
+fn depctr(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
+    const FIELDS: [(&str, u32, u32); 6] = [
+        ("depctr_sa_sdst", 0, 1),
+        ("depctr_va_vdst", 12, 4),
+        ("depctr_va_sdst", 9, 3),
+        ("depctr_va_ssrc", 8, 1),
+        ("depctr_va_vcc", 1, 1),
+        ("depctr_vm_vsrc", 2, 3),
+    ];
+    let parts: Vec<String> = FIELDS
+        .iter()
+        .filter_map(|&(name, at, width)| {
+            let x = (v >> at) & ((1 << width) - 1);
+            (x != (1 << width) - 1).then(|| format!("{name}({x})"))
+        })
+        .collect();
+    // Bits 7:5 hold no field; LLVM names the fields only when they are 0b100 (as in the
+    // all-default encoding) and something differs from the default.
+    if parts.is_empty() || (v >> 5) & 7 != 4 {
+        return write!(f, "0x{v:x}");
+    }
+    f.write_str(&parts.join(" "))
 }
 
 fn gpr_idx(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
@@ -133,8 +230,11 @@ fn swizzle(f: &mut Formatter<'_>, v: u32) -> fmt::Result {
     write!(f, "offset:swizzle(BITMASK_PERM,\"{mask}\")")
 }
 
-fn dpp_ctrl(out: &mut String, c: u16) {
+fn dpp_ctrl(out: &mut String, c: u16, gfx10: bool) {
     let _ = match c {
+        // gfx10 reuses 0x150-0x15f (gfx90a's row_newbcast) for row_share.
+        0x150..=0x15f if gfx10 => write!(out, " row_share:{}", c & 0xf),
+        0x160..=0x16f if gfx10 => write!(out, " row_xmask:{}", c & 0xf),
         0x000..=0x0ff => write!(out, " quad_perm:[{},{},{},{}]", c & 3, (c >> 2) & 3, (c >> 4) & 3, (c >> 6) & 3),
         0x101..=0x10f => write!(out, " row_shl:{}", c & 0xf),
         0x111..=0x11f => write!(out, " row_shr:{}", c & 0xf),
@@ -162,6 +262,7 @@ impl Display for Instruction {
         f.write_str(&self.mnemonic())?;
         let m = &self.mods;
         let ext = self.sdwa.is_some() || self.dpp.is_some();
+        let gfx10 = self.target.is_gfx10();
         let vop3 = self.encoding == Encoding::Vop3;
         // VOP3P with floating-point source modifiers (v_fma_mix*): neg_lo negates, neg_hi is abs.
         let mix = self.encoding == Encoding::Vop3p && self.info.mods.contains(&SrcMods::Fp);
@@ -184,9 +285,13 @@ impl Display for Instruction {
             if slot.field == Field::Imm {
                 if let Operand::Imm(v) = op {
                     match self.info.imm {
-                        ImmFmt::Waitcnt => waitcnt(f, v)?,
-                        ImmFmt::Hwreg => hwreg(f, v)?,
+                        ImmFmt::Waitcnt => waitcnt(f, v, false)?,
+                        ImmFmt::WaitcntGfx10 => waitcnt(f, v, true)?,
+                        ImmFmt::Hwreg => hwreg(f, v, false)?,
+                        ImmFmt::HwregGfx10 => hwreg(f, v, true)?,
                         ImmFmt::Sendmsg => sendmsg(f, v)?,
+                        ImmFmt::SendmsgGfx10 => sendmsg_gfx10(f, v)?,
+                        ImmFmt::DepCtr => depctr(f, v)?,
                         ImmFmt::GprIdx => gpr_idx(f, v)?,
                         ImmFmt::Hex => write!(f, "0x{v:x}")?,
                         ImmFmt::DecSmall if v > 64 => write!(f, "0x{v:x}")?,
@@ -223,7 +328,12 @@ impl Display for Instruction {
             // A 16-bit integer operand: float constants as f16 bits, literals as 16 bits.
             if let Some(s) = source_index(slot.field) {
                 let int16 = self.info.flags & (F_I16_SRC0 << s) != 0;
-                let lit16 = int16 || (s == 0 && self.info.flags & F_LIT16 != 0);
+                // gfx10 VOP3 marks its other 16-bit sources (the flag bits are VOP3's there).
+                let packed = self.encoding == Encoding::Vop3p;
+                let lit16_vop3 =
+                    (vop3 || packed) && [0, F_LIT16_SRC1, F_LIT16_SRC2][usize::from(s)] & self.info.flags != 0;
+                let lit16_vop3 = lit16_vop3 || (packed && s == 0 && self.info.flags & F_LIT16 != 0);
+                let lit16 = int16 || (s == 0 && self.info.flags & F_LIT16 != 0) || lit16_vop3;
                 let half = match op {
                     Operand::Float(c) if int16 => Some(f16_bits(c)),
                     Operand::Literal(v) if lit16 => Some(v & 0xffff),
@@ -231,12 +341,19 @@ impl Display for Instruction {
                 };
                 if let Some(h) = half {
                     let float = if int16 { None } else { f16_name(h) };
-                    if let Some(name) = float {
-                        f.write_str(name)?;
+                    let text = if let Some(name) = float {
+                        name.to_string()
                     } else if (-16..=64).contains(&(h as i16)) {
-                        write!(f, "{}", h as i16)?;
+                        (h as i16).to_string()
                     } else {
-                        write!(f, "0x{h:x}")?;
+                        format!("0x{h:x}")
+                    };
+                    // A negated constant without abs prints as neg(c).
+                    match (neg, abs) {
+                        (true, false) => write!(f, "neg({text})")?,
+                        (true, true) => write!(f, "-|{text}|")?,
+                        (false, true) => write!(f, "|{text}|")?,
+                        _ => f.write_str(&text)?,
                     }
                     continue;
                 }
@@ -260,7 +377,11 @@ impl Display for Instruction {
             }
             // Packed operands hold 32-bit (or 16-bit) elements: a 32-bit constant's spelling.
             let width = if self.encoding == Encoding::Vop3p { 1 } else { slot.width };
-            fmt_operand(f, &op, width)?;
+            match op {
+                // gfx10 has no flat_scratch or xnack_mask operands: 102-105 are plain SGPRs.
+                Operand::Sgpr { index: index @ 102..=105, count } if gfx10 => fmt_sgprs(f, index, count)?,
+                _ => fmt_operand(f, &op, width)?,
+            }
             if sext {
                 f.write_str(")")?;
             }
@@ -272,7 +393,11 @@ impl Display for Instruction {
         match self.encoding {
             Encoding::Vop3 => {
                 let n = self.slots.iter().flatten().filter(|s| source_index(s.field).is_some()).count();
-                if m.op_sel != 0 && self.info.flags & F_OPSEL != 0 {
+                // gfx10 v_permlane*: op_sel's two bits are fetch-inactive and bound_ctrl.
+                let permlane = gfx10 && self.op.mnemonic().starts_with("v_permlane");
+                if permlane && m.op_sel & 3 != 0 {
+                    let _ = write!(tail, " op_sel:{}", bool_list(m.op_sel & 3, 2));
+                } else if !permlane && m.op_sel != 0 && self.info.flags & F_OPSEL != 0 {
                     let bits = (m.op_sel & ((1 << n) - 1)) | ((m.op_sel >> 3) & 1) << n;
                     let _ = write!(tail, " op_sel:{}", bool_list(bits, n + 1));
                 }
@@ -314,7 +439,8 @@ impl Display for Instruction {
                             tail,
                             " dst_sel:{} dst_unused:{}",
                             SEL[usize::from(s.dst_sel)],
-                            UNUSED[usize::from(s.dst_unused)]
+                            // gfx10 LLVM prints the reserved value 3 as UNUSED_PAD.
+                            if gfx10 && s.dst_unused == 3 { UNUSED[0] } else { UNUSED[usize::from(s.dst_unused)] }
                         );
                     }
                     let _ = write!(tail, " src0_sel:{}", SEL[usize::from(s.src0_sel)]);
@@ -323,11 +449,18 @@ impl Display for Instruction {
                     }
                 }
                 if let Some(d) = self.dpp {
-                    dpp_ctrl(&mut tail, d.ctrl);
+                    dpp_ctrl(&mut tail, d.ctrl, gfx10);
                     let _ = write!(tail, " row_mask:0x{:x} bank_mask:0x{:x}", d.row_mask, d.bank_mask);
                     if d.bound_ctrl {
                         tail.push_str(" bound_ctrl:1");
                     }
+                }
+                if let Some(sel) = self.dpp8 {
+                    let sel: Vec<String> = sel.iter().map(u8::to_string).collect();
+                    let _ = write!(tail, " dpp8:[{}]", sel.join(","));
+                }
+                if m.fi {
+                    tail.push_str(" fi:1");
                 }
             }
             Encoding::Sopp | Encoding::Sopk => {}
@@ -338,6 +471,9 @@ impl Display for Instruction {
                 }
                 if m.glc && self.info.flags & F_GLC != 0 {
                     tail.push_str(" glc");
+                }
+                if m.dlc && self.info.flags & F_GLC != 0 {
+                    tail.push_str(" dlc");
                 }
             }
             Encoding::Ds => {
@@ -364,7 +500,7 @@ impl Display for Instruction {
                 if m.offset != 0 {
                     let _ = write!(tail, " offset:{}", m.offset);
                 }
-                mem_bits(&mut tail, m.glc, m.slc, m.scc, m.lds);
+                mem_bits(&mut tail, m);
             }
             // Cache invalidations (buffer_wbinvl1) print no fields.
             Encoding::Mubuf if self.info.slots.is_empty() => {}
@@ -378,7 +514,7 @@ impl Display for Instruction {
                 if m.offset != 0 {
                     let _ = write!(tail, " offset:{}", m.offset);
                 }
-                mem_bits(&mut tail, m.glc, m.slc, m.scc, m.lds);
+                mem_bits(&mut tail, m);
             }
             _ => {}
         }
@@ -451,17 +587,14 @@ fn vop3_tail(tail: &mut String, clamp: bool, omod: u8) {
     }
 }
 
-fn mem_bits(tail: &mut String, glc: bool, slc: bool, scc: bool, lds: bool) {
-    if glc {
-        tail.push_str(" glc");
-    }
-    if slc {
-        tail.push_str(" slc");
-    }
-    if scc {
-        tail.push_str(" scc");
-    }
-    if lds {
-        tail.push_str(" lds");
+fn mem_bits(tail: &mut String, m: &Modifiers) {
+    // LLVM prints tfe only without lds.
+    let tfe = m.tfe && !m.lds;
+    for (on, name) in
+        [(m.glc, " glc"), (m.slc, " slc"), (m.dlc, " dlc"), (m.scc, " scc"), (m.lds, " lds"), (tfe, " tfe")]
+    {
+        if on {
+            tail.push_str(name);
+        }
     }
 }

@@ -9,18 +9,18 @@ use super::table::{Field, OpInfo, Slot};
 use super::{DecodeError, Result};
 
 /// The bits `lo..=hi` of `w`.
-fn bits(w: u32, hi: u32, lo: u32) -> u32 {
+pub(super) fn bits(w: u32, hi: u32, lo: u32) -> u32 {
     (w >> lo) & ((1u32 << (hi - lo + 1)) - 1)
 }
 
 /// A source of `words`: the dwords from the instruction's start.
-struct Words<'a> {
-    bytes: &'a [u8],
-    offset: usize,
+pub(super) struct Words<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) offset: usize,
 }
 
 impl Words<'_> {
-    fn get(&self, i: usize) -> Result<u32> {
+    pub(super) fn get(&self, i: usize) -> Result<u32> {
         let at = self.offset + 4 * i;
         match self.bytes.get(at..at + 4) {
             Some(b) => Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
@@ -29,7 +29,12 @@ impl Words<'_> {
     }
 }
 
-fn lookup(table: &'static [Option<OpInfo>], enc: Encoding, opcode: u32, word: u32) -> Result<&'static OpInfo> {
+pub(super) fn lookup(
+    table: &'static [Option<OpInfo>],
+    enc: Encoding,
+    opcode: u32,
+    word: u32,
+) -> Result<&'static OpInfo> {
     table.get(opcode as usize).and_then(Option::as_ref).ok_or(DecodeError::UnknownOpcode {
         encoding: enc,
         opcode,
@@ -38,16 +43,16 @@ fn lookup(table: &'static [Option<OpInfo>], enc: Encoding, opcode: u32, word: u3
 }
 
 /// Decodes the instruction at `offset` of `bytes`.
-pub fn decode(bytes: &[u8], offset: usize) -> Result<Instruction> {
+pub(super) fn decode(bytes: &[u8], offset: usize) -> Result<Instruction> {
     let w = Words { bytes, offset };
     let w0 = w.get(0)?;
     match w0 >> 23 {
-        0x17d => sop1(&w, w0),
-        0x17e => sopc(&w, w0),
-        0x17f => sopp(w0),
+        0x17d => sop1(&t::SOP1, &w, w0),
+        0x17e => sopc(&t::SOPC, &w, w0),
+        0x17f => sopp(&t::SOPP, w0),
         _ => match w0 >> 28 {
-            0xb => sopk(&w, w0),
-            0x8..=0xa => sop2(&w, w0),
+            0xb => sopk(&t::SOPK, &w, w0),
+            0x8..=0xa => sop2(&t::SOP2, &w, w0),
             _ => match w0 >> 25 {
                 0x3e => vopc(&w, w0),
                 0x3f => vop1(&w, w0),
@@ -71,7 +76,14 @@ pub fn decode(bytes: &[u8], offset: usize) -> Result<Instruction> {
 }
 
 /// Resolves a source field, reading the literal dword at `lit_at` when the field is 255.
-fn src(inst: &mut Instruction, w: &Words, value: u32, count: u8, lit_at: usize, word: u32) -> Result<Operand> {
+pub(super) fn src(
+    inst: &mut Instruction,
+    w: &Words,
+    value: u32,
+    count: u8,
+    lit_at: usize,
+    word: u32,
+) -> Result<Operand> {
     let literal = if value == 255 {
         inst.size = (4 * lit_at + 4) as u8;
         Some(w.get(lit_at)?)
@@ -81,11 +93,11 @@ fn src(inst: &mut Instruction, w: &Words, value: u32, count: u8, lit_at: usize, 
     source(value as u16, count, literal).ok_or(DecodeError::InvalidOperand { encoding: inst.encoding, value, word })
 }
 
-fn scalar(inst: &mut Instruction, w: &Words, value: u32, count: u8, word: u32) -> Result<Operand> {
+pub(super) fn scalar(inst: &mut Instruction, w: &Words, value: u32, count: u8, word: u32) -> Result<Operand> {
     src(inst, w, value, count, 1, word)
 }
 
-fn vgpr(index: u32, slot: Slot, acc: bool) -> Operand {
+pub(super) fn vgpr(index: u32, slot: Slot, acc: bool) -> Operand {
     if slot.agpr || acc {
         Operand::Agpr { index: index as u8, count: slot.width }
     } else {
@@ -93,8 +105,8 @@ fn vgpr(index: u32, slot: Slot, acc: bool) -> Operand {
     }
 }
 
-fn sop2(w: &Words, w0: u32) -> Result<Instruction> {
-    let info = lookup(&t::SOP2, Encoding::Sop2, bits(w0, 29, 23), w0)?;
+pub(super) fn sop2(table: &'static [Option<OpInfo>], w: &Words, w0: u32) -> Result<Instruction> {
+    let info = lookup(table, Encoding::Sop2, bits(w0, 29, 23), w0)?;
     let mut inst = Instruction::new(Encoding::Sop2, info);
     for &slot in info.slots {
         let v = match slot.field {
@@ -108,8 +120,8 @@ fn sop2(w: &Words, w0: u32) -> Result<Instruction> {
     Ok(inst)
 }
 
-fn sop1(w: &Words, w0: u32) -> Result<Instruction> {
-    let info = lookup(&t::SOP1, Encoding::Sop1, bits(w0, 15, 8), w0)?;
+pub(super) fn sop1(table: &'static [Option<OpInfo>], w: &Words, w0: u32) -> Result<Instruction> {
+    let info = lookup(table, Encoding::Sop1, bits(w0, 15, 8), w0)?;
     let mut inst = Instruction::new(Encoding::Sop1, info);
     for &slot in info.slots {
         let v = if slot.field == Field::D { bits(w0, 22, 16) } else { bits(w0, 7, 0) };
@@ -119,8 +131,8 @@ fn sop1(w: &Words, w0: u32) -> Result<Instruction> {
     Ok(inst)
 }
 
-fn sopc(w: &Words, w0: u32) -> Result<Instruction> {
-    let info = lookup(&t::SOPC, Encoding::Sopc, bits(w0, 22, 16), w0)?;
+pub(super) fn sopc(table: &'static [Option<OpInfo>], w: &Words, w0: u32) -> Result<Instruction> {
+    let info = lookup(table, Encoding::Sopc, bits(w0, 22, 16), w0)?;
     let mut inst = Instruction::new(Encoding::Sopc, info);
     for &slot in info.slots {
         let op = match slot.field {
@@ -133,8 +145,8 @@ fn sopc(w: &Words, w0: u32) -> Result<Instruction> {
     Ok(inst)
 }
 
-fn sopk(w: &Words, w0: u32) -> Result<Instruction> {
-    let info = lookup(&t::SOPK, Encoding::Sopk, bits(w0, 27, 23), w0)?;
+pub(super) fn sopk(table: &'static [Option<OpInfo>], w: &Words, w0: u32) -> Result<Instruction> {
+    let info = lookup(table, Encoding::Sopk, bits(w0, 27, 23), w0)?;
     let mut inst = Instruction::new(Encoding::Sopk, info);
     for &slot in info.slots {
         let op = match slot.field {
@@ -150,8 +162,8 @@ fn sopk(w: &Words, w0: u32) -> Result<Instruction> {
     Ok(inst)
 }
 
-fn sopp(w0: u32) -> Result<Instruction> {
-    let info = lookup(&t::SOPP, Encoding::Sopp, bits(w0, 22, 16), w0)?;
+pub(super) fn sopp(table: &'static [Option<OpInfo>], w0: u32) -> Result<Instruction> {
+    let info = lookup(table, Encoding::Sopp, bits(w0, 22, 16), w0)?;
     let mut inst = Instruction::new(Encoding::Sopp, info);
     for &slot in info.slots {
         let v = bits(w0, 15, 0);
@@ -200,48 +212,49 @@ fn smem(w: &Words, w0: u32) -> Result<Instruction> {
     Ok(inst)
 }
 
+/// The SDWA dword of a VOP1/VOP2/VOPC instruction whose src0 is 249 (the same on gfx9 and
+/// gfx10): sets the modifiers and selects, returns src0 as the SDWA dword names it. VOPC's
+/// bits 15:8 are its sdst, read by the caller; elsewhere bits 15:14 are the output modifier.
+pub(super) fn sdwa(inst: &mut Instruction, w: &Words, width: u8, w0: u32) -> Result<Operand> {
+    if inst.info.flags & super::table::F_SDWA == 0 {
+        return Err(DecodeError::NoSuchForm { form: "SDWA", name: inst.info.name, word: w0 });
+    }
+    let d = w.get(1)?;
+    inst.size = 8;
+    let vopc = inst.encoding == Encoding::Vopc;
+    let m = &mut inst.mods;
+    m.clamp = !vopc && bits(d, 13, 13) != 0;
+    m.omod = if vopc { 0 } else { bits(d, 15, 14) as u8 };
+    m.sext = (bits(d, 19, 19) | bits(d, 27, 27) << 1) as u8;
+    m.neg = (bits(d, 20, 20) | bits(d, 28, 28) << 1) as u8;
+    m.abs = (bits(d, 21, 21) | bits(d, 29, 29) << 1) as u8;
+    // The selects this encoding has: VOPC's dst bits are its sdst, VOP1 has no src1.
+    let sels: &[u32] = match inst.encoding {
+        Encoding::Vopc => &[16, 24],
+        Encoding::Vop1 => &[8, 16],
+        _ => &[8, 16, 24],
+    };
+    for &at in sels {
+        if bits(d, at + 2, at) == 7 {
+            return Err(DecodeError::Reserved { what: "SDWA select", value: 7, word: w0 });
+        }
+    }
+    inst.sdwa = Some(Sdwa {
+        dst_sel: bits(d, 10, 8) as u8,
+        dst_unused: bits(d, 12, 11) as u8,
+        src0_sel: bits(d, 18, 16) as u8,
+        src1_sel: bits(d, 26, 24) as u8,
+    });
+    let s0 = bits(d, 7, 0) + if bits(d, 23, 23) != 0 { 0 } else { 256 };
+    source(s0 as u16, width, None).ok_or(DecodeError::InvalidOperand { encoding: inst.encoding, value: s0, word: w0 })
+}
+
 /// The SDWA or DPP dword of a VOP1/VOP2/VOPC instruction whose src0 is 249 or 250: returns
 /// src0 as the extension names it.
 fn vop_ext(inst: &mut Instruction, w: &Words, src0: u32, width: u8, w0: u32) -> Result<Option<Operand>> {
     let flags = inst.info.flags;
     match src0 {
-        249 => {
-            if flags & super::table::F_SDWA == 0 {
-                return Err(DecodeError::NoSuchForm { form: "SDWA", name: inst.info.name, word: w0 });
-            }
-            let d = w.get(1)?;
-            inst.size = 8;
-            let vopc = inst.encoding == Encoding::Vopc;
-            let m = &mut inst.mods;
-            m.clamp = !vopc && bits(d, 13, 13) != 0;
-            m.omod = bits(d, 15, 14) as u8;
-            m.sext = (bits(d, 19, 19) | bits(d, 27, 27) << 1) as u8;
-            m.neg = (bits(d, 20, 20) | bits(d, 28, 28) << 1) as u8;
-            m.abs = (bits(d, 21, 21) | bits(d, 29, 29) << 1) as u8;
-            // The selects this encoding has: VOPC's dst bits are its sdst, VOP1 has no src1.
-            let sels: &[u32] = match inst.encoding {
-                Encoding::Vopc => &[16, 24],
-                Encoding::Vop1 => &[8, 16],
-                _ => &[8, 16, 24],
-            };
-            for &at in sels {
-                if bits(d, at + 2, at) == 7 {
-                    return Err(DecodeError::Reserved { what: "SDWA select", value: 7, word: w0 });
-                }
-            }
-            inst.sdwa = Some(Sdwa {
-                dst_sel: bits(d, 10, 8) as u8,
-                dst_unused: bits(d, 12, 11) as u8,
-                src0_sel: bits(d, 18, 16) as u8,
-                src1_sel: bits(d, 26, 24) as u8,
-            });
-            let s0 = bits(d, 7, 0) + if bits(d, 23, 23) != 0 { 0 } else { 256 };
-            Ok(Some(source(s0 as u16, width, None).ok_or(DecodeError::InvalidOperand {
-                encoding: inst.encoding,
-                value: s0,
-                word: w0,
-            })?))
-        }
+        249 => sdwa(inst, w, width, w0).map(Some),
         250 => {
             if flags & super::table::F_DPP == 0 {
                 return Err(DecodeError::NoSuchForm { form: "DPP", name: inst.info.name, word: w0 });
@@ -277,12 +290,12 @@ fn vop_src0(inst: &mut Instruction, w: &Words, v: u32, width: u8, w0: u32) -> Re
 }
 
 /// A VOP destination field that names a scalar register (v_readfirstlane_b32, VOP3 compares).
-fn scalar_dst(inst: &Instruction, v: u32, width: u8, w0: u32) -> Result<Operand> {
+pub(super) fn scalar_dst(inst: &Instruction, v: u32, width: u8, w0: u32) -> Result<Operand> {
     source(v as u16, width, None).ok_or(DecodeError::InvalidOperand { encoding: inst.encoding, value: v, word: w0 })
 }
 
 /// An SDWA src1 whose S1 bit makes its 8-bit field a scalar source (SGPR or constant).
-fn sdwa_scalar(inst: &Instruction, v: u32, width: u8, w0: u32) -> Result<Operand> {
+pub(super) fn sdwa_scalar(inst: &Instruction, v: u32, width: u8, w0: u32) -> Result<Operand> {
     source(v as u16, width, None).ok_or(DecodeError::InvalidOperand { encoding: inst.encoding, value: v, word: w0 })
 }
 
@@ -344,7 +357,6 @@ fn vopc(w: &Words, w0: u32) -> Result<Instruction> {
     if inst.sdwa.is_some() {
         // SDWA VOPC: bit 15 (SD) of the SDWA dword selects sdst [14:8] instead of VCC.
         let d = w.get(1)?;
-        inst.mods.omod = 0;
         if bits(d, 15, 15) != 0 {
             inst.operands[0] = scalar_dst(&inst, bits(d, 14, 8), 2, w0)?;
         }
@@ -489,10 +501,7 @@ fn flat(w: &Words, w0: u32) -> Result<Instruction> {
     if atomic && inst.mods.glc {
         let data = info.slots.iter().find(|s| s.field == Field::Data0).map_or(1, |s| s.width);
         let width = if info.name.contains("cmpswap") { data / 2 } else { data };
-        inst.push(
-            Slot { field: Field::D, width, agpr: false },
-            vgpr(bits(w1, 31, 24), Slot { field: Field::D, width, agpr: false }, acc),
-        );
+        inst.push(super::table::s(Field::D, width), vgpr(bits(w1, 31, 24), super::table::s(Field::D, width), acc));
     }
     let lds = inst.mods.lds;
     for &slot in info.slots {

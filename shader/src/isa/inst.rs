@@ -3,6 +3,7 @@
 use super::op::{Op, OP_NAMES};
 use super::operand::Operand;
 use super::table::{Field, OpInfo, Slot};
+use super::Target;
 
 /// Most operands an instruction prints (VOP3b: vdst, sdst, src0, src1, src2).
 pub const MAX_OPERANDS: usize = 6;
@@ -113,6 +114,13 @@ pub struct Modifiers {
     pub cbsz: u8,
     pub abid: u8,
     pub blgp: u8,
+    /// gfx10 SMEM/FLAT/MUBUF: device level coherent (bypass the L1 cache).
+    pub dlc: bool,
+    /// gfx10 DPP16/DPP8: fetch inactive lanes (FI): a source lane that is disabled by EXEC
+    /// still supplies its value instead of 0/the old value.
+    pub fi: bool,
+    /// gfx10 MUBUF: texture fail enable (a load also writes a status dword).
+    pub tfe: bool,
 }
 
 /// SDWA (sub-dword addressing) selects: 0-3 BYTE_0..3, 4-5 WORD_0..1, 6 DWORD.
@@ -151,6 +159,10 @@ pub struct Instruction {
     pub mods: Modifiers,
     pub sdwa: Option<Sdwa>,
     pub dpp: Option<Dpp>,
+    /// gfx10 DPP8: for each lane of a group of 8, the lane (0-7) of the group it reads src0 from.
+    pub dpp8: Option<[u8; 8]>,
+    /// The target it was decoded for (its wave size; gfx10 prints some registers differently).
+    pub target: Target,
 }
 
 impl Instruction {
@@ -166,6 +178,8 @@ impl Instruction {
             mods: Modifiers::default(),
             sdwa: None,
             dpp: None,
+            dpp8: None,
+            target: Target::Gfx90a,
         }
     }
 
@@ -193,7 +207,7 @@ impl Instruction {
         let base = self.op.mnemonic();
         if self.sdwa.is_some() {
             format!("{base}_sdwa").into()
-        } else if self.dpp.is_some() {
+        } else if self.dpp.is_some() || self.dpp8.is_some() {
             format!("{base}_dpp").into()
         } else {
             self.info.name.into()

@@ -135,6 +135,11 @@ fn range(f: &mut fmt::Formatter<'_>, prefix: &str, index: u32, count: u8) -> fmt
     }
 }
 
+/// Prints scalar registers by number (`s102`, `s[102:103]`), whatever their gfx9 names.
+pub fn fmt_sgprs(f: &mut fmt::Formatter<'_>, index: u8, count: u8) -> fmt::Result {
+    range(f, "s", index.into(), count)
+}
+
 /// Prints a scalar register range by LLVM's names.
 fn sgpr(f: &mut fmt::Formatter<'_>, index: u8, count: u8) -> fmt::Result {
     let pair = |name: &str, f: &mut fmt::Formatter<'_>| -> fmt::Result {

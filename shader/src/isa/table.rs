@@ -1,4 +1,4 @@
-//! The shape of the generated opcode tables (`gfx90a.rs`): per encoding, a dense array indexed
+//! The shape of the generated opcode tables (`gfx90a.rs`, `gfx1030.rs`): per encoding, a dense array indexed
 //! by the opcode field, `None` where LLVM knows no instruction.
 
 use super::op::Op;
@@ -47,16 +47,24 @@ pub struct Slot {
     pub field: Field,
     pub width: u8,
     pub agpr: bool,
+    /// gfx10: a lane mask (VCC, a carry, a compare result): one SGPR in wave32 (`width` 1), a
+    /// pair in wave64 (the decoder widens it).
+    pub lane: bool,
 }
 
 /// Builds a [`Slot`] (keeps the generated tables short).
 pub const fn s(field: Field, width: u8) -> Slot {
-    Slot { field, width, agpr: false }
+    Slot { field, width, agpr: false, lane: false }
 }
 
 /// Builds a [`Slot`] of an AGPR operand.
 pub const fn a(field: Field, width: u8) -> Slot {
-    Slot { field, width, agpr: true }
+    Slot { field, width, agpr: true, lane: false }
+}
+
+/// Builds a lane-mask [`Slot`] (as wave32 has it).
+pub const fn l(field: Field) -> Slot {
+    Slot { field, width: 1, agpr: false, lane: true }
 }
 
 /// How a 16-bit immediate prints.
@@ -77,6 +85,14 @@ pub enum ImmFmt {
     Hwreg,
     /// `gpr_idx(SRC0,..)`.
     GprIdx,
+    /// gfx10 `s_waitcnt`: lgkmcnt is 6 bits (13:8).
+    WaitcntGfx10,
+    /// gfx10 hardware register names.
+    HwregGfx10,
+    /// gfx10 message names.
+    SendmsgGfx10,
+    /// gfx10 `s_waitcnt_depctr`'s fields.
+    DepCtr,
 }
 
 /// The instruction has an SDWA form (VOP1/VOP2/VOPC).
@@ -110,8 +126,16 @@ pub const F_I16_SRC0: u16 = 1 << 11;
 pub const F_I16_SRC1: u16 = 1 << 12;
 pub const F_I16_SRC2: u16 = 1 << 13;
 
-/// VOP1/VOP2/VOPC: src0 is a 16-bit operand (a literal prints as its low half).
+/// VOP1/VOP2/VOPC (gfx10: also VOP3): src0 is a 16-bit operand (a literal prints as its low
+/// half).
 pub const F_LIT16: u16 = 1 << 14;
+/// gfx10 VOP3: src1 (src2) is a 16-bit operand. VOP3 only: these share their bits with DS's
+/// [`F_OFFSET2`] and [`F_SWIZZLE`] (the flags are full).
+pub const F_LIT16_SRC1: u16 = 1 << 2;
+pub const F_LIT16_SRC2: u16 = 1 << 3;
+
+/// gfx10 SDWA (VOP1/VOP2): the output modifier applies (gfx10 rejects it elsewhere).
+pub const F_SDWA_OMOD: u16 = 1 << 15;
 
 /// Which source modifiers an operand takes (and LLVM prints).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -80,6 +80,7 @@ fn dispatch(code: KernelCode) -> Dispatch {
         scratch_base: 0xDDDD_0000_0000,
         scratch_size: 1 << 20,
         apertures: Apertures::default(),
+        user_data: None,
     }
 }
 
@@ -465,4 +466,25 @@ fn a_workgroup_runs_its_waves_from_the_entry() {
     // The second wave's masked lanes stored nothing.
     assert_eq!(ram.u32_at(DATA + 400), 0xdead);
     assert_eq!(g.waves[1].sreg64(EXEC), (1 << 36) - 1);
+}
+
+#[test]
+fn a_pm4_dispatch_takes_its_user_sgprs_from_user_data_and_its_code_from_pgm() {
+    // kfdtest's shaders: 4 user SGPRs (two pointers), workgroup id X, one work-item per group.
+    let rsrc1 = 0x00c0_0084; // FLOAT_MODE 0xc0, 2 SGPR granules, 4 VGPR granules
+    let code = KernelCode::from_registers(Target::Gfx90a, rsrc1, rsrc2(4, RSRC2_WORKGROUP_ID_X), 9).unwrap();
+    assert_eq!(code.format, Format::Registers);
+    let mut d = dispatch(code);
+    d.kernel_object = CODE;
+    d.grid = [3, 1, 1];
+    d.workgroup_size = [1, 1, 1];
+    let mut data = [0u32; 16];
+    data[..6].copy_from_slice(&[0xA0, 0xA1, 0xB0, 0xB1, 0xC0, 0xC1]);
+    d.user_data = Some(data);
+    assert_eq!(d.code.entry(d.kernel_object), Ok(CODE), "the PGM address is the entry");
+    let g = d.workgroup([2, 0, 0]).unwrap();
+    let w = &g.waves[0];
+    assert_eq!(w.pc, CODE);
+    assert_eq!(&w.s[..5], &[0xA0, 0xA1, 0xB0, 0xB1, 2], "USER_SGPR_COUNT of USER_DATA, then the workgroup id");
+    assert_eq!(w.exec(), 1, "one work-item");
 }

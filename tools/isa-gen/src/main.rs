@@ -8,8 +8,14 @@
 //! operand which field it came from (by its register number) and its width in dwords. Immediate
 //! operands are probed three times (0, 0x1234, 0xfffd) to learn how LLVM prints them.
 //!
-//! Usage: `cargo run -p isa-gen -- [gfx90a ...]` from the workspace root (default: gfx90a). The
-//! output is checked in; rerun it only when the tables' format or the target list changes.
+//! gfx10 (gfx1030) probes its own encodings ([`gfx10_encodings`]) and disassembles each VOP
+//! probe a second time with `-mattr=+wavefrontsize64` to learn which operands are lane masks
+//! (one SGPR in wave32, a pair in wave64).
+//!
+//! Usage: `cargo run -p isa-gen -- [gfx90a] [gfx1030]` from the workspace root (default: both).
+//! Every target is probed on each run, since `op.rs` is the union of their operations; only the
+//! named targets' tables are written. The output is checked in; rerun it only when the tables'
+//! format or the target list changes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -191,6 +197,102 @@ fn gfx9_encodings() -> Vec<Enc> {
 
 const FLAT_OPT: &[(usize, u32)] = &[(1, 0xff << 24), (1, 0xff << 8)];
 
+/// The gfx10 encodings (AMD "RDNA2" ISA Reference Guide, chapter "Microcode Formats"): the
+/// scalar ALU and VOP1/VOP2/VOPC formats as on gfx9; SMEM, VOP3, VOP3P, DS, FLAT and MUBUF
+/// moved or reshaped. gfx10 names "no register" by SGPR_NULL (125) where gfx9 used 0x7f.
+fn gfx10_encodings() -> Vec<Enc> {
+    let mut encs: Vec<Enc> = gfx9_encodings()
+        .into_iter()
+        .filter(|e| matches!(e.name, "SOP2" | "SOP1" | "SOPC" | "SOPP" | "VOP2" | "VOP1" | "VOPC"))
+        .collect();
+    encs.extend([
+        Enc {
+            name: "SOPK",
+            // Opcodes 0x1d-0x1f would be SOP1, SOPC and SOPP.
+            count: 29,
+            id_mask: 0xff80_0000,
+            optional: &[(0, 0x7f << 16)],
+            imm: true,
+            build: |op, imm| vec![0xB000_0000 | op << 23 | 10 << 16 | imm, LITERAL],
+        },
+        Enc {
+            name: "SMEM",
+            count: 256,
+            id_mask: 0xfffc_0000,
+            optional: &[(0, 0x7f << 6), (0, 0x3f), (1, 0x1f_ffff)],
+            imm: false,
+            // soffset null: the immediate offset alone.
+            build: |op, _| vec![0xF400_0000 | op << 18 | 16 << 6 | 10, 0x7d << 25 | 0x10],
+        },
+        Enc {
+            name: "VOP3",
+            count: 0x400,
+            id_mask: 0xffff_0000,
+            optional: &[(1, 0x1ff << 9), (1, 0x1ff << 18), (0, 0xff), (1, 0x1ff)],
+            imm: false,
+            build: |op, _| vec![0xD400_0000 | op << 16 | 10, 276 | 286 << 9 | 296 << 18],
+        },
+        Enc {
+            name: "VOP3P",
+            count: 128,
+            id_mask: 0xffff_0000,
+            optional: &[(1, 0x1ff << 18), (1, 0x1ff << 9)],
+            imm: false,
+            build: |op, _| vec![0xCC00_0000 | op << 16 | 1 << 14 | 10, 276 | 286 << 9 | 296 << 18 | 3 << 27],
+        },
+        Enc {
+            name: "DS",
+            count: 256,
+            id_mask: 0xfffc_0000,
+            optional: &[(1, 0xff << 24), (1, 0xff << 16), (1, 0xff << 8), (1, 0xff)],
+            imm: false,
+            build: |op, _| vec![0xD800_0000 | op << 18 | 2 << 8 | 1, 20 | 30 << 8 | 40 << 16 | 10 << 24],
+        },
+        Enc {
+            name: "FLAT",
+            count: 128,
+            id_mask: 0xfdfc_c000,
+            optional: FLAT_OPT,
+            imm: false,
+            build: |op, _| flat10(op, 0),
+        },
+        Enc {
+            name: "SCRATCH",
+            count: 128,
+            id_mask: 0xfdfc_c000,
+            optional: FLAT_OPT,
+            imm: false,
+            build: |op, _| flat10(op, 1),
+        },
+        Enc {
+            name: "GLOBAL",
+            count: 128,
+            id_mask: 0xfdfc_c000,
+            optional: FLAT_OPT,
+            imm: false,
+            build: |op, _| flat10(op, 2),
+        },
+        Enc {
+            name: "MUBUF",
+            count: 128,
+            id_mask: 0xfdfc_0000,
+            optional: &[(1, 0xff << 8), (1, 0xff), (0, 1 << 12), (1, 0xff1f_0000)],
+            imm: false,
+            build: |op, _| vec![0xE000_0000 | op << 18 | 1 << 12, 20 | 10 << 8 | 10 << 16 | 50 << 24],
+        },
+    ]);
+    encs
+}
+
+fn flat10(op: u32, seg: u32) -> Vec<u32> {
+    vec![0xDC00_0000 | op << 18 | seg << 14, 20 | 30 << 8 | 0x7d << 16 | 10 << 24]
+}
+
+/// Whether `mcpu` is a gfx10 target.
+fn is_gfx10(mcpu: &str) -> bool {
+    mcpu.starts_with("gfx10")
+}
+
 fn flat(op: u32, seg: u32) -> Vec<u32> {
     // FLAT (seg 0) has no saddr and LLVM wants the field 0; GLOBAL and SCRATCH probe `off`.
     let saddr = if seg == 0 { 0 } else { 0x7f };
@@ -337,6 +439,8 @@ fn classify_operand(
             Some("Hwreg")
         } else if tok.starts_with("gpr_idx(") {
             Some("GprIdx")
+        } else if tok.starts_with("depctr_") {
+            Some("DepCtr")
         } else {
             None
         }
@@ -347,6 +451,10 @@ fn classify_operand(
     }
     if tok == "vcc" {
         return Ok(Some(("Vcc", 2)));
+    }
+    // gfx10 wave32: the low half of VCC is the lane mask.
+    if tok == "vcc_lo" {
+        return Ok(Some(("Vcc", 1)));
     }
     if tok == "off" {
         return Ok(Some(("Saddr", 0)));
@@ -424,6 +532,11 @@ type ProbeWords = (u32, u32, u32, Vec<u32>);
 /// follows a sentinel `s_movk_i32 s0, <index>` so its output can be told apart from what LLVM
 /// prints for the rest of a probe it rejected.
 fn disassemble(mcpu: &str, id_mask: u32, probes: &[ProbeWords]) -> HashMap<(u32, u32, u32), String> {
+    disassemble_as(mcpu, "", id_mask, probes)
+}
+
+/// [`disassemble`] with target features (`-mattr`), e.g. `+wavefrontsize64`.
+fn disassemble_as(mcpu: &str, mattr: &str, id_mask: u32, probes: &[ProbeWords]) -> HashMap<(u32, u32, u32), String> {
     let mut found = HashMap::new();
     for (chunk_no, chunk) in probes.chunks(0x8000).enumerate() {
         let mut input = String::new();
@@ -431,9 +544,15 @@ fn disassemble(mcpu: &str, id_mask: u32, probes: &[ProbeWords]) -> HashMap<(u32,
             // The sentinel: s_movk_i32 ttmp15, i.
             writeln!(input, "{}", bytes_line(&[0xB000_0000 | 123 << 16 | i as u32])).unwrap();
             writeln!(input, "{}", bytes_line(words)).unwrap();
+            // gfx10: a rejected probe's later dwords may decode as the first of a longer
+            // instruction (SMEM's soffset null reads as EXP) and swallow the next sentinel.
+            if is_gfx10(mcpu) {
+                writeln!(input, "{}", bytes_line(&[0xBF80_0000, 0xBF80_0000])).unwrap();
+            }
         }
         let mut child = Command::new(LLVM_MC)
             .args(["--disassemble", "-show-encoding", "-triple=amdgcn", &format!("-mcpu={mcpu}")])
+            .args((!mattr.is_empty()).then(|| format!("-mattr={mattr}")))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -520,7 +639,8 @@ fn build(enc: &Enc, op: u32, shape: u32, imm: u32) -> Vec<u32> {
 
 fn probe_target(mcpu: &str) -> TargetTables {
     let mut tables = BTreeMap::new();
-    for enc in gfx9_encodings() {
+    let encodings = if is_gfx10(mcpu) { gfx10_encodings() } else { gfx9_encodings() };
+    for enc in encodings {
         let shapes = shapes(&enc);
         let imms: &[u32] = if enc.imm { &IMM_VARIANTS } else { &IMM_VARIANTS[..1] };
         let mut probes = Vec::new();
@@ -560,7 +680,7 @@ fn probe_target(mcpu: &str) -> TargetTables {
                 let neg = printed.get(&(op, shape, 1)).and_then(|t| classify(enc.name, t, 1).ok());
                 let zero = printed.get(&(op, shape, 2)).and_then(|t| classify(enc.name, t, 2).ok());
                 for p in [&neg, &zero].into_iter().flatten() {
-                    if matches!(p.imm, "Waitcnt" | "Sendmsg" | "Hwreg" | "GprIdx") {
+                    if matches!(p.imm, "Waitcnt" | "Sendmsg" | "Hwreg" | "GprIdx" | "DepCtr") {
                         probe.imm = p.imm;
                     }
                 }
@@ -583,11 +703,46 @@ fn probe_target(mcpu: &str) -> TargetTables {
             shapes_of.insert(op, shape);
             ops.insert(op, probe);
         }
+        if is_gfx10(mcpu) && enc.name.starts_with("VOP") {
+            lane_masks(mcpu, &enc, &shapes_of, &mut ops);
+        }
         extra_probes(mcpu, &enc, &shapes_of, &mut ops);
         eprintln!("{mcpu} {}: {} opcodes", enc.name, ops.len());
         tables.insert(enc.name, (enc.count, ops));
     }
     tables
+}
+
+/// gfx10: marks the operands that are lane masks (one SGPR in wave32, a pair in wave64: VCC,
+/// carries, compare results) by disassembling each opcode's probe again for wave64.
+fn lane_masks(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut BTreeMap<u32, Probe>) {
+    let probes: Vec<ProbeWords> =
+        shapes_of.iter().map(|(&op, &shape)| (op, shape, 0, build(enc, op, shape, IMM_VARIANTS[0]))).collect();
+    let printed = disassemble_as(mcpu, "+wavefrontsize64", enc.id_mask, &probes);
+    for (&op, probe) in ops.iter_mut() {
+        let Some(text) = printed.get(&(op, shapes_of[&op], 0)) else {
+            panic!("{mcpu} {} {op:#x}: no wave64 disassembly", enc.name);
+        };
+        let wide = classify(enc.name, text, 0).unwrap_or_else(|e| panic!("{mcpu} wave64: {e}"));
+        assert_eq!(wide.slots.len(), probe.slots.len(), "{mcpu} {}: wave64 prints other operands", probe.name);
+        for (slot, w) in probe.slots.iter_mut().zip(&wide.slots) {
+            assert_eq!(slot.0, w.0, "{mcpu} {}: wave64 prints other operands", probe.name);
+            if slot.1 == 1 && w.1 == 2 {
+                slot.0 = match slot.0 {
+                    "D" => "DL",
+                    "Ds" => "DsL",
+                    "Sd" => "SdL",
+                    "S0" => "S0L",
+                    "S1" => "S1L",
+                    "S2" => "S2L",
+                    "Vcc" => "VccL",
+                    f => panic!("{mcpu} {}: lane mask in field {f}", probe.name),
+                };
+            } else {
+                assert_eq!(slot.1, w.1, "{mcpu} {}: wave64 widths", probe.name);
+            }
+        }
+    }
 }
 
 /// The source modifiers printed on the operands of `text`, in order, and its trailing words.
@@ -631,6 +786,7 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
     const LIT16: u32 = 9;
     const DPP_MODS: u32 = 10;
     const SDWA_PLAIN: u32 = 11;
+    const SDWA_OMOD: u32 = 12;
     // DPP neg (and abs) of src0, then of src1.
     const DPP_MOD_BITS: [u32; 4] = [1 << 20, 3 << 20, 1 << 22, 3 << 22];
     let mut probes = Vec::new();
@@ -659,6 +815,13 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                     words[1] = dword;
                     probes.push((op, kind, 0, words));
                 }
+                // gfx10 SDWA takes an output modifier only where the operation has one.
+                if is_gfx10(mcpu) && enc.name != "VOPC" {
+                    let mut words = base.clone();
+                    words[0] = (words[0] & !0x1ff) | 249;
+                    words[1] = sdwa | 1 << 14;
+                    probes.push((op, SDWA_OMOD, 0, words));
+                }
                 // A literal src0: a 16-bit operand prints its low half.
                 let mut words = base.clone();
                 words[0] = (words[0] & !0x1ff) | 255;
@@ -685,9 +848,12 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                 // Modifiers and op_sel apart: LLVM rejects op_sel bits where there is no op_sel.
                 // One source at a time, with and without abs: LLVM rejects modifiers where an
                 // operand takes none.
-                let n =
-                    ops[&op].slots.iter().filter(|s| matches!(s.0.trim_end_matches('A'), "S0" | "S1" | "S2")).count();
-                let vop3b = ops[&op].slots.iter().any(|s| s.0 == "Sd");
+                let n = ops[&op]
+                    .slots
+                    .iter()
+                    .filter(|s| matches!(s.0.trim_end_matches(['A', 'L']), "S0" | "S1" | "S2"))
+                    .count();
+                let vop3b = ops[&op].slots.iter().any(|s| s.0.starts_with("Sd"));
                 for i in 0..n as u32 {
                     for (k, abs) in [(0u32, true), (1, false)] {
                         let mut words = base.clone();
@@ -710,6 +876,21 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                     let mut words = base.clone();
                     words[0] |= 0xf << 11;
                     probes.push((op, OPSEL, 0, words));
+                    // gfx10 rejects a destination op_sel bit where the result is 32 bits.
+                    if is_gfx10(mcpu) {
+                        let mut words = base.clone();
+                        words[0] |= 1 << 11;
+                        probes.push((op, OPSEL + 16, 0, words));
+                    }
+                }
+                // gfx10 VOP3 takes a literal: a 16-bit operand prints its low half.
+                if is_gfx10(mcpu) {
+                    for i in 0..n as u32 {
+                        let mut words = base.clone();
+                        words[1] = (words[1] & !(0x1ff << (9 * i))) | 255 << (9 * i);
+                        words.push(LITERAL);
+                        probes.push((op, LIT16 + 16 * (i + 1), 0, words));
+                    }
                 }
             }
             "SMEM" => {
@@ -718,13 +899,25 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                 probes.push((op, GLC, 0, words));
             }
             "VOP3P" => {
-                let n =
-                    ops[&op].slots.iter().filter(|s| matches!(s.0.trim_end_matches('A'), "S0" | "S1" | "S2")).count();
+                let n = ops[&op]
+                    .slots
+                    .iter()
+                    .filter(|s| matches!(s.0.trim_end_matches(['A', 'L']), "S0" | "S1" | "S2"))
+                    .count();
                 let m = (1u32 << n) - 1;
                 let mut words = base.clone();
                 words[0] |= m << 8;
                 words[1] |= m << 29;
                 probes.push((op, VOP3_MODS, 0, words));
+                // gfx10 VOP3P takes a literal: a 16-bit operand prints its low half.
+                if is_gfx10(mcpu) {
+                    for i in 0..n as u32 {
+                        let mut words = base.clone();
+                        words[1] = (words[1] & !(0x1ff << (9 * i))) | 255 << (9 * i);
+                        words.push(LITERAL);
+                        probes.push((op, LIT16 + 16 * (i + 1), 0, words));
+                    }
+                }
             }
             _ => {}
         }
@@ -739,7 +932,7 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| matches!(s.0.trim_end_matches('A'), "S0" | "S1" | "S2"))
+            .filter(|(_, s)| matches!(s.0.trim_end_matches(['A', 'L']), "S0" | "S1" | "S2"))
             .map(|(i, _)| i)
             .collect();
         let learn = |text: &String, probe: &mut Probe| {
@@ -762,6 +955,9 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                 learn(t, probe);
             }
         }
+        if printed.get(&(op, SDWA_OMOD, 0)).is_some_and(|t| first(t).ends_with("_sdwa")) {
+            probe.flags.insert("F_SDWA_OMOD");
+        }
         if printed.get(&(op, DPP, 0)).is_some_and(|t| first(t).ends_with("_dpp")) {
             probe.flags.insert("F_DPP");
         }
@@ -769,9 +965,11 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
         {
             probe.flags.insert("F_VSRC0");
         }
-        if let Some(t) = printed.get(&(op, OPSEL, 0)) {
-            if printed_mods(t).1.iter().any(|w| w.starts_with("op_sel:")) {
-                probe.flags.insert("F_OPSEL");
+        for key in [OPSEL, OPSEL + 16] {
+            if let Some(t) = printed.get(&(op, key, 0)) {
+                if printed_mods(t).1.iter().any(|w| w.starts_with("op_sel:")) {
+                    probe.flags.insert("F_OPSEL");
+                }
             }
         }
         // VOP3P: all sources at once (the mix instructions' neg_lo/neg_hi print as neg/abs).
@@ -799,6 +997,14 @@ fn extra_probes(mcpu: &str, enc: &Enc, shapes_of: &BTreeMap<u32, u32>, ops: &mut
                     && printed_operand(t, srcs.get(i).copied()).is_some_and(|o| o.contains("0x3c00"))
             }) {
                 probe.flags.insert(["F_I16_SRC0", "F_I16_SRC1", "F_I16_SRC2"][i]);
+            }
+        }
+        for (i, flag) in ["F_LIT16", "F_LIT16_SRC1", "F_LIT16_SRC2"].into_iter().enumerate() {
+            if printed
+                .get(&(op, LIT16 + 16 * (i as u32 + 1), 0))
+                .is_some_and(|t| printed_operand(t, srcs.get(i).copied()).is_some_and(|o| o == "0x5678"))
+            {
+                probe.flags.insert(flag);
             }
         }
         if printed
@@ -832,10 +1038,16 @@ fn printed_operand(text: &str, i: Option<usize>) -> Option<String> {
     Some(split_words(op).remove(0))
 }
 
+/// Every target: op.rs is the union of their operations, whichever tables a run writes.
+const TARGETS: [&str; 2] = ["gfx90a", "gfx1030"];
+
 fn main() {
     let mut targets: Vec<String> = std::env::args().skip(1).collect();
     if targets.is_empty() {
-        targets.push("gfx90a".into());
+        targets = TARGETS.iter().map(|t| t.to_string()).collect();
+    }
+    for t in &targets {
+        assert!(TARGETS.contains(&t.as_str()), "unknown target {t} (known: {TARGETS:?})");
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shader/src/isa");
     let version = Command::new(LLVM_MC)
@@ -845,27 +1057,28 @@ fn main() {
         .unwrap_or_default();
     let version =
         version.lines().find(|l| l.contains("LLVM version")).unwrap_or("LLVM version unknown").trim().to_string();
-    let header = |what: &str| {
+    let header = |cmd: &str, what: &str| {
         format!(
-            "// @generated by tools/isa-gen (`cargo run -p isa-gen -- {}`): {what}\n\
+            "// @generated by tools/isa-gen (`cargo run -p isa-gen{cmd}`): {what}\n\
              // Source: the AMDGPU disassembler of {LLVM_MC} ({version}, Debian's llvm-15 package),\n\
              // asked about every value of each encoding's opcode field. Do not edit by hand.\n\n",
-            targets.join(" ")
         )
     };
     let mut all_ops: BTreeSet<String> = BTreeSet::new();
     let mut per_target = Vec::new();
-    for t in &targets {
+    for t in TARGETS {
         let tables = probe_target(t);
         for (_, ops) in tables.values() {
             for p in ops.values() {
                 all_ops.insert(base_name(&p.name).to_string());
             }
         }
-        per_target.push((t.clone(), tables));
+        if targets.iter().any(|w| w == t) {
+            per_target.push((t.to_string(), tables));
+        }
     }
     // The opcode enum: one variant per operation (the base mnemonic), across all targets.
-    let mut op_rs = header("the dense opcode enum shared by every target.");
+    let mut op_rs = header("", &format!("the dense opcode enum shared by every target ({}).", TARGETS.join(", ")));
     op_rs.push_str("/// An operation, whatever encoding carries it: `v_add_f32_e32` and `v_add_f32_e64` are both\n/// [`Op::VAddF32`]. Dense: execution dispatches on it.\n");
     op_rs
         .push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n#[repr(u16)]\npub enum Op {\n");
@@ -882,8 +1095,13 @@ fn main() {
     op_rs.push_str("];\n");
     std::fs::write(root.join("op.rs"), op_rs).unwrap();
     for (t, tables) in per_target {
-        let mut rs = header(&format!("the opcode tables of {t}."));
-        rs.push_str("use super::op::Op;\nuse super::table::Field::*;\n#[allow(unused_imports)]\nuse super::table::{a, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_LIT16, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SWIZZLE, F_VSRC0, MF, MI, MN};\n\n");
+        let mut rs = header(&format!(" -- {t}"), &format!("the opcode tables of {t}."));
+        rs.push_str("use super::op::Op;\nuse super::table::Field::*;\n#[allow(unused_imports)]\n");
+        if is_gfx10(&t) {
+            rs.push_str("use super::table::{a, l, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_LIT16, F_LIT16_SRC1, F_LIT16_SRC2, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SDWA_OMOD, F_SWIZZLE, F_VSRC0, MF, MI, MN};\n\n");
+        } else {
+            rs.push_str("use super::table::{a, s, ImmFmt, OpInfo, SrcMods, F_DPP, F_GDS, F_GLC, F_I16_SRC0, F_I16_SRC1, F_I16_SRC2, F_IMM_OMIT_ZERO, F_LIT16, F_MAI, F_OFFSET2, F_OMOD, F_OPSEL, F_SDWA, F_SWIZZLE, F_VSRC0, MF, MI, MN};\n\n");
+        }
         rs.push_str("#[allow(dead_code)]\nconst fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm: ImmFmt, flags: u16, mods: [SrcMods; 3], dpp_mods: [SrcMods; 3]) -> Option<OpInfo> {\n    Some(OpInfo { op, name, slots, imm, flags, mods, dpp_mods })\n}\n\n");
         for (enc, (count, ops)) in &tables {
             writeln!(rs, "/// {enc}: {} of {count} opcode values are instructions.", ops.len()).unwrap();
@@ -895,8 +1113,9 @@ fn main() {
                         let slots: Vec<String> = p
                             .slots
                             .iter()
-                            .map(|(f, w)| match f.strip_suffix('A') {
-                                Some(base) => format!("a({base}, {w})"),
+                            .map(|(f, w)| match (f.strip_suffix('A'), f.strip_suffix('L')) {
+                                (Some(base), _) => format!("a({base}, {w})"),
+                                (_, Some(base)) => format!("l({base})"),
                                 _ => format!("s({f}, {w})"),
                             })
                             .collect();
@@ -911,7 +1130,7 @@ fn main() {
                             camel(base_name(&p.name)),
                             p.name,
                             slots.join(", "),
-                            p.imm,
+                            imm_fmt(&t, p.imm),
                             p.mods.join(", "),
                             p.dpp_mods.join(", ")
                         )
@@ -922,5 +1141,14 @@ fn main() {
             rs.push_str("];\n\n");
         }
         std::fs::write(root.join(format!("{t}.rs")), rs).unwrap();
+    }
+}
+
+/// The name of an [`ImmFmt`] variant: gfx10 packs s_waitcnt's counters and names hardware
+/// registers and messages differently.
+fn imm_fmt(mcpu: &str, imm: &str) -> String {
+    match imm {
+        "Waitcnt" | "Hwreg" | "Sendmsg" if is_gfx10(mcpu) => format!("{imm}Gfx10"),
+        _ => imm.to_string(),
     }
 }

@@ -13,6 +13,7 @@
 //! is polled again, as an AQL barrier is. An indirect buffer runs to its end before the ring
 //! moves past the packet that called it; IBs nest up to [`MAX_IB_DEPTH`] deep.
 
+pub(super) mod compute;
 mod pm4;
 pub mod pm4_ib;
 mod sdma;
@@ -134,6 +135,8 @@ pub struct RingRunner {
     /// Bytes of the packet at the read position that ran in earlier passes (a sliced COPY or
     /// CONST_FILL).
     resume: u64,
+    /// PM4: the compute pipe's shader registers and running dispatch.
+    compute: compute::Compute,
     stopped: bool,
     props: PropsCache,
 }
@@ -153,6 +156,7 @@ impl RingRunner {
             ibs: Vec::new(),
             ib_return: 0,
             resume: 0,
+            compute: compute::Compute::default(),
             stopped: false,
             props: PropsCache::default(),
         }
@@ -217,7 +221,18 @@ impl RingRunner {
                 break;
             }
             let at = Position { ibs: &mut self.ibs, rptr: &mut self.rptr, ib_return: &mut self.ib_return };
-            match step(self.kind, at, &mut self.resume, deadline, self.target, &mut mem, ring_base, ring_dwords) {
+            let stepped = step(
+                self.kind,
+                at,
+                (&mut self.resume, &mut self.compute),
+                deadline,
+                self.target,
+                &mut mem,
+                ring_base,
+                ring_dwords,
+            );
+            out.interrupts.append(&mut self.compute.interrupts);
+            match stepped {
                 Ok(Stepped::Ran(int)) => {
                     budget -= 1;
                     out.progressed = true;
@@ -286,6 +301,7 @@ impl RingRunner {
     /// The queue is being destroyed: ring packets carry no completion signals, so nobody waits
     /// on the packets that will not run.
     pub fn abandon(&mut self) -> Vec<u32> {
+        self.compute.abandon();
         Vec::new()
     }
 }
@@ -299,12 +315,13 @@ struct Position<'a> {
 }
 
 /// Runs the next packet: from the innermost indirect buffer, else from the ring. `resume` is
-/// how far a sliced packet got in earlier passes (see [`Action::Sliced`]).
+/// how far a sliced packet got in earlier passes (see [`Action::Sliced`]); `compute` the PM4
+/// queue's shader registers and running dispatch.
 #[allow(clippy::too_many_arguments)]
 fn step(
     kind: Kind,
     at: Position,
-    resume: &mut u64,
+    (resume, compute): (&mut u64, &mut compute::Compute),
     deadline: Instant,
     target: u64,
     mem: &mut Mem,
@@ -375,7 +392,12 @@ fn step(
         Action::Done
     } else {
         match kind {
-            Kind::Pm4 => pm4::exec(mem, &head)?,
+            Kind::Pm4 => match (head[0] >> 8) as u8 {
+                _ if head[0] >> 30 != 3 => pm4::exec(mem, &head)?,
+                compute::SET_SH_REG => compute.set_sh_reg(&head)?,
+                compute::DISPATCH_DIRECT => compute.dispatch_direct(mem, &head, deadline)?,
+                _ => pm4::exec(mem, &head)?,
+            },
             Kind::Sdma => sdma::exec(mem, &head, resume, deadline)?,
         }
     };

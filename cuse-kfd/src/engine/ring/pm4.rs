@@ -12,6 +12,7 @@
 //!   the queue waits there as behind an AQL barrier.
 //! - INDIRECT_BUFFER (0x3F): runs an IB of GPU VM memory (the ring runner keeps the IB stack).
 //! - ACQUIRE_MEM (0x58): cache actions; this device has no caches to act on, so it is consumed.
+//! - SET_SH_REG (0x76) of the compute registers and DISPATCH_DIRECT (0x15): `compute.rs`.
 //!
 //! A type-2 packet is a one-dword filler. Everything else (type 0/1 register writes, other
 //! opcodes, register targets) is a queue error that names what was refused.
@@ -42,14 +43,12 @@ fn bad(reason: String) -> QueueFault {
 /// Opcode names for the error of a packet this device does not run.
 fn opcode_name(op: u8) -> Option<&'static str> {
     Some(match op {
-        0x15 => "DISPATCH_DIRECT (this device cannot run GFX code)",
-        0x16 => "DISPATCH_INDIRECT (this device cannot run GFX code)",
+        0x16 => "DISPATCH_INDIRECT (SET_BASE and indirect dispatch arguments)",
         0x1E => "ATOMIC_MEM",
         0x39 => "MEM_SEMAPHORE",
         0x40 => "COPY_DATA",
         0x46 => "EVENT_WRITE",
         0x50 => "DMA_DATA",
-        0x76 => "SET_SH_REG",
         0x79 => "SET_UCONFIG_REG",
         _ => return None,
     })

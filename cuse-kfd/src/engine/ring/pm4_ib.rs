@@ -57,6 +57,8 @@ pub struct IbRun {
     rptr: u64,
     ib_return: u64,
     resume: u64,
+    /// The shader registers and dispatch of a SET_SH_REG/DISPATCH_DIRECT inside the IB.
+    compute: super::compute::Compute,
 }
 
 fn bad(reason: String) -> QueueFault {
@@ -110,7 +112,14 @@ pub fn start(mem: &mut Mem, p: &AmdAqlPm4IbPacket) -> Result<IbRun, QueueFault> 
         }
     }
     log::debug!("PM4_IB packet: an indirect buffer of {dwords} dwords at {base:#x}");
-    Ok(IbRun { base, ibs: vec![Frame { base, dwords, pos: 0 }], rptr: 0, ib_return: 0, resume: 0 })
+    Ok(IbRun {
+        base,
+        ibs: vec![Frame { base, dwords, pos: 0 }],
+        rptr: 0,
+        ib_return: 0,
+        resume: 0,
+        compute: Default::default(),
+    })
 }
 
 impl IbRun {
@@ -136,10 +145,12 @@ impl IbRun {
             }
             let at = Position { ibs: &mut self.ibs, rptr: &mut self.rptr, ib_return: &mut self.ib_return };
             // With an IB on the stack, step reads only IBs: the ring arguments are unused.
-            match step(Kind::Pm4, at, &mut self.resume, deadline, 0, mem, 0, 0).map_err(context)? {
+            let stepped = step(Kind::Pm4, at, (&mut self.resume, &mut self.compute), deadline, 0, mem, 0, 0);
+            interrupts.append(&mut self.compute.interrupts);
+            match stepped.map_err(context)? {
                 Stepped::Ran(int) => interrupts.extend(int),
                 Stepped::Blocked => return Ok(IbProgress::Blocked),
-                // PM4 packets finish in one step; only SDMA copies slice.
+                // A dispatch that goes on in the next pass.
                 Stepped::Sliced => return Ok(IbProgress::Paused),
                 Stepped::Idle => return Err(bad("the IB stack ended without returning".into())),
             }
