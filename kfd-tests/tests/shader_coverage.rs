@@ -90,7 +90,7 @@ fn coverage_table_of_the_corpus() {
     let built = hip_corpus::build_all(&hip_corpus::out_dir(), 2).unwrap_or_else(|e| panic!("HIP corpus: {e}"));
     let dir = scratch();
     let mut missing_now = Vec::new();
-    for (target, mcpu) in [(Target::Gfx90a, "gfx90a")] {
+    for (target, mcpu) in [(Target::Gfx90a, "gfx90a"), (Target::Gfx1030, "gfx1030")] {
         let mut uses = Uses::new();
         for b in built.iter().filter(|b| b.target == mcpu) {
             tally(target, &text(&b.code_object, &dir), &b.name, &mut uses);
