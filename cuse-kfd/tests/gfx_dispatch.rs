@@ -532,3 +532,21 @@ k:
     }
     assert_eq!(word(&out, 200), 0xEEEE_EEEE);
 }
+
+#[test]
+fn a_gfx_dispatch_on_a_gfx1030_device_is_refused_with_the_reason() {
+    let config = cuse_kfd::DeviceConfig { profile: "gfx1030".into(), ..Default::default() };
+    let rig = Rig::with_config(config);
+    let q = rig.queue(64);
+    let object = rig.gfx_kernel();
+    submit(&q, &packet::dispatch(object, 0, [64, 1, 1], [64, 1, 1], 0, false));
+    let err = rig.wait_error(q.id).error.unwrap();
+    assert_eq!(err.code, cuse_kfd::engine::ERROR_INVALID_CODE_OBJECT);
+    assert_eq!(
+        err.reason,
+        format!(
+            "kernel object at {object:#x}: this GPU (gfx_target_version 100300) runs code the shader core does not \
+             launch yet (it launches gfx90a)"
+        )
+    );
+}

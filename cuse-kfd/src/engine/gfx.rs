@@ -40,7 +40,12 @@ pub struct PacketAt {
     pub slot: u64,
     pub index: u64,
     pub read_ptr: u64,
+    /// The GPU's gfx_target_version.
+    pub target: u32,
 }
+
+/// gfx_target_version of gfx90a (amdkfd kfd_device.c), the machine code the engine launches.
+const GFX90A: u32 = 90010;
 
 /// The shader core's view of the process GPU VM. Keeps the VM fault behind the last failed
 /// access, so the queue reports the fault the VM gave (unmapped, read-only, ...).
@@ -138,6 +143,16 @@ pub fn start(
 ) -> Result<Work, QueueFault> {
     let g = Geometry::of(p)?;
     let ko = p.kernel_object;
+    if at.target != GFX90A {
+        return Err(QueueFault::invalid(
+            ERROR_INVALID_CODE_OBJECT,
+            format!(
+                "kernel object at {ko:#x}: this GPU (gfx_target_version {}) runs code the shader core does not \
+                 launch yet (it launches gfx90a)",
+                at.target
+            ),
+        ));
+    }
     let code = if KernelCode::is_amd_kernel_code(raw) {
         let mut full = [0u8; AMD_KERNEL_CODE_SIZE];
         mem.read(ko, &mut full)?;
