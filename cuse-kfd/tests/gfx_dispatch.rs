@@ -391,3 +391,144 @@ fn global_atomics_are_atomic_against_the_host() {
     olds.sort_unstable();
     assert!(olds.iter().enumerate().all(|(i, o)| *o == i as u32), "each work-item got a distinct old value");
 }
+
+/// Page-aligned host memory registered as USERPTR memory at its own address (as ROCr registers
+/// host allocations), so kernels reach it through the device's USERPTR path.
+struct Userptr {
+    ptr: *mut u32,
+    layout: std::alloc::Layout,
+}
+
+impl Userptr {
+    fn new(rig: &Rig, bytes: usize) -> Userptr {
+        let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
+        // SAFETY: a non-zero size; freed in drop with the same layout.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u32;
+        assert!(!ptr.is_null());
+        let addr = ptr as u64;
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: addr,
+            size: bytes as u64,
+            handle: 0,
+            mmap_offset: addr,
+            gpu_id: rig.gpu,
+            flags,
+        };
+        rig.call(uapi::ioctl::AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).expect("USERPTR ALLOC");
+        let gpus = [rig.gpu];
+        let mut m = MapMemoryToGpuArgs {
+            handle: a.handle,
+            device_ids_array_ptr: gpus.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        rig.call(uapi::ioctl::AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).expect("USERPTR MAP");
+        Userptr { ptr, layout }
+    }
+
+    fn va(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
+        assert!(4 * i < self.layout.size());
+        // SAFETY: in bounds and aligned; the device writes it too, so only atomically.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(self.ptr.add(i)) }
+    }
+}
+
+impl Drop for Userptr {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout. The rig (and its device mapping) is
+        // dropped after the test's last dispatch completed.
+        unsafe { std::alloc::dealloc(self.ptr as *mut u8, self.layout) };
+    }
+}
+
+#[test]
+fn kernels_read_write_and_update_userptr_memory() {
+    let Some(co) = code_object::opencl("userptr", OPENCL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let n = 300usize;
+    let (a, c) = (Userptr::new(&rig, 4096), Userptr::new(&rig, 4096));
+    let b = rig.alloc(4096, Kind::Gtt);
+    for i in 0..n {
+        a.word(i).store(1000 + i as u32, Ordering::Relaxed);
+        b.u32_at(4 * i as u64).store(i as u32, Ordering::Relaxed);
+    }
+    run_opencl(&rig, &co, &code, "vadd", &[a.va(), b.va(), c.va(), n as u64], 320, 64);
+    for i in 0..n {
+        assert_eq!(c.word(i).load(Ordering::Acquire), 1000 + 4 * i as u32, "c[{i}] in USERPTR memory");
+    }
+    assert_eq!(c.word(n).load(Ordering::Acquire), 0, "past n");
+    // Atomics on a USERPTR counter (not atomic against the host: nothing else touches it here).
+    let (counter, seen) = (Userptr::new(&rig, 4096), rig.alloc(4096, Kind::Gtt));
+    run_opencl(&rig, &co, &code, "count", &[counter.va(), seen.va()], 512, 128);
+    assert_eq!(counter.word(0).load(Ordering::Acquire), 512);
+    let mut olds: Vec<u32> = (0..512).map(|i| word(&seen, i)).collect();
+    olds.sort_unstable();
+    assert!(olds.iter().enumerate().all(|(i, o)| *o == i as u32));
+    drop(rig);
+}
+
+/// The legacy `amd_kernel_code_t` ROCr's blit kernels sit behind (ROCR-Runtime rocm-5.2.3
+/// amd_hsa_kernel_code.h; AssembleShader): version 1.1, machine 9.0.10, code at +256, two user
+/// SGPRs (the kernarg pointer), work-group id X, 8 VGPRs with RSRC3's accum offset in the high
+/// half of max_scratch_backing_memory_byte_size.
+fn legacy_header() -> [u8; 256] {
+    let mut h = [0u8; 256];
+    h[0..4].copy_from_slice(&1u32.to_le_bytes());
+    h[4..8].copy_from_slice(&1u32.to_le_bytes());
+    h[8..10].copy_from_slice(&1u16.to_le_bytes());
+    h[10..12].copy_from_slice(&9u16.to_le_bytes());
+    h[14..16].copy_from_slice(&10u16.to_le_bytes());
+    h[16..24].copy_from_slice(&256i64.to_le_bytes());
+    h[40..48].copy_from_slice(&(1u64 << 32).to_le_bytes()); // accum offset 8: no AGPRs
+    h[48..52].copy_from_slice(&0x00AF_0000u32.to_le_bytes()); // 8 VGPRs, IEEE, DX10_CLAMP
+    h[52..56].copy_from_slice(&(2u32 << 1 | 1 << 7).to_le_bytes()); // 2 user SGPRs, wg id X
+    h[56..60].copy_from_slice(&(1u32 << 3).to_le_bytes()); // kernarg segment ptr
+    h[72..80].copy_from_slice(&8u64.to_le_bytes());
+    h[103] = 6; // wave64
+    h
+}
+
+#[test]
+fn a_legacy_amd_kernel_code_t_kernel_runs_like_rocr_blits() {
+    let src = r#"
+.text
+.globl k
+.p2align 8
+k:
+  s_load_dwordx2 s[0:1], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_lshl_b32 s3, s2, 6
+  v_add_u32 v4, s3, v0
+  s_lshl_b32 s3, s2, 8
+  v_add_u32 v1, s3, v1
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v1, v4, s[0:1]
+  s_endpgm
+"#;
+    let Some(co) = code_object::assemble("legacy", src) else { return };
+    let rig = Rig::new();
+    let k = co.symbol("k") as usize;
+    let object = rig.alloc(4096, Kind::Gtt);
+    object.write(0, &legacy_header());
+    object.write(256, &co.image[k..k + 64]);
+    let out = rig.alloc(4096, Kind::Gtt);
+    out.fill(0, 4096, 0xEE);
+    let kernarg = rig.args(&out.va());
+    let q = rig.queue(64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
+    s.value(0).store(1, Ordering::Release);
+    submit(&q, &packet::dispatch(object.va(), kernarg, [200, 1, 1], [64, 1, 1], s.handle(0), false));
+    if let Err(v) = s.wait(0, TIMEOUT, |v| v == 0) {
+        panic!("the legacy kernel: signal {v}, queue {:?}", rig.status(q.id).error);
+    }
+    for i in 0..200 {
+        assert_eq!(word(&out, i), i as u32, "work-item {i}");
+    }
+    assert_eq!(word(&out, 200), 0xEEEE_EEEE);
+}

@@ -335,7 +335,11 @@ pub struct Dispatch {
     pub private_segment_size: u32,
     /// amd_queue_t.scratch_resource_descriptor: the private segment buffer V#.
     pub scratch_resource: [u32; 4],
-    /// amd_queue_t.scratch_backing_memory_location and _byte_size.
+    /// The 64-bit address of the queue's scratch backing memory (AMDGPUUsage "Flat Scratch":
+    /// what flat scratch init holds on GFX9-GFX10; SH_HIDDEN_PRIVATE_BASE plus
+    /// amd_queue_t.scratch_backing_memory_location, where ROCr also points the V#) and its size
+    /// (amd_queue_t.scratch_backing_memory_byte_size). Wave `i` of a workgroup gets the `i`th
+    /// [`Dispatch::scratch_wave_bytes`] of it.
     pub scratch_base: u64,
     pub scratch_size: u64,
     pub apertures: Apertures,
