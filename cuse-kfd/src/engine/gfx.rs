@@ -10,6 +10,7 @@ use super::fault::{
     QueueFault, ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT,
     ERROR_INVALID_PACKET_FORMAT, ERROR_TRAP,
 };
+use super::grid::{Grid, Offload};
 use super::kernels::Geometry;
 use super::mem::Mem;
 use super::runner::Interrupt;
@@ -21,6 +22,7 @@ use shader::isa::Target;
 use shader::launch::{Dispatch, KernelCode, LaunchError, AMD_KERNEL_CODE_SIZE, KERNEL_DESCRIPTOR_SIZE};
 use shader::mem::{AtomicOp, MemFault, Memory};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 use uapi::aql::KernelDispatchPacket;
 use uapi::queue::{AmdQueue, AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, AMD_QUEUE_READ_DISPATCH_ID_OFFSET};
@@ -59,6 +61,11 @@ impl<'m, 'a> GpuMemory<'m, 'a> {
         GpuMemory { mem, fault: None }
     }
 
+    /// The VM fault behind the last failed access, if any.
+    pub fn take_fault(&mut self) -> Option<VmFault> {
+        self.fault.take()
+    }
+
     fn fail(&mut self, e: VmFault, va: u64, len: u64, write: bool) -> MemFault {
         let f = MemFault { va, len, write, reason: e.to_string() };
         self.fault = Some(e);
@@ -92,6 +99,8 @@ pub struct Work {
     next: u64,
     total: u64,
     group: Option<Workgroup>,
+    /// The workgroups from `next` on, once handed to the worker pool.
+    grid: Option<Arc<Grid>>,
     /// The queue_inactive_signal through which more scratch was asked for, until the runtime
     /// answers.
     scratch_request: Option<u64>,
@@ -124,7 +133,7 @@ impl std::fmt::Debug for Work {
 }
 
 /// The queue error of a kernel object or dispatch the shader core cannot launch.
-fn launch_fault(kernel_object: u64, e: LaunchError) -> QueueFault {
+pub(super) fn launch_fault(kernel_object: u64, e: LaunchError) -> QueueFault {
     let code = match e {
         LaunchError::Geometry(_) => ERROR_INVALID_PACKET_FORMAT,
         LaunchError::Lds { .. } | LaunchError::Scratch { .. } => ERROR_INVALID_ARGUMENT,
@@ -233,7 +242,7 @@ impl Work {
     fn unchecked(dispatch: Dispatch) -> Work {
         let total = dispatch.workgroups();
         let code = Code::new(dispatch.code.target);
-        Work { dispatch, code, next: 0, total, group: None, scratch_request: None }
+        Work { dispatch, code, next: 0, total, group: None, grid: None, scratch_request: None }
     }
 
     /// Asks the runtime for scratch through the queue's queue_inactive_signal, as the CP does:
@@ -282,16 +291,30 @@ impl Work {
 
     /// Runs workgroups until all have ended, `deadline` has passed (some instructions ran) or
     /// the dispatch waits for scratch. MSG_INTERRUPT payloads are appended to `interrupts`.
+    ///
+    /// With `offload`, a dispatch of more than one workgroup runs on the worker pool: the queue
+    /// waits (`Blocked`) until the workers are done, and is woken when they have news.
     pub fn resume(
         &mut self,
         mem: &mut Mem,
         deadline: Instant,
         interrupts: &mut Vec<Interrupt>,
+        offload: Option<Offload>,
     ) -> Result<Progress, QueueFault> {
         if let Some(value) = self.scratch_request {
             if !self.scratch_answered(mem, value)? {
                 return Ok(Progress::Blocked);
             }
+        }
+        if let Some(grid) = &self.grid {
+            return grid.poll(interrupts);
+        }
+        if let Some(o) = offload.filter(|_| self.group.is_none() && self.total - self.next > 1) {
+            let code = std::mem::replace(&mut self.code, Code::new(self.dispatch.code.target));
+            let grid = Grid::submit(self.dispatch.clone(), self.next, code, o, mem.gpu_id);
+            let progress = grid.poll(interrupts);
+            self.grid = Some(grid);
+            return progress;
         }
         let mut payloads = Vec::new();
         loop {
@@ -308,12 +331,7 @@ impl Work {
             payloads.clear();
             let r = group.run(&mut self.code, &mut gm, self.dispatch.apertures, STEP_BUDGET, &mut payloads);
             let vm = gm.fault.take();
-            interrupts.extend(
-                payloads.iter().map(|&p| Interrupt {
-                    context_id: p & ((1 << SQ_INTERRUPT_BITS) - 1),
-                    valid_bits: SQ_INTERRUPT_BITS,
-                }),
-            );
+            interrupts.extend(payloads.iter().map(|&p| sq_interrupt(p)));
             match r {
                 Ok(group::Progress::Finished) => {
                     self.group = None;
@@ -331,19 +349,36 @@ impl Work {
         }
     }
 
-    /// The queue fault of a wave's fault, logged with where it happened.
     fn fault(&self, f: Fault, vm: Option<VmFault>) -> QueueFault {
-        let d = &self.dispatch;
-        let id = d.workgroup_id(self.next);
-        let entry = d.code.entry(d.kernel_object).unwrap_or(0);
-        let text = format!("kernel object at {:#x} (entry {entry:#x}), workgroup {id:?}: {f}", d.kernel_object);
-        log::error!("{text}");
-        match (f, vm) {
-            (Fault::Memory { .. }, Some(vm)) => QueueFault::Vm(vm),
-            // A fault the core found itself (an address outside the private aperture, ...).
-            (Fault::Memory { fault, .. }, None) => QueueFault::Vm(VmFault::Unmapped { va: GpuVa(fault.va) }),
-            (Fault::Trap { .. }, _) => QueueFault::invalid(ERROR_TRAP, text),
-            _ => QueueFault::invalid(ERROR_ILLEGAL_INSTRUCTION, text),
+        fault(&self.dispatch, self.next, f, vm)
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        // A queue that stops or goes away takes its dispatch off the workers.
+        if let Some(g) = &self.grid {
+            g.cancel();
         }
+    }
+}
+
+/// The interrupt of an SQ message with `payload` (M0).
+pub(super) fn sq_interrupt(payload: u32) -> Interrupt {
+    Interrupt { context_id: payload & ((1 << SQ_INTERRUPT_BITS) - 1), valid_bits: SQ_INTERRUPT_BITS }
+}
+
+/// The queue fault of a wave's fault in workgroup `index` of `d`, logged with where it happened.
+pub(super) fn fault(d: &Dispatch, index: u64, f: Fault, vm: Option<VmFault>) -> QueueFault {
+    let id = d.workgroup_id(index);
+    let entry = d.code.entry(d.kernel_object).unwrap_or(0);
+    let text = format!("kernel object at {:#x} (entry {entry:#x}), workgroup {id:?}: {f}", d.kernel_object);
+    log::error!("{text}");
+    match (f, vm) {
+        (Fault::Memory { .. }, Some(vm)) => QueueFault::Vm(vm),
+        // A fault the core found itself (an address outside the private aperture, ...).
+        (Fault::Memory { fault, .. }, None) => QueueFault::Vm(VmFault::Unmapped { va: GpuVa(fault.va) }),
+        (Fault::Trap { .. }, _) => QueueFault::invalid(ERROR_TRAP, text),
+        _ => QueueFault::invalid(ERROR_ILLEGAL_INSTRUCTION, text),
     }
 }

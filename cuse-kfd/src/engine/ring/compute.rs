@@ -107,7 +107,8 @@ impl Compute {
             self.running = Some(Box::new(Work::new(dispatch)?));
         }
         let work = self.running.as_mut().expect("started above");
-        let r = work.resume(mem, deadline, &mut self.interrupts);
+        // PM4 dispatches run on the ring's thread (the pool serves AQL queues).
+        let r = work.resume(mem, deadline, &mut self.interrupts, None);
         match r {
             // A PM4 dispatch never waits for scratch (Work::new checked it).
             Ok(gfx::Progress::Paused | gfx::Progress::Blocked) => Ok(Action::Sliced),
