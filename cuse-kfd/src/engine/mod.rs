@@ -11,11 +11,13 @@
 mod aql;
 mod fault;
 mod gfx;
+mod grid;
 mod kernels;
 mod mem;
 mod ring;
 mod runner;
 mod signal;
+pub mod workers;
 
 pub use fault::{
     QueueFault, ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT,
@@ -55,6 +57,9 @@ pub struct EngineConfig {
     pub yield_for: Duration,
     /// Longest sleep between polls of an idle device.
     pub max_sleep: Duration,
+    /// Threads that run the workgroups of GFX dispatches (0: dispatches run on the engine
+    /// thread, sliced like soft kernels).
+    pub shader_workers: usize,
 }
 
 impl Default for EngineConfig {
@@ -64,6 +69,7 @@ impl Default for EngineConfig {
             spin: Duration::from_micros(200),
             yield_for: Duration::from_millis(2),
             max_sleep: Duration::from_millis(16),
+            shader_workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -114,6 +120,8 @@ fn report_fault(hw: &HwQueue, fault: &QueueFault, trace: &Trace) {
 pub struct HwQueue {
     pub process: Arc<Process>,
     pub queue: Arc<Queue>,
+    /// The queue's GPU's gfx_target_version (90010 is gfx90a): which machine code it runs.
+    pub gfx_target_version: u32,
     doorbell: Arc<BackingFile>,
     /// Where completed waits go (shared with the device).
     waits: Arc<WaitRegistry>,
@@ -246,6 +254,8 @@ struct Shared {
     parked: AtomicBool,
     stop: AtomicBool,
     packets_polls: AtomicU64,
+    /// The shader core's workers (none with `shader_workers` 0).
+    pool: Option<workers::Pool>,
 }
 
 /// The engine thread and its queue registry.
@@ -259,7 +269,20 @@ impl Engine {
     /// An engine whose completed waits go to `waits`.
     pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>, waits: Arc<WaitRegistry>) -> Engine {
         crate::fork::install();
-        let shared = Arc::new(Shared {
+        let workers = config.shader_workers;
+        let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| Shared {
+            pool: (workers > 0).then(|| {
+                let me = me.clone();
+                // A worker with news for a queue wakes the engine as a doorbell kick does.
+                workers::Pool::new(
+                    workers,
+                    Arc::new(move || {
+                        if let Some(s) = me.upgrade() {
+                            wake(&s);
+                        }
+                    }),
+                )
+            }),
             config,
             faults,
             trace,
@@ -281,11 +304,11 @@ impl Engine {
         Engine { shared, thread: Some(thread), thread_id }
     }
 
-    /// Starts processing `queue` of `process`.
-    pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
+    /// Starts processing `queue` of `process`, on a GPU of `gfx_target_version`.
+    pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>, gfx_target_version: u32) {
         let waits = self.shared.waits.clone();
         let mut reg = self.shared.registry.lock();
-        reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, waits }));
+        reg.queues.push(Arc::new(HwQueue { process, queue, gfx_target_version, doorbell, waits }));
         reg.generation += 1;
         self.shared.generation.store(reg.generation, Ordering::Release);
         drop(reg);
@@ -321,10 +344,7 @@ impl Engine {
 
     /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
     pub fn kick(&self) {
-        if self.shared.parked.load(Ordering::Acquire) {
-            *self.shared.wake.lock() = true;
-            self.shared.wake.notify_one();
-        }
+        wake(&self.shared);
     }
 
     /// How many times the engine has polled its queues (for idle-CPU checks).
@@ -343,6 +363,14 @@ impl Drop for Engine {
                 let _ = crate::fork::idle(|| t.join());
             }
         }
+    }
+}
+
+/// Wakes the engine if it sleeps.
+fn wake(s: &Shared) {
+    if s.parked.load(Ordering::Acquire) {
+        *s.wake.lock() = true;
+        s.wake.notify_one();
     }
 }
 
@@ -376,7 +404,12 @@ fn run(s: &Shared) {
         let mut progressed = false;
         let mut pending = false;
         let mut deadline: Option<Instant> = None;
-        let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace, slice: runner::SLICE };
+        let ctx = PollCtx {
+            grace: s.config.invalid_packet_grace,
+            trace: &s.trace,
+            slice: runner::SLICE,
+            pool: s.pool.as_ref(),
+        };
         let n = runners.len();
         for k in 0..n {
             let i = (cursor + k) % n;
@@ -400,7 +433,12 @@ fn run(s: &Shared) {
         let losses = sigbus::losses();
         if losses_seen != Some(losses) {
             losses_seen = Some(losses);
-            let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace, slice: runner::SLICE };
+            let ctx = PollCtx {
+                grace: s.config.invalid_packet_grace,
+                trace: &s.trace,
+                slice: runner::SLICE,
+                pool: s.pool.as_ref(),
+            };
             for r in runners.iter_mut() {
                 if let Some(fault) = r.hw().lost_memory() {
                     let p = r.lose(fault, &ctx);

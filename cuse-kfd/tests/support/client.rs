@@ -63,7 +63,11 @@ impl Rig {
 
     /// A device whose command processor has `engine`'s tuning.
     pub fn with_engine(engine: EngineConfig) -> Rig {
-        let config = DeviceConfig { engine, ..DeviceConfig::default() };
+        Rig::with_config(DeviceConfig { engine, ..DeviceConfig::default() })
+    }
+
+    /// A device of `config`.
+    pub fn with_config(config: DeviceConfig) -> Rig {
         let transport = EmbeddedTransport::new(&config).expect("creating the embedded device");
         let emb = transport.embedded().clone();
         let kfd = Kfd::new(Box::new(transport));
