@@ -4,7 +4,7 @@
 //! per worker against one queue. Kernels are built at bench time with LLVM 15 (`codeobj.rs`);
 //! every measured dispatch's output is checked on the host, and a wrong answer fails the bench.
 
-use crate::codeobj::{self, Loaded};
+use crate::codeobj::{self, CodeObject, Loaded};
 use crate::stats::{bench, ns, percentile, ratio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -133,7 +133,24 @@ __kernel void matmul(__global const float *a, __global const float *b, __global 
 }
 "#;
 
-/// The kernels, loaded.
+/// The kernels, built.
+struct Objects {
+    empty: CodeObject,
+    valu: CodeObject,
+    saxpy: CodeObject,
+    matmul: CodeObject,
+}
+
+fn build() -> Result<Objects> {
+    Ok(Objects {
+        empty: codeobj::assemble("empty", &asm_kernel("empty", ""))?,
+        valu: codeobj::assemble("valu", &asm_kernel("valu", &valu_loop_body()))?,
+        saxpy: codeobj::opencl("saxpy", &format!("{CL_PRELUDE}{SAXPY_CL}"))?,
+        matmul: codeobj::opencl("matmul", &format!("{CL_PRELUDE}{MATMUL_CL}"))?,
+    })
+}
+
+/// The kernels' descriptors in one device's memory.
 struct Kernels {
     empty: u64,
     valu: u64,
@@ -142,25 +159,39 @@ struct Kernels {
     _code: Vec<Loaded>,
 }
 
-fn build(kfd: &Kfd, gpu: u32) -> Result<Kernels> {
-    let empty = codeobj::assemble("empty", &asm_kernel("empty", ""))?.load(kfd, gpu)?;
-    let valu = codeobj::assemble("valu", &asm_kernel("valu", &valu_loop_body()))?.load(kfd, gpu)?;
-    let saxpy = codeobj::opencl("saxpy", &format!("{CL_PRELUDE}{SAXPY_CL}"))?.load(kfd, gpu)?;
-    let matmul = codeobj::opencl("matmul", &format!("{CL_PRELUDE}{MATMUL_CL}"))?.load(kfd, gpu)?;
-    Ok(Kernels {
-        empty: empty.kernel_object("empty")?,
-        valu: valu.kernel_object("valu")?,
-        saxpy: saxpy.kernel_object("saxpy")?,
-        matmul: matmul.kernel_object("matmul")?,
-        _code: vec![empty, valu, saxpy, matmul],
-    })
-}
-
-/// The device, its GPU and per-dispatch kernel-argument blocks.
+/// An embedded device with `workers` shader workers, its GPU, the kernels and per-dispatch
+/// kernel-argument blocks.
 struct Rig {
     kfd: Kfd,
     gpu: u32,
     args: GpuMemory,
+    k: Kernels,
+    workers: usize,
+}
+
+impl Rig {
+    fn new(workers: usize, o: &Objects) -> Result<Rig> {
+        let mut config = cuse_kfd::DeviceConfig::default();
+        config.engine.shader_workers = workers;
+        let kfd = Kfd::embedded(&config).map_err(|e| format!("embedded device: {e}"))?;
+        let gpu = kfd.gpu_ids().map_err(|e| format!("gpu ids: {e}"))?[0];
+        let args = kfd.alloc(gpu, 16 * KERNARG_BLOCK, Kind::Gtt).map_err(|e| format!("kernargs: {e}"))?;
+        let (empty, valu) = (o.empty.load(&kfd, gpu)?, o.valu.load(&kfd, gpu)?);
+        let (saxpy, matmul) = (o.saxpy.load(&kfd, gpu)?, o.matmul.load(&kfd, gpu)?);
+        let k = Kernels {
+            empty: empty.kernel_object("empty")?,
+            valu: valu.kernel_object("valu")?,
+            saxpy: saxpy.kernel_object("saxpy")?,
+            matmul: matmul.kernel_object("matmul")?,
+            _code: vec![empty, valu, saxpy, matmul],
+        };
+        Ok(Rig { kfd, gpu, args, k, workers })
+    }
+
+    /// The figures' name tag: `1worker`, `2workers`, ...
+    fn tag(&self) -> String {
+        format!("{}worker{}", self.workers, if self.workers == 1 { "" } else { "s" })
+    }
 }
 
 /// Bytes of one kernarg block: the explicit arguments and the hidden ones clang's code object
@@ -250,33 +281,35 @@ pub fn run() -> Result {
         println!("SKIPPED shader: {} missing (apt-get install clang-15 llvm-15 lld-15)", missing.join(", "));
         return Ok(());
     }
-    let kfd = Kfd::embedded(&cuse_kfd::DeviceConfig::default()).map_err(|e| format!("embedded device: {e}"))?;
-    let gpu = kfd.gpu_ids().map_err(|e| format!("gpu ids: {e}"))?[0];
-    let args = kfd.alloc(gpu, 16 * KERNARG_BLOCK, Kind::Gtt).map_err(|e| format!("kernargs: {e}"))?;
-    let rig = Rig { kfd, gpu, args };
-    let k = build(&rig.kfd, rig.gpu)?;
+    let objects = build()?;
+    // One worker: the interpreter single-threaded; all: the machine's cores, the default.
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let one = Rig::new(1, &objects)?;
+    let all = Rig::new(workers, &objects)?;
     // KFD_BENCH_SHADER=saxpy,matmul,... runs only those parts (for profiling one of them).
     let only = std::env::var("KFD_BENCH_SHADER").unwrap_or_default();
     let part = |name: &str| only.is_empty() || only.split(',').any(|p| p == name);
     if part("overhead") {
-        overhead(&rig, &k)?;
+        overhead(&all)?;
     }
     if part("valu") {
-        valu_loop(&rig, &k)?;
+        valu_loop(&one)?;
+        valu_loop(&all)?;
     }
     if part("saxpy") {
-        saxpy(&rig, &k, workers)?;
+        saxpy(&one, &all)?;
     }
     if part("matmul") {
-        matmul(&rig, &k)?;
+        matmul(&one)?;
+        matmul(&all)?;
     }
     Ok(())
 }
 
 /// Submit-to-completion of the empty GFX kernel (one work-group of 64) against the empty soft
 /// kernel, p50 of OVERHEAD_ITERS round trips each (the host spins: these are microseconds).
-fn overhead(rig: &Rig, k: &Kernels) -> Result {
+fn overhead(rig: &Rig) -> Result {
+    let k = &rig.k;
     let q = AqlQueue::new(&rig.kfd, rig.gpu, 1024).map_err(|e| format!("queue: {e}"))?;
     let mut soft = crate::engine::empty_dispatch_round_trips(&rig.kfd, rig.gpu, &q, OVERHEAD_ITERS);
     let soft_p50 = ns(percentile(&mut soft, 50));
@@ -306,7 +339,8 @@ fn overhead(rig: &Rig, k: &Kernels) -> Result {
 }
 
 /// FMA lane-operations per second of the VALU loop kernel.
-fn valu_loop(rig: &Rig, k: &Kernels) -> Result {
+fn valu_loop(rig: &Rig) -> Result {
+    let k = &rig.k;
     let q = AqlQueue::new(&rig.kfd, rig.gpu, 64).map_err(|e| format!("queue: {e}"))?;
     let sig = Signals::new(&rig.kfd, rig.gpu, 1).map_err(|e| format!("signal: {e}"))?;
     let lanes = 64 * VALU_GROUPS as usize;
@@ -321,74 +355,86 @@ fn valu_loop(rig: &Rig, k: &Kernels) -> Result {
         let ops = (lanes as u64 * u64::from(VALU_ITERS * FMAS_PER_ITER)) as f64;
         rates.push((ops / t.wall.as_secs_f64(), ops / t.cpu.as_secs_f64()));
     }
-    bench("shader_valu_fma_lane_ops_per_s", median(rates.iter().map(|r| r.0).collect()) / 1e6, "M/s");
-    bench("shader_valu_fma_lane_ops_per_cpu_s", median(rates.iter().map(|r| r.1).collect()) / 1e6, "M/s");
+    let tag = rig.tag();
+    bench(&format!("shader_valu_fma_lane_ops_per_s_{tag}"), median(rates.iter().map(|r| r.0).collect()) / 1e6, "M/s");
+    let cpu = median(rates.iter().map(|r| r.1).collect());
+    bench(&format!("shader_valu_fma_lane_ops_per_cpu_s_{tag}"), cpu / 1e6, "M/s");
     Ok(())
 }
 
-/// saxpy y = a x + y over SAXPY_N floats: one queue, then `workers` queues each with its share,
-/// against the plain-Rust loop on one thread and on `workers` threads.
-fn saxpy(rig: &Rig, k: &Kernels, workers: usize) -> Result {
-    const A: f32 = 3.0;
+/// saxpy y = a x + y over SAXPY_N floats: one dispatch with one worker and with all, and the
+/// work split over one queue per worker, against the plain-Rust loop on one thread and on as
+/// many threads as workers.
+fn saxpy(one: &Rig, all: &Rig) -> Result {
     let n = SAXPY_N;
-    // Small integers: a x + y is exact in f32, fused or not.
     let xs: Vec<f32> = (0..n).map(|i| (i % 1024) as f32).collect();
     let ys: Vec<f32> = (0..n).map(|i| (i % 977) as f32).collect();
-    let want = |i: usize| A * xs[i] + ys[i];
+    let (t1, cpu1) = saxpy_on(one, &xs, &ys, 1)?;
+    let rust1 = rust_saxpy(SAXPY_A, &xs, &ys, 1);
+    let tag1 = one.tag();
+    bench(&format!("shader_saxpy_work_items_per_s_{tag1}"), n as f64 / t1 / 1e6, "M/s");
+    bench(&format!("shader_saxpy_ns_per_element_{tag1}"), t1 * 1e9 / n as f64, "ns");
+    bench(&format!("shader_saxpy_cpu_ns_per_element_{tag1}"), cpu1 * 1e9 / n as f64, "ns");
+    bench("rust_saxpy_ns_per_element_1thread", rust1 * 1e9 / n as f64, "ns");
+    ratio(&format!("shader_saxpy_time_{tag1}_vs_rust_1thread"), t1, rust1);
+
+    let w = all.workers;
+    let tag = all.tag();
+    let (tw, cpuw) = saxpy_on(all, &xs, &ys, 1)?;
+    let (tq, cpuq) = saxpy_on(all, &xs, &ys, w)?;
+    let rustw = rust_saxpy(SAXPY_A, &xs, &ys, w);
+    bench(&format!("shader_saxpy_work_items_per_s_{tag}"), n as f64 / tw / 1e6, "M/s");
+    bench(&format!("shader_saxpy_ns_per_element_{tag}"), tw * 1e9 / n as f64, "ns");
+    bench(&format!("shader_saxpy_cpu_ns_per_element_{tag}"), cpuw * 1e9 / n as f64, "ns");
+    bench(&format!("shader_saxpy_ns_per_element_{tag}_{w}queues"), tq * 1e9 / n as f64, "ns");
+    bench(&format!("shader_saxpy_cpu_ns_per_element_{tag}_{w}queues"), cpuq * 1e9 / n as f64, "ns");
+    bench(&format!("rust_saxpy_ns_per_element_{w}threads"), rustw * 1e9 / n as f64, "ns");
+    // Speed-ups (time over time): `w` is linear scaling.
+    ratio(&format!("shader_saxpy_speedup_{tag}_vs_{tag1}"), t1, tw);
+    ratio(&format!("shader_saxpy_speedup_{tag}_{w}queues_vs_{tag1}"), t1, tq);
+    ratio(&format!("rust_saxpy_speedup_{w}threads_vs_1thread"), rust1, rustw);
+    ratio(&format!("shader_saxpy_time_{tag}_vs_rust_{w}threads"), tw, rustw);
+    Ok(())
+}
+
+const SAXPY_A: f32 = 3.0;
+
+/// The median wall and CPU seconds of saxpy on `rig` split over `parts` queues: queue i runs
+/// elements [i n / parts, (i + 1) n / parts), all dispatched before any wait. Checked.
+fn saxpy_on(rig: &Rig, xs: &[f32], ys: &[f32], parts: usize) -> Result<(f64, f64)> {
+    let n = xs.len();
+    // Small integers: a x + y is exact in f32, fused or not.
+    let want = |i: usize| SAXPY_A * xs[i] + ys[i];
     let x = rig.alloc(4 * n)?;
     let y = rig.alloc(4 * n)?;
-    x.write(0, &f32_bytes(&xs));
-    let y_init = f32_bytes(&ys);
-    let sig = Signals::new(&rig.kfd, rig.gpu, workers as u64).map_err(|e| format!("signal: {e}"))?;
-    let queues: Vec<AqlQueue> = (0..workers)
+    x.write(0, &f32_bytes(xs));
+    let y_init = f32_bytes(ys);
+    let sig = Signals::new(&rig.kfd, rig.gpu, parts as u64).map_err(|e| format!("signal: {e}"))?;
+    let queues: Vec<AqlQueue> = (0..parts)
         .map(|_| AqlQueue::new(&rig.kfd, rig.gpu, 64))
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| format!("queue: {e}"))?;
-
-    // Queue i of `parts` runs elements [i n / parts, (i + 1) n / parts).
-    // The median wall and CPU seconds of `parts` queues.
-    let run = |parts: usize| -> Result<(f64, f64)> {
-        let mut times = Vec::new();
-        for _ in 0..ROUNDS {
-            y.write(0, &y_init);
-            let packets: Vec<(&AqlQueue, [u8; 64])> = (0..parts)
-                .map(|i| {
-                    let (lo, hi) = (i * n / parts, (i + 1) * n / parts);
-                    let mut explicit = Vec::with_capacity(24);
-                    explicit.extend_from_slice(&A.to_bits().to_le_bytes());
-                    explicit.extend_from_slice(&[0; 4]);
-                    explicit.extend_from_slice(&x.addr(4 * lo as u64).to_le_bytes());
-                    explicit.extend_from_slice(&y.addr(4 * lo as u64).to_le_bytes());
-                    let arg = rig.kernarg(i as u64, &explicit);
-                    let grid = [(hi - lo) as u32, 1, 1];
-                    (&queues[i], packet::dispatch(k.saxpy, arg, grid, [SAXPY_WG, 1, 1], sig.handle(i as u64), false))
-                })
-                .collect();
-            let t = timed(&packets, &sig)?;
-            check(&format!("saxpy on {parts} queue(s)"), &read_f32(&y, n), want)?;
-            times.push((t.wall.as_secs_f64(), t.cpu.as_secs_f64()));
-        }
-        Ok((median(times.iter().map(|t| t.0).collect()), median(times.iter().map(|t| t.1).collect())))
-    };
-    let (t1, cpu1) = run(1)?;
-    let rust1 = rust_saxpy(A, &xs, &ys, 1);
-    let per_elem = t1 * 1e9 / n as f64;
-    bench("shader_saxpy_work_items_per_s", n as f64 / t1 / 1e6, "M/s");
-    bench("shader_saxpy_ns_per_element", per_elem, "ns");
-    bench("shader_saxpy_cpu_ns_per_element", cpu1 * 1e9 / n as f64, "ns");
-    bench("rust_saxpy_ns_per_element", rust1 * 1e9 / n as f64, "ns");
-    ratio("shader_saxpy_time_vs_rust_1thread", t1, rust1);
-
-    let (tw, cpuw) = run(workers)?;
-    let rustw = rust_saxpy(A, &xs, &ys, workers);
-    bench(&format!("shader_saxpy_{workers}q_ns_per_element"), tw * 1e9 / n as f64, "ns");
-    bench(&format!("shader_saxpy_{workers}q_cpu_ns_per_element"), cpuw * 1e9 / n as f64, "ns");
-    bench(&format!("rust_saxpy_{workers}threads_ns_per_element"), rustw * 1e9 / n as f64, "ns");
-    // Speed-ups (one queue's time over `workers` queues'): `workers` is linear scaling.
-    ratio(&format!("shader_saxpy_speedup_{workers}q_vs_1q"), t1, tw);
-    ratio(&format!("rust_saxpy_speedup_{workers}threads_vs_1thread"), rust1, rustw);
-    ratio(&format!("shader_saxpy_time_{workers}q_vs_rust_{workers}threads"), tw, rustw);
-    Ok(())
+    let mut times = Vec::new();
+    for _ in 0..ROUNDS {
+        y.write(0, &y_init);
+        let packets: Vec<(&AqlQueue, [u8; 64])> = (0..parts)
+            .map(|i| {
+                let (lo, hi) = (i * n / parts, (i + 1) * n / parts);
+                let mut explicit = Vec::with_capacity(24);
+                explicit.extend_from_slice(&SAXPY_A.to_bits().to_le_bytes());
+                explicit.extend_from_slice(&[0; 4]);
+                explicit.extend_from_slice(&x.addr(4 * lo as u64).to_le_bytes());
+                explicit.extend_from_slice(&y.addr(4 * lo as u64).to_le_bytes());
+                let arg = rig.kernarg(i as u64, &explicit);
+                let grid = [(hi - lo) as u32, 1, 1];
+                (&queues[i], packet::dispatch(rig.k.saxpy, arg, grid, [SAXPY_WG, 1, 1], sig.handle(i as u64), false))
+            })
+            .collect();
+        let t = timed(&packets, &sig)?;
+        check(&format!("saxpy on {parts} queue(s), {}", rig.tag()), &read_f32(&y, n), want)?;
+        times.push((t.wall.as_secs_f64(), t.cpu.as_secs_f64()));
+    }
+    Ok((median(times.iter().map(|t| t.0).collect()), median(times.iter().map(|t| t.1).collect())))
 }
 
 /// The median time of y = a x + y in plain Rust on `threads` threads (each its share), checked.
@@ -416,7 +462,8 @@ fn rust_saxpy(a: f32, xs: &[f32], ys: &[f32], threads: usize) -> f64 {
 }
 
 /// MM_N x MM_N matmul in MM_TILE tiles through LDS, GFLOP/s against plain Rust (ikj order).
-fn matmul(rig: &Rig, k: &Kernels) -> Result {
+fn matmul(rig: &Rig) -> Result {
+    let k = &rig.k;
     let n = MM_N;
     // Small integers: every partial sum is exact in f32.
     let am: Vec<f32> = (0..n * n).map(|i| ((i * 7 + 3) % 11) as f32 - 5.0).collect();
@@ -445,9 +492,10 @@ fn matmul(rig: &Rig, k: &Kernels) -> Result {
     }
     let ours = median(rates);
     let rust = flop / want.1 / 1e9;
-    bench("shader_matmul_256_gflops", ours, "GFLOP/s");
-    bench("rust_matmul_256_ikj_gflops", rust, "GFLOP/s");
-    ratio("shader_matmul_256_vs_rust_ikj", ours, rust);
+    let tag = rig.tag();
+    bench(&format!("shader_matmul_256_gflops_{tag}"), ours, "GFLOP/s");
+    bench("rust_matmul_256_ikj_gflops_1thread", rust, "GFLOP/s");
+    ratio(&format!("shader_matmul_256_{tag}_vs_rust_ikj_1thread"), ours, rust);
     Ok(())
 }
 
