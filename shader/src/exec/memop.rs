@@ -297,15 +297,11 @@ pub fn load(w: &mut Wave, cx: &mut Cx, kind: Kind, dst: Regs, map: Map) -> ExecR
         }
     }
     read_run(cx, map, kind, &run, &mut data)?;
-    let mut got = [[0u32; 4]; LANES];
+    // Every lane has been read: write the registers, each from its own old value (d16).
     for l in Wave::lanes(exec) {
-        for (k, g) in got[l].iter_mut().enumerate().take(kind.regs()) {
-            *g = kind.loaded(&data[l], k, if keep { dst.get(w, k, l) } else { 0 });
-        }
-    }
-    for l in Wave::lanes(exec) {
-        for (k, &g) in got[l].iter().enumerate().take(kind.regs()) {
-            dst.set(w, k, l, g);
+        for k in 0..kind.regs() {
+            let old = if keep { dst.get(w, k, l) } else { 0 };
+            dst.set(w, k, l, kind.loaded(&data[l], k, old));
         }
     }
     Ok(Flow::Next)
