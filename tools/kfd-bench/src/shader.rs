@@ -300,8 +300,7 @@ pub fn run() -> Result {
         saxpy(&one, &all)?;
     }
     if part("matmul") {
-        matmul(&one)?;
-        matmul(&all)?;
+        matmul(&[&one, &all])?;
     }
     Ok(())
 }
@@ -462,16 +461,31 @@ fn rust_saxpy(a: f32, xs: &[f32], ys: &[f32], threads: usize) -> f64 {
 }
 
 /// MM_N x MM_N matmul in MM_TILE tiles through LDS, GFLOP/s against plain Rust (ikj order).
-fn matmul(rig: &Rig) -> Result {
-    let k = &rig.k;
+fn matmul(rigs: &[&Rig]) -> Result {
     let n = MM_N;
     // Small integers: every partial sum is exact in f32.
     let am: Vec<f32> = (0..n * n).map(|i| ((i * 7 + 3) % 11) as f32 - 5.0).collect();
     let bm: Vec<f32> = (0..n * n).map(|i| ((i * 5 + 1) % 13) as f32 - 6.0).collect();
-    let want = rust_matmul(&am, &bm, n);
+    let (want, rust_secs) = rust_matmul(&am, &bm, n);
+    let flop = 2.0 * (n * n * n) as f64;
+    let rust = flop / rust_secs / 1e9;
+    bench("rust_matmul_256_ikj_gflops_1thread", rust, "GFLOP/s");
+    for rig in rigs {
+        let ours = matmul_on(rig, &am, &bm, &want)?;
+        let tag = rig.tag();
+        bench(&format!("shader_matmul_256_gflops_{tag}"), ours, "GFLOP/s");
+        // As a time ratio (the interpreter's slowdown), like saxpy's.
+        ratio(&format!("shader_matmul_256_time_{tag}_vs_rust_ikj_1thread"), rust, ours);
+    }
+    Ok(())
+}
+
+/// The median GFLOP/s of the MM_N matmul of `am` and `bm` on `rig`, checked against `want`.
+fn matmul_on(rig: &Rig, am: &[f32], bm: &[f32], want: &[f32]) -> Result<f64> {
+    let (k, n) = (&rig.k, MM_N);
     let (a, b, c) = (rig.alloc(4 * n * n)?, rig.alloc(4 * n * n)?, rig.alloc(4 * n * n)?);
-    a.write(0, &f32_bytes(&am));
-    b.write(0, &f32_bytes(&bm));
+    a.write(0, &f32_bytes(am));
+    b.write(0, &f32_bytes(bm));
     let q = AqlQueue::new(&rig.kfd, rig.gpu, 64).map_err(|e| format!("queue: {e}"))?;
     let sig = Signals::new(&rig.kfd, rig.gpu, 1).map_err(|e| format!("signal: {e}"))?;
     let mut explicit = Vec::new();
@@ -487,16 +501,10 @@ fn matmul(rig: &Rig) -> Result {
         let tile = MM_TILE as u16;
         let p = packet::dispatch(k.matmul, arg, [n as u32, n as u32, 1], [tile, tile, 1], sig.handle(0), false);
         let t = timed(&[(&q, p)], &sig)?;
-        check("matmul", &read_f32(&c, n * n), |i| want.0[i])?;
+        check(&format!("matmul, {}", rig.tag()), &read_f32(&c, n * n), |i| want[i])?;
         rates.push(flop / t.wall.as_secs_f64() / 1e9);
     }
-    let ours = median(rates);
-    let rust = flop / want.1 / 1e9;
-    let tag = rig.tag();
-    bench(&format!("shader_matmul_256_gflops_{tag}"), ours, "GFLOP/s");
-    bench("rust_matmul_256_ikj_gflops_1thread", rust, "GFLOP/s");
-    ratio(&format!("shader_matmul_256_{tag}_vs_rust_ikj_1thread"), ours, rust);
-    Ok(())
+    Ok(median(rates))
 }
 
 /// C = A B in plain Rust (ikj order, one thread) and its median time in seconds.
