@@ -112,6 +112,8 @@ fn action(op: Op) -> Option<Action> {
         Op::BufferStoreFormatXyz => Format { load: false, n: 3 },
         Op::BufferStoreFormatXyzw => Format { load: false, n: 4 },
         Op::BufferWbinvl1 | Op::BufferWbinvl1Vol | Op::BufferWbl2 | Op::BufferInvl2 => Cache,
+        // gfx10's L0 and L1 invalidates.
+        Op::BufferGl0Inv | Op::BufferGl1Inv => Cache,
         _ => return None,
     })
 }

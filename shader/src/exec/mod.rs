@@ -196,3 +196,6 @@ pub fn implemented(op: Op) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod gfx10_tests;
