@@ -116,12 +116,13 @@ pub fn start(
 ) -> Result<Work, QueueFault> {
     let g = Geometry::of(p)?;
     let ko = p.kernel_object;
+    let target = target(mem.gpu_id)?;
     let code = if KernelCode::is_amd_kernel_code(raw) {
         let mut full = [0u8; AMD_KERNEL_CODE_SIZE];
         mem.read(ko, &mut full)?;
-        KernelCode::parse(Target::Gfx90a, &full)
+        KernelCode::parse(target, &full)
     } else {
-        KernelCode::parse(Target::Gfx90a, raw)
+        KernelCode::parse(target, raw)
     }
     .map_err(|e| launch_fault(ko, e))?;
     // The queue's amd_queue_t holds the read pointer; its scratch fields give the private
@@ -150,6 +151,20 @@ pub fn start(
     Work::new(dispatch)
 }
 
+/// The shader core target of the GPU `gpu_id`, from its profile's gfx_target_version (for
+/// gfx10 the wave size is the kernel's: [`KernelCode::parse`] or DISPATCH_INITIATOR picks it).
+pub fn target(gpu_id: u32) -> Result<Target, QueueFault> {
+    let p = crate::topology::profile_of_gpu_id(gpu_id);
+    match p.map(|p| p.gfx_target_version) {
+        Some(90010) => Ok(Target::Gfx90a),
+        Some(100300) => Ok(Target::Gfx1030W64),
+        _ => Err(QueueFault::invalid(
+            ERROR_INVALID_CODE_OBJECT,
+            format!("gpu {gpu_id:#x} ({}) has no shader core target", p.map_or("no known profile", |p| p.name)),
+        )),
+    }
+}
+
 /// The device's apertures as the shader core resolves FLAT addresses against them.
 pub fn apertures(gpu_id: u32) -> Apertures {
     let ap = crate::process::apertures(gpu_id);
@@ -169,7 +184,8 @@ impl Work {
     pub fn new(dispatch: Dispatch) -> Result<Work, QueueFault> {
         dispatch.check().map_err(|e| launch_fault(dispatch.kernel_object, e))?;
         let total = dispatch.workgroups();
-        Ok(Work { dispatch, code: Code::new(Target::Gfx90a), next: 0, total, group: None })
+        let code = Code::new(dispatch.code.target);
+        Ok(Work { dispatch, code, next: 0, total, group: None })
     }
 
     /// Runs workgroups until all have ended (`Ok(true)`) or `deadline` has passed (`Ok(false)`;

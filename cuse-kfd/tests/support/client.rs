@@ -63,7 +63,15 @@ impl Rig {
 
     /// A device whose command processor has `engine`'s tuning.
     pub fn with_engine(engine: EngineConfig) -> Rig {
-        let config = DeviceConfig { engine, ..DeviceConfig::default() };
+        Rig::with_config(DeviceConfig { engine, ..DeviceConfig::default() })
+    }
+
+    /// A device of the topology profile `name` ("gfx1030", ...).
+    pub fn with_profile(name: &str) -> Rig {
+        Rig::with_config(DeviceConfig { profile: name.to_string(), ..DeviceConfig::default() })
+    }
+
+    fn with_config(config: DeviceConfig) -> Rig {
         let transport = EmbeddedTransport::new(&config).expect("creating the embedded device");
         let emb = transport.embedded().clone();
         let kfd = Kfd::new(Box::new(transport));
