@@ -449,6 +449,18 @@ impl Dispatch {
         Ok(Workgroup::new(waves, self.lds_bytes() as usize))
     }
 
+    /// The private segment buffer V# a wave gets: the queue's, with gfx10's INDEX_STRIDE set
+    /// to the wave size by the command processor (ROCr leaves it 0, "filled in by CP",
+    /// AqlQueue::FillBufRsrcWord3_Gfx10): 2 (32 lanes) or 3 (64), word 3 bits 22:21.
+    pub fn private_segment_buffer(&self) -> [u32; 4] {
+        let mut v = self.scratch_resource;
+        if self.code.target.is_gfx10() {
+            let stride = if self.code.wave_size == 32 { 2 } else { 3 };
+            v[3] = (v[3] & !(3 << 21)) | stride << 21;
+        }
+        v
+    }
+
     /// The user SGPRs from s0, then the system SGPRs from USER_SGPR_COUNT (AMDGPUUsage
     /// "Initial Kernel Execution State"; amd_hsa_kernel_code.h for the legacy grid counts and
     /// the work-group info layout).
@@ -472,7 +484,7 @@ impl Dispatch {
             }
             let lo_hi = |v: u64| [v as u32, (v >> 32) as u32];
             let vals: Vec<u32> = match bit {
-                PRIVATE_SEGMENT_BUFFER => self.scratch_resource.to_vec(),
+                PRIVATE_SEGMENT_BUFFER => self.private_segment_buffer().to_vec(),
                 DISPATCH_PTR => lo_hi(self.packet).to_vec(),
                 QUEUE_PTR => lo_hi(self.queue).to_vec(),
                 KERNARG_SEGMENT_PTR => lo_hi(self.kernarg).to_vec(),

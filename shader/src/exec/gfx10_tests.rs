@@ -378,3 +378,74 @@ fn gfx10_getreg_ids() {
     let Some(f) = run_fault_on(W32, "s_getreg_b32 s0, hwreg(4)", |_, _| {}) else { return };
     assert!(matches!(&f, Fault::Invalid { why, .. } if why.contains("HW_ID1")), "{f}");
 }
+
+/// ROCr's gfx10 scratch V# (AqlQueue::FillBufRsrcWord3_Gfx10: dst_sel XYZW, FORMAT 32_UINT,
+/// ADD_TID_ENABLE, RESOURCE_LEVEL, OOB_SELECT 2, swizzled) with the INDEX_STRIDE the command
+/// processor fills in (2: 32 lanes, 3: 64).
+fn gfx10_scratch_rsrc(base: u64, size: u32, index_stride: u32) -> [u32; 4] {
+    let dst_sel = 4 | 5 << 3 | 6 << 6 | 7 << 9;
+    [
+        base as u32,
+        (base >> 32) as u32 | 1 << 31,
+        size,
+        dst_sel | 20 << 12 | index_stride << 21 | 1 << 23 | 1 << 24 | 2 << 28,
+    ]
+}
+
+#[test]
+fn gfx10_scratch_buffers_swizzle_dwords_by_lane() {
+    use crate::testing::DATA;
+    let src = "
+        buffer_store_dword v1, off, s[0:3], s4 offset:8
+        buffer_store_dword v1, v3, s[0:3], 0 offen
+        buffer_load_dword v2, off, s[0:3], s4 offset:8
+    ";
+    for (target, stride) in [(W32, 2), (W64, 3)] {
+        let n = target.wave_size() as u64;
+        let Some((w, ram)) = run_on(target, src, |w, _| {
+            let r = gfx10_scratch_rsrc(DATA, 0x10000, stride);
+            for (k, v) in r.into_iter().enumerate() {
+                w.set_sreg(k as u8, v);
+            }
+            w.set_sreg(4, 0x1000);
+            fill(w, 1, |l| 100 + l as u32);
+            fill(w, 3, |_| 4);
+        }) else {
+            return;
+        };
+        for l in 0..n {
+            // Dword 2 of each lane: element 2 of a stride of n lanes, 4 bytes each.
+            assert_eq!(ram.u32_at(DATA + 0x1000 + 2 * 4 * n + 4 * l), 100 + l as u32, "{target:?} lane {l}");
+            assert_eq!(ram.u32_at(DATA + 4 * n + 4 * l), 100 + l as u32, "{target:?} offen lane {l}");
+            assert_eq!(w.v[2][l as usize], 100 + l as u32);
+        }
+    }
+}
+
+#[test]
+fn gfx10_flat_scratch_is_set_through_hwregs() {
+    use crate::wave::FLAT_SCRATCH;
+    // The gfx10 kernel prologue (AMDGPUUsage "Flat Scratch"): base + wave offset into
+    // FLAT_SCR_LO/HI.
+    let src = "
+        s_add_u32 s0, s0, s4
+        s_addc_u32 s1, s1, 0
+        s_setreg_b32 hwreg(HW_REG_FLAT_SCR_LO), s0
+        s_setreg_b32 hwreg(HW_REG_FLAT_SCR_HI), s1
+        s_getreg_b32 s6, hwreg(HW_REG_FLAT_SCR_HI, 0, 16)
+        scratch_store_dword v2, v1, off offset:4
+    ";
+    let base = crate::testing::DATA;
+    let Some((w, ram)) = run_on(W32, src, |w, _| {
+        w.set_sreg(0, base as u32);
+        w.set_sreg(1, (base >> 32) as u32);
+        w.set_sreg(4, 0x400);
+        fill(w, 1, |l| 7 * l as u32);
+    }) else {
+        return;
+    };
+    assert_eq!(w.sreg64(FLAT_SCRATCH), base + 0x400);
+    assert_eq!(w.sreg(6), (base >> 32) as u32 & 0xffff);
+    // Scratch interleaves dwords by lane (wave32: 32 lanes per dword row).
+    assert_eq!(ram.u32_at(base + 0x400 + 4 * 32 + 4 * 3), 21);
+}

@@ -410,12 +410,12 @@ fn handler(op: Op) -> Option<Handler> {
         Op::SSetregB32 => |w, i, cx| {
             // The register to write is encoded in the SDST field.
             let v = read_s32(w, operand(i, Field::D)?, Ty::B32, &cx.apertures)?;
-            hwreg::set(w, imm16(i)?, v)?;
+            hwreg::set(w, imm16(i)?, v, i.target.is_gfx10())?;
             Ok(Flow::Next)
         },
         Op::SSetregImm32B32 => |w, i, cx| {
             let v = read_s32(w, operand(i, Field::K)?, Ty::B32, &cx.apertures)?;
-            hwreg::set(w, imm16(i)?, v)?;
+            hwreg::set(w, imm16(i)?, v, i.target.is_gfx10())?;
             Ok(Flow::Next)
         },
         _ => return None,

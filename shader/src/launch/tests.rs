@@ -518,6 +518,17 @@ fn gfx10_wave_size_and_vgprs_come_from_the_kernel_object() {
         let k = KernelCode::parse(t, &blit_header(1)).unwrap();
         assert_eq!((k.format, k.target, k.vgprs), (Format::AmdKernelCode, Target::Gfx1030W64, 8));
     }
+    // The command processor fills in the scratch V#'s INDEX_STRIDE by wave size on gfx10.
+    let rsrc = |props| {
+        let mut d = dispatch(KernelCode::parse(Target::Gfx1030, &gfx10_kd(0, props).bytes()).unwrap());
+        d.scratch_resource = [1, 2, 3, 0xffff_ffff];
+        d.private_segment_buffer()
+    };
+    assert_eq!(rsrc(WAVEFRONT_SIZE32), [1, 2, 3, !(1 << 21)]);
+    assert_eq!(rsrc(0), [1, 2, 3, 0xffff_ffff]);
+    let mut d = dispatch(blit_code());
+    d.scratch_resource = [1, 2, 3, 0];
+    assert_eq!(d.private_segment_buffer(), [1, 2, 3, 0], "gfx90a's V# is the queue's");
     // A PM4 dispatch's target is the caller's (CS_W32_EN).
     let k = KernelCode::from_registers(Target::Gfx1030, 1, 0, 0).unwrap();
     assert_eq!((k.target, k.wave_size, k.vgprs), (Target::Gfx1030, 32, 16));
