@@ -229,6 +229,10 @@ pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
     if inst.mods.lds {
         return Err(ExecError::Unimplemented("loads to LDS".into()));
     }
+    // gfx10 tfe: a load also writes a status dword after its data.
+    if inst.mods.tfe {
+        return Err(ExecError::Unimplemented("tfe".into()));
+    }
     let rsrc = match inst.operand(Field::Rsrc) {
         Some(Operand::Sgpr { index, .. }) => {
             let words = std::array::from_fn(|k| w.sreg(index.wrapping_add(k as u8) & 127));

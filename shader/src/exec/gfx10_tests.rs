@@ -449,3 +449,29 @@ fn gfx10_flat_scratch_is_set_through_hwregs() {
     // Scratch interleaves dwords by lane (wave32: 32 lanes per dword row).
     assert_eq!(ram.u32_at(base + 0x400 + 4 * 32 + 4 * 3), 21);
 }
+
+#[test]
+fn wave32_bpermute_wraps_at_32_lanes() {
+    let src = "ds_bpermute_b32 v2, v0, v1";
+    let Some((w, _)) = run_on(W32, src, |w, _| {
+        // Lane i reads lane i + 33 = i + 1 (mod 32).
+        fill(w, 0, |l| 4 * (l as u32 + 33));
+        fill(w, 1, |l| 100 + l as u32);
+    }) else {
+        return;
+    };
+    assert_eq!(w.v[2][0], 101);
+    assert_eq!(w.v[2][31], 100);
+}
+
+#[test]
+fn mubuf_tfe_is_refused() {
+    // buffer_load_dword v[1:2], off, s[0:3], 0 tfe (llvm-mc-15 does not assemble it): TFE is
+    // bit 55; then s_endpgm.
+    let code = [0x00, 0x00, 0x30, 0xe0, 0x00, 0x01, 0x80, 0x80, 0x00, 0x00, 0x81, 0xbf];
+    let mut w = crate::testing::wave_for(W32);
+    let mut ram = crate::testing::ram(&code);
+    let mut lds = vec![0u8; 1024];
+    let f = crate::testing::run_wave_for(W32, &mut w, &mut ram, &mut lds).expect_err("tfe must fault");
+    assert!(matches!(&f, Fault::Unimplemented { what, .. } if what == "tfe"), "{f}");
+}
