@@ -108,6 +108,10 @@ struct ServeArgs {
     /// Record ioctls and packets from the start (`cuse-kfd status --trace FILE` exports them).
     #[arg(long)]
     trace: bool,
+    /// Threads that run the workgroups of GFX kernels on the shader core (default: one per
+    /// core); 0 runs them on the engine thread.
+    #[arg(long, value_name = "N")]
+    shader_workers: Option<usize>,
     /// Run unconfined, for debugging (strace, gdb): keep every capability, no seccomp filter, no
     /// no_new_privs. The directory checks stay.
     #[arg(long)]
@@ -264,6 +268,10 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     let channel = Arc::new(Channel::open(&a.cuse).map_err(|e| e.to_string())?);
     let runtime_dir = a.runtime_dir.clone().unwrap_or_else(|| PathBuf::from("/run/cuse-kfd").join(&a.name));
     let runtime_dir = trusted(sandbox::runtime_dir(&runtime_dir), "--runtime-dir")?;
+    let mut engine = cuse_kfd::engine::EngineConfig::default();
+    if let Some(n) = a.shader_workers {
+        engine.shader_workers = n;
+    }
     let config = DeviceConfig {
         profile: a.profile.clone(),
         gpus: a.gpus,
@@ -272,7 +280,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
             process: a.process_limit.unwrap_or_default(),
             uid: a.uid_limit.unwrap_or_default(),
         },
-        ..Default::default()
+        engine,
     };
     let device = Device::new(&config).map_err(|e| e.to_string())?;
     for spec in &a.faults {

@@ -236,7 +236,7 @@ fn divergent(i: i32, v: i32) -> i32 {
 fn an_opencl_kernel_for_gfx1030_runs_in_wave32_and_wave64() {
     for wave64 in [false, true] {
         let name = if wave64 { "cl1030w64" } else { "cl1030" };
-        let Some(co) = code_object::opencl(name, DIVERGENT_CL, "gfx1030", wave64) else { return };
+        let Some(co) = code_object::opencl_for(name, DIVERGENT_CL, "gfx1030", wave64) else { return };
         let rig = Rig::with_profile("gfx1030");
         let n = 300;
         let input = rig.alloc(4096, Kind::Gtt);
@@ -255,4 +255,326 @@ fn an_opencl_kernel_for_gfx1030_runs_in_wave32_and_wave64() {
         assert_eq!(word(&out, n as u64), 0xEEEE_EEEE, "{name}: past n");
         assert!(rig.status(run.q.id).error.is_none());
     }
+}
+
+/// A kernel with 16 bytes of scratch per work-item that stores its private segment buffer V#
+/// (s[0:3]) and its scratch wave offset (s7, after the kernarg pointer and work-group id) at
+/// kernarg + its wave offset.
+const SCRATCH_KERNEL: &str = r#"
+.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+  v_mov_b32 v1, s7
+  v_mov_b32 v2, s0
+  global_store_dword v1, v2, s[4:5]
+  v_mov_b32 v2, s1
+  global_store_dword v1, v2, s[4:5] offset:4
+  v_mov_b32 v2, s2
+  global_store_dword v1, v2, s[4:5] offset:8
+  v_mov_b32 v2, s3
+  global_store_dword v1, v2, s[4:5] offset:12
+  global_store_dword v1, v1, s[4:5] offset:16
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_user_sgpr_private_segment_buffer 1
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_system_sgpr_private_segment_wavefront_offset 1
+  .amdhsa_private_segment_fixed_size 16
+  .amdhsa_next_free_vgpr 4
+  .amdhsa_next_free_sgpr 8
+  .amdhsa_accum_offset 4
+.end_amdhsa_kernel
+"#;
+
+#[test]
+fn a_dispatch_short_of_scratch_asks_the_runtime_and_runs_once_it_answers() {
+    let Some(co) = code_object::assemble("scratch", SCRATCH_KERNEL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let out = rig.alloc(4096, Kind::Gtt);
+    let scratch = rig.alloc(1 << 16, Kind::Vram);
+    let q = rig.queue(64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 2).unwrap();
+    let (done, inactive) = (0, 1);
+    s.value(done).store(1, Ordering::Release);
+    s.value(inactive).store(0, Ordering::Release);
+    q.set_inactive_signal(s.handle(inactive));
+    let ev = s.attach_event(&rig.kfd, inactive).unwrap();
+    // Two waves, 16 bytes per work-item.
+    let mut p =
+        packet::dispatch(code.mem.addr(co.symbol("k.kd")), out.va(), [128, 1, 1], [128, 1, 1], s.handle(done), false);
+    p[24..28].copy_from_slice(&16u32.to_le_bytes());
+    submit(&q, &p);
+    // The queue has no scratch: the device asks for it, as the CP asks ROCr.
+    rig.assert_fires(ev, "the queue_inactive_signal's event");
+    assert_eq!(s.value(inactive).load(Ordering::Acquire), 1, "insufficient scratch (wave64)");
+    stays(QUIET, "the dispatch waits for scratch", || s.value(done).load(Ordering::Acquire) == 1);
+    // ROCr's answer: a V# over the new scratch, its size, then 0 to restart the queue.
+    let base = scratch.va();
+    let vsharp = [base as u32, (base >> 32) as u32 & 0xffff, 1 << 16, 0x0002_7fac];
+    for (i, w) in vsharp.iter().enumerate() {
+        q.desc.u32_at(144 + 4 * i as u64).store(*w, Ordering::Relaxed);
+    }
+    q.desc.u64_at(168).store(1 << 16, Ordering::Relaxed);
+    s.value(inactive).store(0, Ordering::Release);
+    if let Err(v) = s.wait(done, TIMEOUT, |v| v == 0) {
+        panic!("the dispatch after the scratch answer: signal {v}");
+    }
+    for wave in 0..2u64 {
+        let at = wave * 1024 / 4;
+        let got: Vec<u32> = (at..at + 5).map(|i| word(&out, i)).collect();
+        assert_eq!(&got[..4], &vsharp, "wave {wave}'s private segment buffer");
+        // 64 lanes of 16 bytes: 1 KiB per wave.
+        assert_eq!(got[4], wave as u32 * 1024, "wave {wave}'s scratch offset");
+    }
+    assert!(rig.status(q.id).error.is_none());
+}
+
+#[test]
+fn a_dispatch_short_of_scratch_on_a_queue_without_an_inactive_signal_is_an_error() {
+    let Some(co) = code_object::assemble("noscratch", SCRATCH_KERNEL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let q = rig.queue(64);
+    let mut p = packet::dispatch(code.mem.addr(co.symbol("k.kd")), 0, [64, 1, 1], [64, 1, 1], 0, false);
+    p[24..28].copy_from_slice(&16u32.to_le_bytes());
+    submit(&q, &p);
+    let err = rig.wait_error(q.id).error.unwrap();
+    assert_eq!(err.code, cuse_kfd::engine::ERROR_INVALID_ARGUMENT);
+    assert!(
+        err.reason.ends_with("a workgroup needs 1024 bytes of scratch (1 waves), the queue has 0"),
+        "{}",
+        err.reason
+    );
+}
+
+/// OpenCL C kernels compiled with clang-15 for gfx90a without device libraries: the global id
+/// comes from the work-group id, the dispatch packet's work-group size and the work-item id,
+/// as ROCm's device library computes it.
+const OPENCL: &str = r#"
+static inline uint gid(void) {
+    __constant ushort *p = (__constant ushort *)__builtin_amdgcn_dispatch_ptr();
+    return __builtin_amdgcn_workgroup_id_x() * p[2] + __builtin_amdgcn_workitem_id_x();
+}
+kernel void vadd(global const int *a, global const int *b, global int *c, uint n) {
+    uint i = gid();
+    if (i < n) c[i] = a[i] + 3 * b[i];
+}
+kernel void count(global uint *counter, global uint *seen) {
+    uint old = __opencl_atomic_fetch_add((volatile global atomic_uint *)counter, 1u, memory_order_relaxed,
+                                         memory_scope_device);
+    seen[gid()] = old;
+}
+"#;
+
+/// Dispatches kernel `name` of `co` (loaded) over a 1-D grid with `args` as its kernarg segment
+/// (with room for the hidden arguments) and waits for it.
+fn run_opencl(rig: &Rig, co: &CodeObject, code: &code_object::Loaded, name: &str, args: &[u64], grid: u32, wg: u16) {
+    let mut bytes = vec![0u8; 256];
+    for (i, a) in args.iter().enumerate() {
+        bytes[8 * i..8 * i + 8].copy_from_slice(&a.to_le_bytes());
+    }
+    let kernarg = rig.alloc(4096, Kind::Gtt);
+    kernarg.write(0, &bytes);
+    let q = rig.queue(64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
+    s.value(0).store(1, Ordering::Release);
+    let object = code.mem.addr(co.symbol(&format!("{name}.kd")));
+    submit(&q, &packet::dispatch(object, kernarg.va(), [grid, 1, 1], [wg, 1, 1], s.handle(0), false));
+    if let Err(v) = s.wait(0, TIMEOUT, |v| v == 0) {
+        panic!("{name}: completion signal {v}, queue {:?}", rig.status(q.id).error);
+    }
+}
+
+#[test]
+fn an_opencl_vector_add_compiled_by_clang_runs() {
+    let Some(co) = code_object::opencl("vadd", OPENCL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let n = 1000u32;
+    let (a, b, c) = (rig.alloc(4096, Kind::Gtt), rig.alloc(4096, Kind::Vram), rig.alloc(8192, Kind::Gtt));
+    for i in 0..u64::from(n) {
+        a.u32_at(4 * i).store((i as u32).wrapping_mul(7).wrapping_sub(300), Ordering::Relaxed);
+        b.u32_at(4 * i).store((i as u32) ^ 0x55, Ordering::Relaxed);
+    }
+    c.fill(0, 8192, 0xEE);
+    // 1024 work-items in work-groups of 256: the last 24 are past n.
+    run_opencl(&rig, &co, &code, "vadd", &[a.va(), b.va(), c.va(), u64::from(n)], 1024, 256);
+    for i in 0..u64::from(n) {
+        let want = (i as u32).wrapping_mul(7).wrapping_sub(300).wrapping_add(3 * ((i as u32) ^ 0x55));
+        assert_eq!(word(&c, i), want, "c[{i}]");
+    }
+    assert_eq!(word(&c, u64::from(n)), 0xEEEE_EEEE, "past n");
+}
+
+#[test]
+fn global_atomics_are_atomic_against_the_host() {
+    let Some(co) = code_object::opencl("count", OPENCL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let items = 4096u32;
+    let (counter, seen) = (rig.alloc(4096, Kind::Gtt), rig.alloc(4 * u64::from(items), Kind::Gtt));
+    // The host adds 1 << 20 a number of times while the kernel counts.
+    let host_adds = 20_000u32;
+    let w = counter.u32_at(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for _ in 0..host_adds {
+                w.fetch_add(1 << 20, Ordering::Relaxed);
+            }
+        });
+        run_opencl(&rig, &co, &code, "count", &[counter.va(), seen.va()], items, 256);
+    });
+    let total = word(&counter, 0);
+    assert_eq!(total, host_adds << 20 | items, "host and kernel increments both counted");
+    // Every kernel increment saw a distinct count of kernel increments before it.
+    let mut olds: Vec<u32> = (0..u64::from(items)).map(|i| word(&seen, i) & 0xFFFFF).collect();
+    olds.sort_unstable();
+    assert!(olds.iter().enumerate().all(|(i, o)| *o == i as u32), "each work-item got a distinct old value");
+}
+
+/// Page-aligned host memory registered as USERPTR memory at its own address (as ROCr registers
+/// host allocations), so kernels reach it through the device's USERPTR path.
+struct Userptr {
+    ptr: *mut u32,
+    layout: std::alloc::Layout,
+}
+
+impl Userptr {
+    fn new(rig: &Rig, bytes: usize) -> Userptr {
+        let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
+        // SAFETY: a non-zero size; freed in drop with the same layout.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u32;
+        assert!(!ptr.is_null());
+        let addr = ptr as u64;
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: addr,
+            size: bytes as u64,
+            handle: 0,
+            mmap_offset: addr,
+            gpu_id: rig.gpu,
+            flags,
+        };
+        rig.call(uapi::ioctl::AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).expect("USERPTR ALLOC");
+        let gpus = [rig.gpu];
+        let mut m = MapMemoryToGpuArgs {
+            handle: a.handle,
+            device_ids_array_ptr: gpus.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        rig.call(uapi::ioctl::AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).expect("USERPTR MAP");
+        Userptr { ptr, layout }
+    }
+
+    fn va(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
+        assert!(4 * i < self.layout.size());
+        // SAFETY: in bounds and aligned; the device writes it too, so only atomically.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(self.ptr.add(i)) }
+    }
+}
+
+impl Drop for Userptr {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout. The rig (and its device mapping) is
+        // dropped after the test's last dispatch completed.
+        unsafe { std::alloc::dealloc(self.ptr as *mut u8, self.layout) };
+    }
+}
+
+#[test]
+fn kernels_read_write_and_update_userptr_memory() {
+    let Some(co) = code_object::opencl("userptr", OPENCL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let n = 300usize;
+    let (a, c) = (Userptr::new(&rig, 4096), Userptr::new(&rig, 4096));
+    let b = rig.alloc(4096, Kind::Gtt);
+    for i in 0..n {
+        a.word(i).store(1000 + i as u32, Ordering::Relaxed);
+        b.u32_at(4 * i as u64).store(i as u32, Ordering::Relaxed);
+    }
+    run_opencl(&rig, &co, &code, "vadd", &[a.va(), b.va(), c.va(), n as u64], 320, 64);
+    for i in 0..n {
+        assert_eq!(c.word(i).load(Ordering::Acquire), 1000 + 4 * i as u32, "c[{i}] in USERPTR memory");
+    }
+    assert_eq!(c.word(n).load(Ordering::Acquire), 0, "past n");
+    // Atomics on a USERPTR counter (not atomic against the host: nothing else touches it here).
+    let (counter, seen) = (Userptr::new(&rig, 4096), rig.alloc(4096, Kind::Gtt));
+    run_opencl(&rig, &co, &code, "count", &[counter.va(), seen.va()], 512, 128);
+    assert_eq!(counter.word(0).load(Ordering::Acquire), 512);
+    let mut olds: Vec<u32> = (0..512).map(|i| word(&seen, i)).collect();
+    olds.sort_unstable();
+    assert!(olds.iter().enumerate().all(|(i, o)| *o == i as u32));
+    drop(rig);
+}
+
+/// The legacy `amd_kernel_code_t` ROCr's blit kernels sit behind (ROCR-Runtime rocm-5.2.3
+/// amd_hsa_kernel_code.h; AssembleShader): version 1.1, machine 9.0.10, code at +256, two user
+/// SGPRs (the kernarg pointer), work-group id X, 8 VGPRs with RSRC3's accum offset in the high
+/// half of max_scratch_backing_memory_byte_size.
+fn legacy_header() -> [u8; 256] {
+    let mut h = [0u8; 256];
+    h[0..4].copy_from_slice(&1u32.to_le_bytes());
+    h[4..8].copy_from_slice(&1u32.to_le_bytes());
+    h[8..10].copy_from_slice(&1u16.to_le_bytes());
+    h[10..12].copy_from_slice(&9u16.to_le_bytes());
+    h[14..16].copy_from_slice(&10u16.to_le_bytes());
+    h[16..24].copy_from_slice(&256i64.to_le_bytes());
+    h[40..48].copy_from_slice(&(1u64 << 32).to_le_bytes()); // accum offset 8: no AGPRs
+    h[48..52].copy_from_slice(&0x00AF_0000u32.to_le_bytes()); // 8 VGPRs, IEEE, DX10_CLAMP
+    h[52..56].copy_from_slice(&(2u32 << 1 | 1 << 7).to_le_bytes()); // 2 user SGPRs, wg id X
+    h[56..60].copy_from_slice(&(1u32 << 3).to_le_bytes()); // kernarg segment ptr
+    h[72..80].copy_from_slice(&8u64.to_le_bytes());
+    h[103] = 6; // wave64
+    h
+}
+
+#[test]
+fn a_legacy_amd_kernel_code_t_kernel_runs_like_rocr_blits() {
+    let src = r#"
+.text
+.globl k
+.p2align 8
+k:
+  s_load_dwordx2 s[0:1], s[0:1], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_lshl_b32 s3, s2, 6
+  v_add_u32 v4, s3, v0
+  s_lshl_b32 s3, s2, 8
+  v_add_u32 v1, s3, v1
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v1, v4, s[0:1]
+  s_endpgm
+"#;
+    let Some(co) = code_object::assemble("legacy", src) else { return };
+    let rig = Rig::new();
+    let k = co.symbol("k") as usize;
+    let object = rig.alloc(4096, Kind::Gtt);
+    object.write(0, &legacy_header());
+    object.write(256, &co.image[k..k + 64]);
+    let out = rig.alloc(4096, Kind::Gtt);
+    out.fill(0, 4096, 0xEE);
+    let kernarg = rig.args(&out.va());
+    let q = rig.queue(64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
+    s.value(0).store(1, Ordering::Release);
+    submit(&q, &packet::dispatch(object.va(), kernarg, [200, 1, 1], [64, 1, 1], s.handle(0), false));
+    if let Err(v) = s.wait(0, TIMEOUT, |v| v == 0) {
+        panic!("the legacy kernel: signal {v}, queue {:?}", rig.status(q.id).error);
+    }
+    for i in 0..200 {
+        assert_eq!(word(&out, i), i as u32, "work-item {i}");
+    }
+    assert_eq!(word(&out, 200), 0xEEEE_EEEE);
 }

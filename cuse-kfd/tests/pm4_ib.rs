@@ -190,16 +190,16 @@ fn an_unsupported_opcode_in_the_ib_is_a_queue_error_naming_it() {
     let rig = Rig::new();
     let ib = rig.alloc(4096, Kind::Gtt);
     let out = rig.alloc(4096, Kind::Gtt);
-    // What kfdtest's dispatches start with: SET_SH_REG of COMPUTE_PGM_LO/HI.
+    // A user-config register write (amdgpu's SET_UCONFIG_REG of GRBM_GFX_INDEX, say).
     let mut program = write_data(out.addr(0), 5);
-    program.extend([pm4(0x76, 3), 0x20C, 0x1000, 0]);
+    program.extend([pm4(0x79, 2), 0x200, 0]);
     program.extend(write_data(out.addr(4), 6));
     let dwords = put(&ib, &program);
-    let reason = refused(&rig, "SET_SH_REG in the IB", pm4_ib(ib.va(), dwords, 0));
+    let reason = refused(&rig, "SET_UCONFIG_REG in the IB", pm4_ib(ib.va(), dwords, 0));
     assert_eq!(
         reason,
         format!(
-            "in the indirect buffer of a PM4_IB packet at {:#x}: PM4 opcode 0x76 SET_SH_REG is not supported by this device",
+            "in the indirect buffer of a PM4_IB packet at {:#x}: PM4 opcode 0x79 SET_UCONFIG_REG is not supported by this device",
             ib.va()
         )
     );

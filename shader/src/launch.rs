@@ -344,7 +344,11 @@ pub struct Dispatch {
     pub private_segment_size: u32,
     /// amd_queue_t.scratch_resource_descriptor: the private segment buffer V#.
     pub scratch_resource: [u32; 4],
-    /// amd_queue_t.scratch_backing_memory_location and _byte_size.
+    /// The 64-bit address of the queue's scratch backing memory (AMDGPUUsage "Flat Scratch":
+    /// what flat scratch init holds on GFX9-GFX10; SH_HIDDEN_PRIVATE_BASE plus
+    /// amd_queue_t.scratch_backing_memory_location, where ROCr also points the V#) and its size
+    /// (amd_queue_t.scratch_backing_memory_byte_size). Wave `i` of a workgroup gets the `i`th
+    /// [`Dispatch::scratch_wave_bytes`] of it.
     pub scratch_base: u64,
     pub scratch_size: u64,
     pub apertures: Apertures,
@@ -416,11 +420,40 @@ impl Dispatch {
         Ok(())
     }
 
+    /// Waves of a full work-group.
+    pub fn waves_per_group(&self) -> u64 {
+        let items: u64 = self.workgroup_size.iter().map(|&s| u64::from(s)).product();
+        items.div_ceil(u64::from(self.code.wave_size))
+    }
+
+    /// How many work-groups can run at once with scratch of their own: the queue's scratch
+    /// backing memory holds that many groups of [`Dispatch::waves_per_group`] wave slots (as
+    /// the CP limits the waves in flight to what TMPRING_SIZE covers). Unlimited without
+    /// scratch.
+    pub fn scratch_group_slots(&self) -> u64 {
+        if self.private_bytes() == 0 {
+            return u64::MAX;
+        }
+        self.scratch_size / (self.waves_per_group() * self.scratch_wave_bytes()).max(1)
+    }
+
     /// Every wave of work-group `id`, in its initial state (AMDGPUUsage "Initial Kernel
-    /// Execution State"), with its LDS. Waves run one workgroup at a time, so wave `i` of the
-    /// group gets scratch slot `i` of the queue's backing memory.
+    /// Execution State"), with its LDS; the group's waves get scratch slot 0 onwards.
     pub fn workgroup(&self, id: [u32; 3]) -> Result<Workgroup, LaunchError> {
+        self.workgroup_in_slot(id, 0)
+    }
+
+    /// [`Dispatch::workgroup`] for a group running beside others: its waves get the scratch
+    /// wave slots of group slot `slot` (below [`Dispatch::scratch_group_slots`]).
+    pub fn workgroup_in_slot(&self, id: [u32; 3], slot: u64) -> Result<Workgroup, LaunchError> {
         self.check()?;
+        if self.private_bytes() > 0 && slot >= self.scratch_group_slots() {
+            return Err(LaunchError::Geometry(format!(
+                "scratch slot {slot} of a queue with room for {} work-groups",
+                self.scratch_group_slots()
+            )));
+        }
+        let first_wave_slot = slot * self.waves_per_group();
         let count = self.workgroup_count();
         if (0..3).any(|d| id[d] >= count[d]) {
             return Err(LaunchError::Geometry(format!("work-group {id:?} is outside the grid's {count:?}")));
@@ -442,7 +475,7 @@ impl Dispatch {
             let first = i * wave_size;
             let lanes = (items - first).min(wave_size);
             w.set_exec(if lanes == 64 { u64::MAX } else { (1u64 << lanes) - 1 });
-            self.load_sgprs(&mut w, id, n_waves);
+            self.load_sgprs(&mut w, id, n_waves, first_wave_slot);
             self.load_vgprs(&mut w, size, first, lanes);
             waves.push(w);
         }
@@ -464,9 +497,9 @@ impl Dispatch {
     /// The user SGPRs from s0, then the system SGPRs from USER_SGPR_COUNT (AMDGPUUsage
     /// "Initial Kernel Execution State"; amd_hsa_kernel_code.h for the legacy grid counts and
     /// the work-group info layout).
-    fn load_sgprs(&self, w: &mut Wave, id: [u32; 3], n_waves: u32) {
+    fn load_sgprs(&self, w: &mut Wave, id: [u32; 3], n_waves: u32, first_wave_slot: u64) {
         let p = self.code.properties;
-        let wave_offset = u64::from(w.id_in_group) * self.scratch_wave_bytes();
+        let wave_offset = (first_wave_slot + u64::from(w.id_in_group)) * self.scratch_wave_bytes();
         let count = self.workgroup_count();
         let mut s = 0u8;
         let mut put = |w: &mut Wave, v: u32| {

@@ -49,7 +49,8 @@ impl Kfd {
     }
 
     /// The transport the environment asks for: `CUSE_KFD_EMBEDDED=1` an embedded device (of
-    /// profile `CUSE_KFD_PROFILE` with `CUSE_KFD_GPUS` GPUs, defaults otherwise), else the node
+    /// profile `CUSE_KFD_PROFILE` with `CUSE_KFD_GPUS` GPUs and `CUSE_KFD_SHADER_WORKERS`
+    /// shader-core threads, defaults otherwise), else the node
     /// `CUSE_KFD_DEVICE` (default /dev/kfd).
     pub fn open_default() -> Result<Kfd, Errno> {
         if secure_env::var_os("CUSE_KFD_EMBEDDED").is_some_and(|v| v == "1") {
@@ -59,6 +60,9 @@ impl Kfd {
             }
             if let Some(gpus) = secure_env::var("CUSE_KFD_GPUS").and_then(|g| g.parse().ok()) {
                 config.gpus = gpus;
+            }
+            if let Some(n) = secure_env::var("CUSE_KFD_SHADER_WORKERS").and_then(|n| n.parse().ok()) {
+                config.engine.shader_workers = n;
             }
             return Kfd::embedded(&config).map_err(|e| {
                 log::error!("cannot create the embedded device: {e}");

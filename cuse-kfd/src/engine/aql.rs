@@ -8,6 +8,7 @@
 
 use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use super::gfx;
+use super::grid::Offload;
 use super::kernels::{self, Ran};
 use super::mem::{Mem, Tlb};
 use super::ring::pm4_ib::{self, IbProgress, IbRun};
@@ -78,6 +79,7 @@ impl Work {
         mem: &mut Mem,
         deadline: Instant,
         interrupts: &mut Vec<Interrupt>,
+        offload: Option<Offload>,
     ) -> Result<Resumed, QueueFault> {
         Ok(match self {
             Work::Kernel(w) => {
@@ -87,13 +89,11 @@ impl Work {
                     Resumed::Paused
                 }
             }
-            Work::Shader(w) => {
-                if w.resume(mem, deadline, interrupts)? {
-                    Resumed::Finished
-                } else {
-                    Resumed::Paused
-                }
-            }
+            Work::Shader(w) => match w.resume(mem, deadline, interrupts, offload)? {
+                gfx::Progress::Finished => Resumed::Finished,
+                gfx::Progress::Paused => Resumed::Paused,
+                gfx::Progress::Blocked => Resumed::Blocked,
+            },
             Work::Pm4(ib) => match ib.resume(mem, deadline, interrupts)? {
                 IbProgress::Finished => Resumed::Finished,
                 IbProgress::Paused => Resumed::Paused,
@@ -128,6 +128,11 @@ pub struct QueueRunner {
 }
 
 impl QueueRunner {
+    /// How this queue's GFX dispatches reach the worker pool, if the engine has one.
+    fn offload<'a>(&'a self, ctx: &PollCtx<'a>) -> Option<Offload<'a>> {
+        ctx.pool.map(|pool| Offload { pool, process: &self.hw.process, faults: &self.faults })
+    }
+
     pub fn new(hw: Arc<HwQueue>, faults: Arc<Faults>) -> QueueRunner {
         let mut r = QueueRunner {
             hw,
@@ -243,7 +248,7 @@ impl QueueRunner {
             let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
             if let Some(mut c) = self.current.take() {
                 // The packet this queue was running when its last pass ended.
-                match c.work.resume(mem, deadline, &mut out.interrupts) {
+                match c.work.resume(mem, deadline, &mut out.interrupts, self.offload(ctx)) {
                     Ok(Resumed::Finished) => {}
                     Ok(Resumed::Paused) => {
                         self.current = Some(c);
@@ -316,7 +321,8 @@ impl QueueRunner {
             let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
             let read_ptr = self.hw.queue.read_ptr.0;
             let at = gfx::PacketAt { slot, index: self.read_index, read_ptr };
-            let step = match run_packet(mem, ptype, &packet, at, now, deadline, &mut out.interrupts) {
+            let offload = self.offload(ctx);
+            let step = match run_packet(mem, ptype, &packet, (at, offload), now, deadline, &mut out.interrupts) {
                 Ok(s) => s,
                 Err(f) => {
                     failure = Some(f);
@@ -499,7 +505,7 @@ fn run_packet(
     mem: &mut Mem,
     ptype: u8,
     packet: &[u8; AQL_PACKET_SIZE],
-    at: gfx::PacketAt,
+    (at, offload): (gfx::PacketAt, Option<Offload>),
     now: &LazyNow,
     deadline: Instant,
     interrupts: &mut Vec<Interrupt>,
@@ -566,11 +572,11 @@ fn run_packet(
             let desc = SoftKernelDescriptor::read_from_bytes(&raw).expect("64 bytes");
             if desc.magic != SOFT_KERNEL_MAGIC {
                 // GFX code: the shader core runs it.
-                let mut work = gfx::start(mem, &p, at, &raw)?;
-                return Ok(if work.resume(mem, deadline, interrupts)? {
-                    Step::Done(Vec::new())
-                } else {
-                    Step::Sliced(Work::Shader(Box::new(work)))
+                let mut work = gfx::start(mem, &p, at, &raw, interrupts)?;
+                return Ok(match work.resume(mem, deadline, interrupts, offload)? {
+                    gfx::Progress::Finished => Step::Done(Vec::new()),
+                    gfx::Progress::Paused => Step::Sliced(Work::Shader(Box::new(work))),
+                    gfx::Progress::Blocked => Step::Waiting(Work::Shader(Box::new(work))),
                 });
             }
             match kernels::run(mem, &p, &desc, deadline)? {

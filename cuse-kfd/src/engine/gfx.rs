@@ -10,18 +10,22 @@ use super::fault::{
     QueueFault, ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT,
     ERROR_INVALID_PACKET_FORMAT, ERROR_TRAP,
 };
+use super::grid::{Grid, Offload};
 use super::kernels::Geometry;
 use super::mem::Mem;
 use super::runner::Interrupt;
+use super::signal;
 use crate::memory::vm::{GpuVa, VmFault};
 use shader::exec::{Apertures, Code, Fault};
-use shader::group::{Progress, Workgroup};
+use shader::group::{self, Workgroup};
 use shader::isa::Target;
 use shader::launch::{Dispatch, KernelCode, LaunchError, AMD_KERNEL_CODE_SIZE, KERNEL_DESCRIPTOR_SIZE};
 use shader::mem::{AtomicOp, MemFault, Memory};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 use uapi::aql::KernelDispatchPacket;
-use uapi::queue::{AmdQueue, AMD_QUEUE_READ_DISPATCH_ID_OFFSET};
+use uapi::queue::{AmdQueue, AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, AMD_QUEUE_READ_DISPATCH_ID_OFFSET};
 use uapi::FromBytes;
 
 /// Instructions a workgroup runs between two looks at the clock.
@@ -50,6 +54,11 @@ pub struct GpuMemory<'m, 'a> {
 impl<'m, 'a> GpuMemory<'m, 'a> {
     pub fn new(mem: &'m mut Mem<'a>) -> Self {
         GpuMemory { mem, fault: None }
+    }
+
+    /// The VM fault behind the last failed access, if any.
+    pub fn take_fault(&mut self) -> Option<VmFault> {
+        self.fault.take()
     }
 
     fn fail(&mut self, e: VmFault, va: u64, len: u64, write: bool) -> MemFault {
@@ -85,7 +94,29 @@ pub struct Work {
     next: u64,
     total: u64,
     group: Option<Workgroup>,
+    /// The workgroups from `next` on, once handed to the worker pool.
+    grid: Option<Arc<Grid>>,
+    /// The queue_inactive_signal through which more scratch was asked for, until the runtime
+    /// answers.
+    scratch_request: Option<u64>,
 }
+
+/// How far [`Work::resume`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Finished,
+    /// Out of time: goes on in the next pass.
+    Paused,
+    /// Waiting for the runtime to allocate scratch.
+    Blocked,
+}
+
+/// The queue error that asks the runtime for scratch: ROCr's DynamicScratchHandler reads bit 0
+/// ("insufficient scratch", wave64; 0x400 for wave32) from queue_inactive_signal, allocates
+/// scratch for the packet at read_dispatch_id, rewrites amd_queue_t's scratch fields and stores
+/// 0 to restart the queue (ROCR-Runtime rocm-5.2.3 amd_aql_queue.cpp).
+const ERROR_SCRATCH_WAVE64: i64 = 1;
+const ERROR_SCRATCH_WAVE32: i64 = 0x400;
 
 impl std::fmt::Debug for Work {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,7 +129,7 @@ impl std::fmt::Debug for Work {
 }
 
 /// The queue error of a kernel object or dispatch the shader core cannot launch.
-fn launch_fault(kernel_object: u64, e: LaunchError) -> QueueFault {
+pub(super) fn launch_fault(kernel_object: u64, e: LaunchError) -> QueueFault {
     let code = match e {
         LaunchError::Geometry(_) => ERROR_INVALID_PACKET_FORMAT,
         LaunchError::Lds { .. } | LaunchError::Scratch { .. } => ERROR_INVALID_ARGUMENT,
@@ -113,6 +144,7 @@ pub fn start(
     p: &KernelDispatchPacket,
     at: PacketAt,
     raw: &[u8; KERNEL_DESCRIPTOR_SIZE],
+    interrupts: &mut Vec<Interrupt>,
 ) -> Result<Work, QueueFault> {
     let g = Geometry::of(p)?;
     let ko = p.kernel_object;
@@ -125,13 +157,8 @@ pub fn start(
         KernelCode::parse(target, raw)
     }
     .map_err(|e| launch_fault(ko, e))?;
-    // The queue's amd_queue_t holds the read pointer; its scratch fields give the private
-    // segment buffer V# and backing memory (ROCr fills them; a client without an amd_queue_t,
-    // the thunk alone, has no scratch).
     let queue = at.read_ptr.wrapping_sub(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
-    let mut q = [0u8; std::mem::size_of::<AmdQueue>()];
-    let q = mem.read(queue, &mut q).ok().map(|()| AmdQueue::read_from_bytes(&q).expect("sized"));
-    let dispatch = Dispatch {
+    let mut dispatch = Dispatch {
         code,
         kernel_object: ko,
         grid: g.grid.map(|v| v as u32),
@@ -142,13 +169,22 @@ pub fn start(
         dispatch_id: at.index,
         group_segment_size: p.group_segment_size,
         private_segment_size: p.private_segment_size,
-        scratch_resource: q.map_or([0; 4], |q| q.scratch_resource_descriptor),
-        scratch_base: q.map_or(0, |q| q.scratch_backing_memory_location),
-        scratch_size: q.map_or(0, |q| q.scratch_backing_memory_byte_size),
+        scratch_resource: [0; 4],
+        scratch_base: 0,
+        scratch_size: 0,
         apertures: apertures(mem.gpu_id),
         user_data: None,
     };
-    Work::new(dispatch)
+    read_scratch(mem, &mut dispatch);
+    match dispatch.check() {
+        Ok(()) => Ok(Work::unchecked(dispatch)),
+        Err(LaunchError::Scratch { .. }) => {
+            let mut work = Work::unchecked(dispatch);
+            work.ask_for_scratch(mem, interrupts)?;
+            Ok(work)
+        }
+        Err(e) => Err(launch_fault(ko, e)),
+    }
 }
 
 /// The shader core target of the GPU `gpu_id`, from its profile's gfx_target_version (for
@@ -179,28 +215,122 @@ pub fn apertures(gpu_id: u32) -> Apertures {
     }
 }
 
+/// The queue's scratch, from its amd_queue_t (which holds the read pointer): the private segment
+/// buffer V# and the backing memory's size. Its 64-bit base (AMDGPUUsage "Flat Scratch": the
+/// address of the queue's scratch backing memory) is SH_HIDDEN_PRIVATE_BASE plus
+/// scratch_backing_memory_location, which is where ROCr points the V# (InitScratchSRD: the
+/// queue's scratch base); the engine takes it from the V#'s 48-bit base address (word 0, word 1
+/// bits 15:0) rather than the process lock. A client without an amd_queue_t (the thunk alone)
+/// has no scratch.
+fn read_scratch(mem: &mut Mem, d: &mut Dispatch) {
+    let mut q = [0u8; std::mem::size_of::<AmdQueue>()];
+    let Ok(()) = mem.read(d.queue, &mut q) else { return };
+    let q = AmdQueue::read_from_bytes(&q).expect("sized");
+    let v = q.scratch_resource_descriptor;
+    d.scratch_resource = v;
+    d.scratch_base = u64::from(v[0]) | u64::from(v[1] & 0xffff) << 32;
+    d.scratch_size = q.scratch_backing_memory_byte_size;
+}
+
 impl Work {
-    /// The work of `dispatch`, checked as a whole before any workgroup runs.
+    /// The work of `dispatch`, checked as a whole before any workgroup runs (a PM4 dispatch: its
+    /// scratch is what the registers say).
     pub fn new(dispatch: Dispatch) -> Result<Work, QueueFault> {
         dispatch.check().map_err(|e| launch_fault(dispatch.kernel_object, e))?;
-        let total = dispatch.workgroups();
-        let code = Code::new(dispatch.code.target);
-        Ok(Work { dispatch, code, next: 0, total, group: None })
+        Ok(Work::unchecked(dispatch))
     }
 
-    /// Runs workgroups until all have ended (`Ok(true)`) or `deadline` has passed (`Ok(false)`;
-    /// some instructions ran). MSG_INTERRUPT payloads are appended to `interrupts`.
+    fn unchecked(dispatch: Dispatch) -> Work {
+        let total = dispatch.workgroups();
+        let code = Code::new(dispatch.code.target);
+        Work { dispatch, code, next: 0, total, group: None, grid: None, scratch_request: None }
+    }
+
+    /// Asks the runtime for scratch through the queue's queue_inactive_signal, as the CP does:
+    /// the error code, then the signal's event.
+    fn ask_for_scratch(&mut self, mem: &mut Mem, interrupts: &mut Vec<Interrupt>) -> Result<(), QueueFault> {
+        let ko = self.dispatch.kernel_object;
+        let no_scratch = |d: &Dispatch| launch_fault(ko, d.check().expect_err("scratch is short"));
+        let field = self.dispatch.queue.checked_add(AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64);
+        let signal = field.and_then(|f| mem.load_u64(f, Ordering::Acquire).ok()).unwrap_or(0);
+        let value = signal.checked_add(uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64);
+        let Some(value) = value.filter(|_| signal != 0) else {
+            return Err(no_scratch(&self.dispatch));
+        };
+        let request = self.scratch_error() as u64;
+        if mem.update_u64(value, |old| if old == 0 { request } else { old })? != 0 {
+            // The runtime has not answered an earlier error: no one will allocate.
+            return Err(no_scratch(&self.dispatch));
+        }
+        if let Some(ev) = signal::notify(mem, signal)? {
+            interrupts.push(Interrupt { context_id: ev, valid_bits: 32 });
+        }
+        log::debug!("kernel object at {ko:#x}: asked the runtime for scratch");
+        self.scratch_request = Some(value);
+        Ok(())
+    }
+
+    /// The queue error that asks for scratch for this dispatch's wave size.
+    fn scratch_error(&self) -> i64 {
+        if self.dispatch.code.wave_size == 32 {
+            ERROR_SCRATCH_WAVE32
+        } else {
+            ERROR_SCRATCH_WAVE64
+        }
+    }
+
+    /// Whether the runtime answered the scratch request: 0 restarts the queue with new scratch
+    /// fields; anything else is its error.
+    fn scratch_answered(&mut self, mem: &mut Mem, value: u64) -> Result<bool, QueueFault> {
+        let v = mem.load_u64(value, Ordering::Acquire)? as i64;
+        if v == self.scratch_error() {
+            return Ok(false);
+        }
+        self.scratch_request = None;
+        read_scratch(mem, &mut self.dispatch);
+        let ko = self.dispatch.kernel_object;
+        match self.dispatch.check() {
+            Ok(()) if v == 0 => Ok(true),
+            Ok(()) => Err(QueueFault::invalid(
+                ERROR_INVALID_ARGUMENT,
+                format!("kernel object at {ko:#x}: the runtime answered the scratch request with {v}"),
+            )),
+            Err(e) => Err(launch_fault(ko, e)),
+        }
+    }
+
+    /// Runs workgroups until all have ended, `deadline` has passed (some instructions ran) or
+    /// the dispatch waits for scratch. MSG_INTERRUPT payloads are appended to `interrupts`.
+    ///
+    /// With `offload`, a dispatch of more than one workgroup runs on the worker pool: the queue
+    /// waits (`Blocked`) until the workers are done, and is woken when they have news.
     pub fn resume(
         &mut self,
         mem: &mut Mem,
         deadline: Instant,
         interrupts: &mut Vec<Interrupt>,
-    ) -> Result<bool, QueueFault> {
+        offload: Option<Offload>,
+    ) -> Result<Progress, QueueFault> {
+        if let Some(value) = self.scratch_request {
+            if !self.scratch_answered(mem, value)? {
+                return Ok(Progress::Blocked);
+            }
+        }
+        if let Some(grid) = &self.grid {
+            return grid.poll(interrupts);
+        }
+        if let Some(o) = offload.filter(|_| self.group.is_none() && self.total - self.next > 1) {
+            let code = std::mem::replace(&mut self.code, Code::new(self.dispatch.code.target));
+            let grid = Grid::submit(self.dispatch.clone(), self.next, code, o, mem.gpu_id);
+            let progress = grid.poll(interrupts);
+            self.grid = Some(grid);
+            return progress;
+        }
         let mut payloads = Vec::new();
         loop {
             if self.group.is_none() {
                 if self.next >= self.total {
-                    return Ok(true);
+                    return Ok(Progress::Finished);
                 }
                 let id = self.dispatch.workgroup_id(self.next);
                 let g = self.dispatch.workgroup(id).map_err(|e| launch_fault(self.dispatch.kernel_object, e))?;
@@ -211,42 +341,54 @@ impl Work {
             payloads.clear();
             let r = group.run(&mut self.code, &mut gm, self.dispatch.apertures, STEP_BUDGET, &mut payloads);
             let vm = gm.fault.take();
-            interrupts.extend(
-                payloads.iter().map(|&p| Interrupt {
-                    context_id: p & ((1 << SQ_INTERRUPT_BITS) - 1),
-                    valid_bits: SQ_INTERRUPT_BITS,
-                }),
-            );
+            interrupts.extend(payloads.iter().map(|&p| sq_interrupt(p)));
             match r {
-                Ok(Progress::Finished) => {
+                Ok(group::Progress::Finished) => {
                     self.group = None;
                     self.next += 1;
                     if self.next >= self.total {
-                        return Ok(true);
+                        return Ok(Progress::Finished);
                     }
                 }
-                Ok(Progress::Paused) => {}
+                Ok(group::Progress::Paused) => {}
                 Err(f) => return Err(self.fault(f, vm)),
             }
             if Instant::now() >= deadline {
-                return Ok(false);
+                return Ok(Progress::Paused);
             }
         }
     }
 
-    /// The queue fault of a wave's fault, logged with where it happened.
     fn fault(&self, f: Fault, vm: Option<VmFault>) -> QueueFault {
-        let d = &self.dispatch;
-        let id = d.workgroup_id(self.next);
-        let entry = d.code.entry(d.kernel_object).unwrap_or(0);
-        let text = format!("kernel object at {:#x} (entry {entry:#x}), workgroup {id:?}: {f}", d.kernel_object);
-        log::error!("{text}");
-        match (f, vm) {
-            (Fault::Memory { .. }, Some(vm)) => QueueFault::Vm(vm),
-            // A fault the core found itself (an address outside the private aperture, ...).
-            (Fault::Memory { fault, .. }, None) => QueueFault::Vm(VmFault::Unmapped { va: GpuVa(fault.va) }),
-            (Fault::Trap { .. }, _) => QueueFault::invalid(ERROR_TRAP, text),
-            _ => QueueFault::invalid(ERROR_ILLEGAL_INSTRUCTION, text),
+        fault(&self.dispatch, self.next, f, vm)
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        // A queue that stops or goes away takes its dispatch off the workers.
+        if let Some(g) = &self.grid {
+            g.cancel();
         }
+    }
+}
+
+/// The interrupt of an SQ message with `payload` (M0).
+pub(super) fn sq_interrupt(payload: u32) -> Interrupt {
+    Interrupt { context_id: payload & ((1 << SQ_INTERRUPT_BITS) - 1), valid_bits: SQ_INTERRUPT_BITS }
+}
+
+/// The queue fault of a wave's fault in workgroup `index` of `d`, logged with where it happened.
+pub(super) fn fault(d: &Dispatch, index: u64, f: Fault, vm: Option<VmFault>) -> QueueFault {
+    let id = d.workgroup_id(index);
+    let entry = d.code.entry(d.kernel_object).unwrap_or(0);
+    let text = format!("kernel object at {:#x} (entry {entry:#x}), workgroup {id:?}: {f}", d.kernel_object);
+    log::error!("{text}");
+    match (f, vm) {
+        (Fault::Memory { .. }, Some(vm)) => QueueFault::Vm(vm),
+        // A fault the core found itself (an address outside the private aperture, ...).
+        (Fault::Memory { fault, .. }, None) => QueueFault::Vm(VmFault::Unmapped { va: GpuVa(fault.va) }),
+        (Fault::Trap { .. }, _) => QueueFault::invalid(ERROR_TRAP, text),
+        _ => QueueFault::invalid(ERROR_ILLEGAL_INSTRUCTION, text),
     }
 }

@@ -11,11 +11,13 @@
 mod aql;
 mod fault;
 mod gfx;
+mod grid;
 mod kernels;
 mod mem;
 mod ring;
 mod runner;
 mod signal;
+pub mod workers;
 
 pub use fault::{
     QueueFault, ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT,
@@ -55,6 +57,9 @@ pub struct EngineConfig {
     pub yield_for: Duration,
     /// Longest sleep between polls of an idle device.
     pub max_sleep: Duration,
+    /// Threads that run the workgroups of GFX dispatches (0: dispatches run on the engine
+    /// thread, sliced like soft kernels).
+    pub shader_workers: usize,
 }
 
 impl Default for EngineConfig {
@@ -64,6 +69,7 @@ impl Default for EngineConfig {
             spin: Duration::from_micros(200),
             yield_for: Duration::from_millis(2),
             max_sleep: Duration::from_millis(16),
+            shader_workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -246,6 +252,8 @@ struct Shared {
     parked: AtomicBool,
     stop: AtomicBool,
     packets_polls: AtomicU64,
+    /// The shader core's workers (none with `shader_workers` 0).
+    pool: Option<workers::Pool>,
 }
 
 /// The engine thread and its queue registry.
@@ -259,7 +267,20 @@ impl Engine {
     /// An engine whose completed waits go to `waits`.
     pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>, waits: Arc<WaitRegistry>) -> Engine {
         crate::fork::install();
-        let shared = Arc::new(Shared {
+        let workers = config.shader_workers;
+        let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| Shared {
+            pool: (workers > 0).then(|| {
+                let me = me.clone();
+                // A worker with news for a queue wakes the engine as a doorbell kick does.
+                workers::Pool::new(
+                    workers,
+                    Arc::new(move || {
+                        if let Some(s) = me.upgrade() {
+                            wake(&s);
+                        }
+                    }),
+                )
+            }),
             config,
             faults,
             trace,
@@ -321,10 +342,7 @@ impl Engine {
 
     /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
     pub fn kick(&self) {
-        if self.shared.parked.load(Ordering::Acquire) {
-            *self.shared.wake.lock() = true;
-            self.shared.wake.notify_one();
-        }
+        wake(&self.shared);
     }
 
     /// How many times the engine has polled its queues (for idle-CPU checks).
@@ -343,6 +361,14 @@ impl Drop for Engine {
                 let _ = crate::fork::idle(|| t.join());
             }
         }
+    }
+}
+
+/// Wakes the engine if it sleeps.
+fn wake(s: &Shared) {
+    if s.parked.load(Ordering::Acquire) {
+        *s.wake.lock() = true;
+        s.wake.notify_one();
     }
 }
 
@@ -376,7 +402,12 @@ fn run(s: &Shared) {
         let mut progressed = false;
         let mut pending = false;
         let mut deadline: Option<Instant> = None;
-        let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace, slice: runner::SLICE };
+        let ctx = PollCtx {
+            grace: s.config.invalid_packet_grace,
+            trace: &s.trace,
+            slice: runner::SLICE,
+            pool: s.pool.as_ref(),
+        };
         let n = runners.len();
         for k in 0..n {
             let i = (cursor + k) % n;
@@ -400,7 +431,12 @@ fn run(s: &Shared) {
         let losses = sigbus::losses();
         if losses_seen != Some(losses) {
             losses_seen = Some(losses);
-            let ctx = PollCtx { grace: s.config.invalid_packet_grace, trace: &s.trace, slice: runner::SLICE };
+            let ctx = PollCtx {
+                grace: s.config.invalid_packet_grace,
+                trace: &s.trace,
+                slice: runner::SLICE,
+                pool: s.pool.as_ref(),
+            };
             for r in runners.iter_mut() {
                 if let Some(fault) = r.hw().lost_memory() {
                     let p = r.lose(fault, &ctx);

@@ -35,6 +35,8 @@ pub struct PollCtx<'a> {
     pub trace: &'a Trace,
     /// The time slice of this poll ([`SLICE`]), counted from when the queue starts running.
     pub slice: Duration,
+    /// The shader core's workers, if the engine has them.
+    pub pool: Option<&'a super::workers::Pool>,
 }
 
 /// What happened in one poll of a queue.

@@ -88,9 +88,14 @@ pub fn assemble_for(name: &str, src: &str, mcpu: &str) -> Option<CodeObject> {
     Some(link(&dir, &o))
 }
 
-/// Compiles OpenCL C `src` for `mcpu` ("gfx90a", "gfx1030"; `wave64` adds -mwavefrontsize64)
-/// without device libraries, and links it; `None` (skipped) without clang-15 and ld.lld-15.
-pub fn opencl(name: &str, src: &str, mcpu: &str, wave64: bool) -> Option<CodeObject> {
+/// Compiles OpenCL C `src` for gfx90a (no device libraries) and links it; `None` (skipped)
+/// without clang-15 and ld.lld-15.
+pub fn opencl(name: &str, src: &str) -> Option<CodeObject> {
+    opencl_for(name, src, "gfx90a", false)
+}
+
+/// [`opencl`] for `mcpu` ("gfx1030" compiles wave32 code; `wave64` adds -mwavefrontsize64).
+pub fn opencl_for(name: &str, src: &str, mcpu: &str, wave64: bool) -> Option<CodeObject> {
     if !have(&["clang-15", "ld.lld-15"]) {
         return None;
     }

@@ -591,3 +591,29 @@ fn gfx10_workgroups_run_in_wave32_and_wave64() {
         assert_eq!(ram.u32_at(DATA + 400), 0xdead, "{target:?}: masked lanes stored nothing");
     }
 }
+
+#[test]
+fn workgroups_running_at_once_get_scratch_slots_of_their_own() {
+    // 16 bytes per lane, 128 work-items per group (two waves), room for three groups.
+    let kd = Kd {
+        group: 0,
+        private: 16,
+        kernarg: 0,
+        entry: 0x100,
+        rsrc3: 0,
+        rsrc1: 0,
+        rsrc2: rsrc2(6, RSRC2_WORKGROUP_ID_X | RSRC2_PRIVATE_SEGMENT_WAVE_OFFSET),
+        props: (PRIVATE_SEGMENT_BUFFER | KERNARG_SEGMENT_PTR) as u16,
+    };
+    let mut d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
+    d.grid = [1024, 1, 1];
+    d.workgroup_size = [128, 1, 1];
+    let wave_bytes = d.scratch_wave_bytes();
+    d.scratch_size = 3 * 2 * wave_bytes;
+    assert_eq!((d.waves_per_group(), d.scratch_group_slots()), (2, 3));
+    let g = d.workgroup_in_slot([5, 0, 0], 2).unwrap();
+    // The wave offset follows the workgroup id (s6) after the six user SGPRs.
+    let offsets: Vec<u64> = g.waves.iter().map(|w| u64::from(w.s[7])).collect();
+    assert_eq!(offsets, [4 * wave_bytes, 5 * wave_bytes], "slot 2 holds wave slots 4 and 5");
+    assert!(d.workgroup_in_slot([0, 0, 0], 3).is_err(), "no fourth slot");
+}

@@ -107,10 +107,12 @@ impl Compute {
             self.running = Some(Box::new(Work::new(dispatch)?));
         }
         let work = self.running.as_mut().expect("started above");
-        let r = work.resume(mem, deadline, &mut self.interrupts);
+        // PM4 dispatches run on the ring's thread (the pool serves AQL queues).
+        let r = work.resume(mem, deadline, &mut self.interrupts, None);
         match r {
-            Ok(false) => Ok(Action::Sliced),
-            Ok(true) => {
+            // A PM4 dispatch never waits for scratch (Work::new checked it).
+            Ok(gfx::Progress::Paused | gfx::Progress::Blocked) => Ok(Action::Sliced),
+            Ok(gfx::Progress::Finished) => {
                 self.running = None;
                 Ok(Action::Done)
             }
