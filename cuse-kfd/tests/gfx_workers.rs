@@ -1,7 +1,8 @@
-//! The shader core's worker pool on the embedded device: the workgroups of one dispatch run on
-//! several workers at once (so a kernel uses the machine, and workgroups that wait for each
-//! other through memory make progress), `shader_workers: 0` keeps them on the engine thread,
-//! and a dispatch of many workgroups leaves the engine free for other queues.
+//! The shader core's worker pool on the embedded device: the workgroups of one dispatch are
+//! resident together on the workers and take turns a slice of instructions at a time (so
+//! workgroups that wait for each other through memory make progress, whatever the threads'
+//! timing), `shader_workers: 0` keeps them on the engine thread one after the other, and a
+//! dispatch of many workgroups leaves the engine free for other queues.
 //!
 //! Without llvm-mc-15 / ld.lld-15 the tests say so and pass, except under CI.
 
@@ -17,8 +18,9 @@ use thunk::signal::Signals;
 use uapi::soft::SOFT_KERNEL_NOP;
 
 /// Each work-group (one work-item) adds 1 to the counter at kernarg[0], then polls it until it
-/// reaches 2 (another work-group is running at the same time) or 200,000 polls have passed, in
-/// which case it adds 1 to the count of timeouts at kernarg[4].
+/// reaches 2 (another work-group is running at the same time) or 20,000 polls (160,000
+/// instructions, more than a worker's slice) have passed, in which case it adds 1 to the count
+/// of timeouts at kernarg[4].
 const RENDEZVOUS: &str = r#"
 .amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
 .text
@@ -37,7 +39,7 @@ poll:
   s_cmp_ge_u32 s9, 2
   s_cbranch_scc1 met
   s_add_u32 s8, s8, 1
-  s_cmp_lt_u32 s8, 200000
+  s_cmp_lt_u32 s8, 20000
   s_cbranch_scc1 poll
   global_atomic_add v0, v1, s[4:5] offset:4
 met:
@@ -73,9 +75,12 @@ fn rendezvous(workers: usize) -> Option<(u32, u32)> {
 }
 
 #[test]
-fn two_workers_run_two_workgroups_at_once() {
-    let Some((counter, timeouts)) = rendezvous(2) else { return };
-    assert_eq!((counter, timeouts), (2, 0), "each work-group saw the other one running");
+fn workgroups_of_a_dispatch_are_resident_together_on_the_workers() {
+    // Even one worker starts the second work-group when the first one's slice ends.
+    for workers in [1, 2] {
+        let Some((counter, timeouts)) = rendezvous(workers) else { return };
+        assert_eq!((counter, timeouts), (2, 0), "{workers} workers: each work-group saw the other one running");
+    }
 }
 
 #[test]
@@ -112,11 +117,11 @@ fn a_dispatch_of_many_endless_workgroups_leaves_the_engine_to_other_queues_until
 
 #[test]
 fn workgroups_longer_than_a_slice_pause_resume_and_all_end() {
-    // Each work-group counts to 60,000 (several slices of instructions), then adds 1 to the
-    // counter at kernarg[0].
+    // Each work-group counts to 25,000 (75,000 instructions: more than a slice), then adds 1
+    // to the counter at kernarg[0].
     let src = RENDEZVOUS.replace(
         "k:\n",
-        "k:\n  s_mov_b32 s8, 0\ncount:\n  s_add_u32 s8, s8, 1\n  s_cmp_lt_u32 s8, 100000\n  s_cbranch_scc1 count\n  v_mov_b32 v0, 0\n  v_mov_b32 v1, 1\n  global_atomic_add v0, v1, s[4:5]\n  s_endpgm\n",
+        "k:\n  s_mov_b32 s8, 0\ncount:\n  s_add_u32 s8, s8, 1\n  s_cmp_lt_u32 s8, 25000\n  s_cbranch_scc1 count\n  v_mov_b32 v0, 0\n  v_mov_b32 v1, 1\n  global_atomic_add v0, v1, s[4:5]\n  s_endpgm\n",
     );
     let Some(co) = code_object::assemble("long-groups", &src) else { return };
     let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });

@@ -320,7 +320,8 @@ impl QueueRunner {
             let start_ts = if signal != 0 { clock::gpu_clock_counter() } else { 0 };
             let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
             let read_ptr = self.hw.queue.read_ptr.0;
-            let at = gfx::PacketAt { slot, index: self.read_index, read_ptr };
+            let target = self.hw.gfx_target_version;
+            let at = gfx::PacketAt { slot, index: self.read_index, read_ptr, target };
             let offload = self.offload(ctx);
             let step = match run_packet(mem, ptype, &packet, (at, offload), now, deadline, &mut out.interrupts) {
                 Ok(s) => s,

@@ -42,6 +42,8 @@ pub struct PacketAt {
     pub slot: u64,
     pub index: u64,
     pub read_ptr: u64,
+    /// The GPU's gfx_target_version.
+    pub target: u32,
 }
 
 /// The shader core's view of the process GPU VM. Keeps the VM fault behind the last failed
@@ -148,7 +150,7 @@ pub fn start(
 ) -> Result<Work, QueueFault> {
     let g = Geometry::of(p)?;
     let ko = p.kernel_object;
-    let target = target(mem.gpu_id)?;
+    let target = target(at.target)?;
     let code = if KernelCode::is_amd_kernel_code(raw) {
         let mut full = [0u8; AMD_KERNEL_CODE_SIZE];
         mem.read(ko, &mut full)?;
@@ -187,16 +189,16 @@ pub fn start(
     }
 }
 
-/// The shader core target of the GPU `gpu_id`, from its profile's gfx_target_version (for
-/// gfx10 the wave size is the kernel's: [`KernelCode::parse`] or DISPATCH_INITIATOR picks it).
-pub fn target(gpu_id: u32) -> Result<Target, QueueFault> {
-    let p = crate::topology::profile_of_gpu_id(gpu_id);
-    match p.map(|p| p.gfx_target_version) {
-        Some(90010) => Ok(Target::Gfx90a),
-        Some(100300) => Ok(Target::Gfx1030W64),
-        _ => Err(QueueFault::invalid(
+/// The shader core target of a GPU of `gfx_target_version` (amdkfd kfd_device.c: 90010 gfx90a,
+/// 100300 gfx1030; for gfx10 the wave size is the kernel's: [`KernelCode::parse`] or
+/// DISPATCH_INITIATOR picks it).
+pub fn target(gfx_target_version: u32) -> Result<Target, QueueFault> {
+    match gfx_target_version {
+        90010 => Ok(Target::Gfx90a),
+        100300 => Ok(Target::Gfx1030W64),
+        v => Err(QueueFault::invalid(
             ERROR_INVALID_CODE_OBJECT,
-            format!("gpu {gpu_id:#x} ({}) has no shader core target", p.map_or("no known profile", |p| p.name)),
+            format!("this GPU (gfx_target_version {v}) runs machine code the shader core has no target for"),
         )),
     }
 }

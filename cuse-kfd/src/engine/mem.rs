@@ -12,6 +12,12 @@ use std::sync::Arc;
 
 const TLB_ENTRIES: usize = 8;
 
+/// Serializes the device's read-modify-writes of USERPTR words (reached through the owner's
+/// memory file, a load then a store): the engine and the shader workers update them from
+/// several threads, and each update must not lose another's. They stay non-atomic against the
+/// client's own CPU atomics, which no file access can join.
+static USERPTR_RMW: parking_lot::Mutex<()> = parking_lot::const_mutex(());
+
 #[derive(Debug, Clone)]
 struct Entry {
     start: u64,
@@ -220,6 +226,7 @@ impl<'a> Mem<'a> {
         if let Some(old) = self.with_word(va, true, |r, off| shm(va, r.with_i64(off, |w| w.fetch_add(delta, order))))? {
             return Ok(old);
         }
+        let _rmw = USERPTR_RMW.lock();
         let old = self.load_u64(va, order)? as i64;
         self.store_u64(va, old.wrapping_add(delta) as u64, order)?;
         Ok(old)
@@ -230,6 +237,7 @@ impl<'a> Mem<'a> {
         if let Some(old) = self.with_word(va, true, |r, off| shm(va, r.with_i64(off, |w| w.swap(value, order))))? {
             return Ok(old);
         }
+        let _rmw = USERPTR_RMW.lock();
         let old = self.load_u64(va, order)? as i64;
         self.store_u64(va, value as u64, order)?;
         Ok(old)
@@ -253,6 +261,7 @@ impl Mem<'_> {
         if let Some(old) = self.with_sized_word(va, 4, true, atomic)? {
             return Ok(old);
         }
+        let _rmw = USERPTR_RMW.lock();
         let old = self.load_u32(va, Ordering::Acquire)?;
         self.store_u32(va, f(old), Ordering::Release)?;
         Ok(old)
@@ -271,6 +280,7 @@ impl Mem<'_> {
         if let Some(old) = self.with_sized_word(va, 8, true, atomic)? {
             return Ok(old);
         }
+        let _rmw = USERPTR_RMW.lock();
         let old = self.load_u64(va, Ordering::Acquire)?;
         self.store_u64(va, f(old), Ordering::Release)?;
         Ok(old)

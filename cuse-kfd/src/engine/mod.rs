@@ -120,6 +120,8 @@ fn report_fault(hw: &HwQueue, fault: &QueueFault, trace: &Trace) {
 pub struct HwQueue {
     pub process: Arc<Process>,
     pub queue: Arc<Queue>,
+    /// The queue's GPU's gfx_target_version (90010 is gfx90a): which machine code it runs.
+    pub gfx_target_version: u32,
     doorbell: Arc<BackingFile>,
     /// Where completed waits go (shared with the device).
     waits: Arc<WaitRegistry>,
@@ -302,11 +304,11 @@ impl Engine {
         Engine { shared, thread: Some(thread), thread_id }
     }
 
-    /// Starts processing `queue` of `process`.
-    pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>) {
+    /// Starts processing `queue` of `process`, on a GPU of `gfx_target_version`.
+    pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>, gfx_target_version: u32) {
         let waits = self.shared.waits.clone();
         let mut reg = self.shared.registry.lock();
-        reg.queues.push(Arc::new(HwQueue { process, queue, doorbell, waits }));
+        reg.queues.push(Arc::new(HwQueue { process, queue, gfx_target_version, doorbell, waits }));
         reg.generation += 1;
         self.shared.generation.store(reg.generation, Ordering::Release);
         drop(reg);

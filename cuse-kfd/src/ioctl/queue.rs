@@ -107,7 +107,8 @@ pub fn create(ctx: &Ctx, a: &mut CreateQueueArgs) -> Result<(), Errno> {
     );
     let queue = Arc::new(queue);
     inner.queues.insert(id, queue.clone());
-    ctx.device.engine().add(ctx.process.clone(), queue, doorbell_file);
+    let target = ctx.device.topology().gpu(a.gpu_id).map_or(0, |g| g.profile.gfx_target_version);
+    ctx.device.engine().add(ctx.process.clone(), queue, doorbell_file, target);
     a.queue_id = id;
     a.ring_size = ring_size;
     a.doorbell_offset = doorbell_offset;

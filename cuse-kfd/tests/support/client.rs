@@ -71,7 +71,8 @@ impl Rig {
         Rig::with_config(DeviceConfig { profile: name.to_string(), ..DeviceConfig::default() })
     }
 
-    fn with_config(config: DeviceConfig) -> Rig {
+    /// A device of `config`.
+    pub fn with_config(config: DeviceConfig) -> Rig {
         let transport = EmbeddedTransport::new(&config).expect("creating the embedded device");
         let emb = transport.embedded().clone();
         let kfd = Kfd::new(Box::new(transport));

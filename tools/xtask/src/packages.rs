@@ -9,7 +9,7 @@ pub struct Package {
 }
 
 /// Every package the tests need.
-pub const REQUIRED: [Package; 13] = [
+pub const REQUIRED: [Package; 14] = [
     // /usr/include/linux/kfd_ioctl.h (KFD 1.11 on bookworm) and linux/fuse.h.
     Package { name: "linux-libc-dev", why: "linux/kfd_ioctl.h for the uapi ABI test" },
     // /usr/include/libdrm/drm.h: kfd_ioctl.h includes <drm/drm.h>.
@@ -37,7 +37,9 @@ pub const REQUIRED: [Package; 13] = [
     // clang-15 (amdgcn OpenCL C) and llvm-15 (llvm-mc-15, llvm-objdump-15, llvm-objcopy-15):
     // the shader decoder's differential test and tools/isa-gen.
     Package { name: "clang-15", why: "compiles the shader decoder's gfx90a test kernels" },
-    Package { name: "llvm-15", why: "llvm-mc-15/llvm-objdump-15, the shader decoder's oracle" },
+    Package { name: "llvm-15", why: "llvm-mc-15/llvm-objdump-15/llc-15/opt-15: the shader core's oracles" },
+    // ld.lld-15 links the gfx90a code objects the engine's GFX dispatch tests load.
+    Package { name: "lld-15", why: "links the code objects of the GFX dispatch tests" },
 ];
 
 /// The packages the device tier needs when it boots a VM (the running kernel has no CUSE).

@@ -158,7 +158,9 @@ impl Compute {
         };
         let pgm = (u64::from(self.reg(PGM_LO)) | u64::from(self.reg(PGM_HI) & 0xFF) << 32) << 8;
         // CS_W32_EN runs gfx10 waves in wave32 (gfx10's DISPATCH_INITIATOR); gfx90a has none.
-        let target = match (gfx::target(gpu_id)?, initiator & CS_W32_EN != 0) {
+        // The ring knows its GPU by gpu_id, which names the topology profile.
+        let version = crate::topology::profile_of_gpu_id(gpu_id).map_or(0, |p| p.gfx_target_version);
+        let target = match (gfx::target(version)?, initiator & CS_W32_EN != 0) {
             (t, true) if t.is_gfx10() => Target::Gfx1030,
             (t, true) => {
                 return Err(bad(format!(
