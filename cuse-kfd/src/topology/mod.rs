@@ -202,15 +202,6 @@ impl Topology {
     }
 }
 
-/// The profile of the GPU with this gpu_id: gpu_ids are a function of the profile and the GPU's
-/// index ([`gpu_ids`]), so the id alone names its profile; `None` for an id no profile gives
-/// (or, were two profiles' ids ever to collide, one they share).
-pub fn profile_of_gpu_id(gpu_id: u32) -> Option<&'static Profile> {
-    let mut found = Profile::all().iter().filter(|p| gpu_ids(p, MAX_GPUS as u32).contains(&gpu_id));
-    let p = found.next()?;
-    found.next().is_none().then_some(p)
-}
-
 /// CRC-16/ARC (reflected polynomial 0x8005, initial value 0): the kernel's crc16().
 fn crc16(data: &[u8]) -> u16 {
     data.iter().fold(0u16, |crc, &byte| {

@@ -316,14 +316,3 @@ fn write_tree_round_trips_and_replaces() {
     assert!(dir.join("topology/nodes/0/p2p_links").is_dir());
     std::fs::remove_dir_all(&dir).unwrap();
 }
-
-#[test]
-fn a_gpu_id_names_its_profile() {
-    for p in Profile::all() {
-        let t = topo(p.name, MAX_GPUS);
-        for g in t.gpus() {
-            assert_eq!(profile_of_gpu_id(g.gpu_id).map(|q| q.name), Some(p.name), "gpu {:#x}", g.gpu_id);
-        }
-    }
-    assert!(profile_of_gpu_id(0).is_none());
-}

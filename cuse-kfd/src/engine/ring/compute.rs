@@ -58,15 +58,15 @@ pub struct Compute {
     running: Option<Box<Work>>,
     /// MSG_INTERRUPTs the running dispatch's waves sent, for the runner to raise.
     pub interrupts: Vec<Interrupt>,
-}
-
-impl Default for Compute {
-    fn default() -> Compute {
-        Compute { regs: Box::new([0; COMPUTE_REGS]), running: None, interrupts: Vec::new() }
-    }
+    /// The queue's GPU's gfx_target_version: the machine code its dispatches run.
+    gfx_target_version: u32,
 }
 
 impl Compute {
+    pub fn new(gfx_target_version: u32) -> Compute {
+        Compute { regs: Box::new([0; COMPUTE_REGS]), running: None, interrupts: Vec::new(), gfx_target_version }
+    }
+
     fn reg(&self, r: u32) -> u32 {
         self.regs[(r - COMPUTE_FIRST) as usize]
     }
@@ -158,9 +158,7 @@ impl Compute {
         };
         let pgm = (u64::from(self.reg(PGM_LO)) | u64::from(self.reg(PGM_HI) & 0xFF) << 32) << 8;
         // CS_W32_EN runs gfx10 waves in wave32 (gfx10's DISPATCH_INITIATOR); gfx90a has none.
-        // The ring knows its GPU by gpu_id, which names the topology profile.
-        let version = crate::topology::profile_of_gpu_id(gpu_id).map_or(0, |p| p.gfx_target_version);
-        let target = match (gfx::target(version)?, initiator & CS_W32_EN != 0) {
+        let target = match (gfx::target(self.gfx_target_version)?, initiator & CS_W32_EN != 0) {
             (t, true) if t.is_gfx10() => Target::Gfx1030,
             (t, true) => {
                 return Err(bad(format!(
