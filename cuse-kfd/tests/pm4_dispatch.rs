@@ -46,6 +46,11 @@ fn program(name: &str, body: &str) -> Option<code_object::CodeObject> {
 /// The indirect buffer of one dispatch of the program at `pgm` over `groups` work-groups of one
 /// work-item, with `arg1`/`arg2` in USER_DATA_0..3 (s[0:1], s[2:3]).
 fn dispatch_ib(pgm: u64, groups: u32, arg1: u64, arg2: u64) -> Vec<u32> {
+    dispatch_ib_with(pgm, groups, arg1, arg2, INITIATOR)
+}
+
+/// [`dispatch_ib`] with DISPATCH_INITIATOR `initiator`.
+fn dispatch_ib_with(pgm: u64, groups: u32, arg1: u64, arg2: u64, initiator: u32) -> Vec<u32> {
     let mut ib = pm4::acquire_mem();
     ib.extend(pm4::set_sh_reg(COMPUTE_START_X, &[0, 0, 0, 1, 1, 1, 0, 0]));
     let shifted = pgm >> 8;
@@ -58,7 +63,7 @@ fn dispatch_ib(pgm: u64, groups: u32, arg1: u64, arg2: u64) -> Vec<u32> {
     let mut user = [0u32; 16];
     user[..4].copy_from_slice(&[arg1 as u32, (arg1 >> 32) as u32, arg2 as u32, (arg2 >> 32) as u32]);
     ib.extend(pm4::set_sh_reg(COMPUTE_USER_DATA_0, &user));
-    ib.extend(pm4::dispatch_direct([groups, 1, 1], INITIATOR));
+    ib.extend(pm4::dispatch_direct([groups, 1, 1], initiator));
     ib
 }
 
@@ -158,4 +163,38 @@ fn a_dispatch_of_an_instruction_the_core_lacks_is_a_queue_error_naming_it() {
     let (q, _) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 1, 0, 0));
     let reason = rig.wait_error(q.id).error.expect("a queue error").reason;
     assert!(reason.contains("v_mfma_f32_4x4x1f32"), "{reason}");
+}
+
+/// gfx10 DISPATCH_INITIATOR CS_W32_EN: wave32.
+const CS_W32_EN: u32 = 1 << 15;
+
+#[test]
+fn cs_w32_en_runs_gfx1030_code_in_wave32_and_gfx90a_refuses_it() {
+    // vcc_hi is a lane mask half in wave64 only: an e32 compare clears it there and leaves it in
+    // wave32. dst[wg] = vcc_hi after the compare.
+    let src = ".amdgcn_target \"amdgcn-amd-amdhsa--gfx1030\"\n.text\n.globl shader\n.p2align 8\nshader:
+  s_mov_b32 vcc_hi, 5
+  v_cmp_eq_u32_e32 vcc_lo, 0, v0
+  s_lshl_b32 s5, s4, 2
+  v_mov_b32 v0, vcc_hi
+  v_mov_b32 v1, s5
+  global_store_dword v1, v0, s[2:3]
+  s_endpgm\n";
+    let Some(co) = code_object::assemble_for("pm4-w32", src, "gfx1030") else { return };
+    let rig = Rig::with_profile("gfx1030");
+    let code = co.load(&rig.kfd, rig.gpu);
+    let pgm = code.mem.addr(co.symbol("shader"));
+    for (initiator, want) in [(INITIATOR | CS_W32_EN, 5), (INITIATOR, 0)] {
+        let dst = rig.alloc(4096, Kind::Gtt);
+        dst.fill(0, 4096, 0xEE);
+        let (q, ev) = run(&rig, &dispatch_ib_with(pgm, 4, 0, dst.addr(0), initiator));
+        rig.assert_fires(ev, "the end-of-pipe event after the dispatch");
+        assert_eq!(u32s(&dst, 4), [want; 4], "initiator {initiator:#x}");
+        assert_eq!(rig.status(q.id).error, None);
+    }
+    // gfx90a has no wave32.
+    let rig = Rig::new();
+    let (q, _) = run(&rig, &dispatch_ib_with(0x1000, 1, 0, 0, INITIATOR | CS_W32_EN));
+    let reason = rig.wait_error(q.id).error.expect("a queue error").reason;
+    assert!(reason.contains("CS_W32_EN"), "{reason}");
 }

@@ -77,6 +77,9 @@ fn the_o0_program_is_built_without_optimisation() {
 /// a regression if one stops passing.
 const PASSING: [&str; 12] = PROGRAMS;
 
+/// The same for gfx1030.
+const PASSING_GFX1030: [&str; 12] = PROGRAMS;
+
 /// Whether a HIP program passes on the embedded device (default profile gfx90a), with the real
 /// ROCr: HIP's first hipMemcpy loads HIP's blit code object, and freezing it copies the code into
 /// VRAM with ROCr's own blit kernel (ROCR-Runtime rocm-5.2.3 amd_loader_context.cpp RegionMemory::Freeze
@@ -86,17 +89,22 @@ const PASSING: [&str; 12] = PROGRAMS;
 /// which the queue error names (with its kernel object) and ROCr's callback reports as
 /// HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION; never a hang, another fault or a wrong result.
 fn run_on_the_shader_core(name: &str) -> bool {
+    run_on_the_shader_core_of(name, "gfx90a")
+}
+
+/// [`run_on_the_shader_core`] with the program built for `target` on a device of that profile.
+fn run_on_the_shader_core_of(name: &str, target: &'static str) -> bool {
     let p = hip_corpus::programs().unwrap().into_iter().find(|p| p.name == name).unwrap();
-    let b = hip_corpus::build(&p, "gfx90a", &hip_corpus::out_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let b = hip_corpus::build(&p, target, &hip_corpus::out_dir()).unwrap_or_else(|e| panic!("{e}"));
     let mut cmd = kfd_tests::launcher::cargo_run();
-    cmd.args(["--embedded", "--"]).arg(&b.exe).env("RUST_LOG", "warn").env_remove("HSAKMT_LOG");
+    cmd.args(["--embedded", "--profile", target, "--"]).arg(&b.exe).env("RUST_LOG", "warn").env_remove("HSAKMT_LOG");
     let t0 = Instant::now();
     let (ok, text) = run_bounded(cmd, Path::new(&b.exe), Duration::from_secs(300), String::new);
     let took = t0.elapsed().as_secs_f64();
     assert!(!text.contains("killed after"), "{name} hung:\n{text}");
     if ok {
         assert!(text.contains(&format!("PASS {name}")), "{text}");
-        println!("{name:<12} {took:>6.1} s PASS");
+        println!("{name:<12} {target:<8} {took:>6.1} s PASS");
         return true;
     }
     assert!(!text.contains(&format!("PASS {name}")), "{text}");
@@ -107,7 +115,7 @@ fn run_on_the_shader_core(name: &str) -> bool {
     assert!(stop.contains("is not implemented by the shader core"), "{stop}");
     assert!(text.contains("HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION"), "ROCr's callback did not report it:\n{text}");
     let what = stop.split(": `").nth(1).map_or(stop, |s| s.split(" at pc").next().unwrap_or(s));
-    println!("{name:<12} {took:>6.1} s stops at `{what}");
+    println!("{name:<12} {target:<8} {took:>6.1} s stops at `{what}");
     false
 }
 
@@ -126,6 +134,21 @@ fn every_program_passes_on_the_shader_core() {
     }
     println!("SHADER hip-corpus gfx90a: {} of {} programs pass: {passed:?}", passed.len(), PROGRAMS.len());
     for p in PASSING {
+        assert!(passed.contains(&p), "{p} passed before and no longer does");
+    }
+}
+
+/// The same on a gfx1030 device: HIP builds gfx1030 code for wave32, ROCr's blits are wave64.
+#[test]
+fn every_program_passes_on_the_shader_core_as_gfx1030() {
+    let mut passed = Vec::new();
+    for name in PROGRAMS {
+        if run_on_the_shader_core_of(name, "gfx1030") {
+            passed.push(name);
+        }
+    }
+    println!("SHADER hip-corpus gfx1030: {} of {} programs pass: {passed:?}", passed.len(), PROGRAMS.len());
+    for p in PASSING_GFX1030 {
         assert!(passed.contains(&p), "{p} passed before and no longer does");
     }
 }

@@ -35,8 +35,6 @@ pub enum LaunchError {
     EntryInObject { kernel_object: u64, offset: i64, size: usize, what: &'static str },
     #[error("the kernel asks for wave32, which {} does not have", .0.mcpu())]
     Wave32(Target),
-    #[error("launching {target:?} kernels is not implemented (the decoder knows the target)")]
-    UnsupportedTarget { target: Target },
     #[error("compute_pgm_rsrc2 USER_SGPR_COUNT is {rsrc2}, but the enabled user SGPRs take {enabled}")]
     UserSgprs { rsrc2: u32, enabled: u32 },
     #[error("the kernel allocates {total} vector registers but puts its AGPRs at {accum_offset}")]
@@ -197,6 +195,13 @@ impl KernelCode {
         if properties & WAVEFRONT_SIZE32 != 0 && !target.is_gfx10() {
             return Err(LaunchError::Wave32(target));
         }
+        // A gfx10 kernel object says its wave size; a PM4 dispatch's is DISPATCH_INITIATOR's
+        // CS_W32_EN, which the caller's target carries.
+        let target = match (target.is_gfx10(), format) {
+            (true, Format::Descriptor | Format::AmdKernelCode) if properties & WAVEFRONT_SIZE32 != 0 => Target::Gfx1030,
+            (true, Format::Descriptor | Format::AmdKernelCode) => Target::Gfx1030W64,
+            _ => target,
+        };
         let (vgprs, agprs) = match target {
             // gfx90a: GRANULATED_WORKITEM_VGPR_COUNT counts the unified VGPR+AGPR file in
             // granules of 8 (rsrc1 bits 5:0, "(vgprs_used / 8) - 1"); rsrc3 ACCUM_OFFSET (bits
@@ -216,7 +221,11 @@ impl KernelCode {
                     (accum_offset, total - accum_offset)
                 }
             }
-            Target::Gfx1030 | Target::Gfx1030W64 => return Err(LaunchError::UnsupportedTarget { target }),
+            // gfx10 has no AGPRs; GRANULATED_WORKITEM_VGPR_COUNT counts granules of 8 VGPRs in
+            // wave32 and 4 in wave64 (AMDGPUUsage compute_pgm_rsrc1, "GFX10-GFX11 (wavefront
+            // size 32): ... ceil(vgprs_used / 8) - 1", "(wavefront size 64): ... / 4").
+            Target::Gfx1030 => ((field(rsrc1, 0, 6) as usize + 1) * 8, 0),
+            Target::Gfx1030W64 => ((field(rsrc1, 0, 6) as usize + 1) * 4, 0),
         };
         let k = KernelCode {
             format,
@@ -229,7 +238,7 @@ impl KernelCode {
             rsrc2,
             rsrc3,
             properties,
-            wave_size: 64,
+            wave_size: target.wave_size(),
             vgprs,
             agprs,
         };
@@ -473,6 +482,18 @@ impl Dispatch {
         Ok(Workgroup::new(waves, self.lds_bytes() as usize))
     }
 
+    /// The private segment buffer V# a wave gets: the queue's, with gfx10's INDEX_STRIDE set
+    /// to the wave size by the command processor (ROCr leaves it 0, "filled in by CP",
+    /// AqlQueue::FillBufRsrcWord3_Gfx10): 2 (32 lanes) or 3 (64), word 3 bits 22:21.
+    pub fn private_segment_buffer(&self) -> [u32; 4] {
+        let mut v = self.scratch_resource;
+        if self.code.target.is_gfx10() {
+            let stride = if self.code.wave_size == 32 { 2 } else { 3 };
+            v[3] = (v[3] & !(3 << 21)) | stride << 21;
+        }
+        v
+    }
+
     /// The user SGPRs from s0, then the system SGPRs from USER_SGPR_COUNT (AMDGPUUsage
     /// "Initial Kernel Execution State"; amd_hsa_kernel_code.h for the legacy grid counts and
     /// the work-group info layout).
@@ -496,7 +517,7 @@ impl Dispatch {
             }
             let lo_hi = |v: u64| [v as u32, (v >> 32) as u32];
             let vals: Vec<u32> = match bit {
-                PRIVATE_SEGMENT_BUFFER => self.scratch_resource.to_vec(),
+                PRIVATE_SEGMENT_BUFFER => self.private_segment_buffer().to_vec(),
                 DISPATCH_PTR => lo_hi(self.packet).to_vec(),
                 QUEUE_PTR => lo_hi(self.queue).to_vec(),
                 KERNARG_SEGMENT_PTR => lo_hi(self.kernarg).to_vec(),
@@ -541,8 +562,8 @@ impl Dispatch {
 
     /// The work-item ids of each lane (AMDGPUUsage "Initial Kernel Execution State", VGPR
     /// register initial state): gfx90a packs X | Y << 10 | Z << 20 into v0 (LLVM's
-    /// FeaturePackedTID, part of gfx90a); Y and Z are there when rsrc2 ENABLE_VGPR_WORKITEM_ID
-    /// asks for them.
+    /// FeaturePackedTID, part of gfx90a), gfx10 puts them in v0, v1 and v2; Y and Z are there
+    /// when rsrc2 ENABLE_VGPR_WORKITEM_ID asks for them.
     fn load_vgprs(&self, w: &mut Wave, size: [u32; 3], first: u32, lanes: u32) {
         let dims = self.code.workitem_id_dims();
         for l in 0..lanes as usize {
@@ -554,8 +575,13 @@ impl Dispatch {
             let z = if dims >= 2 { z } else { 0 };
             match self.code.target {
                 Target::Gfx90a => w.v[0][l] = x | y << 10 | z << 20,
-                // KernelCode::parse refuses them.
-                Target::Gfx1030 | Target::Gfx1030W64 => unreachable!("no gfx10 launch"),
+                Target::Gfx1030 | Target::Gfx1030W64 => {
+                    for (r, id) in [x, y, z].into_iter().enumerate().take(dims as usize + 1) {
+                        if let Some(v) = w.v.get_mut(r) {
+                            v[l] = id;
+                        }
+                    }
+                }
             }
         }
     }

@@ -1,11 +1,12 @@
-//! Test support: assemble gfx90a source with Debian's llvm-mc-15 and run it on one wave.
+//! Test support: assemble gfx90a (or gfx1030) source with Debian's llvm-mc-15 and run it on one
+//! wave.
 //!
 //! Without llvm-mc-15 the tests that need it say so and pass, except under CI, where they fail.
 
 use crate::exec::{step, Apertures, Code, Cx, Fault, Flow};
 use crate::isa::Target;
 use crate::mem::Ram;
-use crate::wave::{Wave, EXEC};
+use crate::wave::Wave;
 use std::process::Command;
 
 /// Where test code is loaded.
@@ -21,6 +22,12 @@ fn is_ci() -> bool {
 
 /// The machine code of `src` (gfx90a assembly), or `None` when llvm-mc-15 is missing.
 pub fn assemble(src: &str) -> Option<Vec<u8>> {
+    assemble_for(Target::Gfx90a, src)
+}
+
+/// The machine code of `src` assembled for `target` (its -mcpu and -mattr), or `None` when
+/// llvm-mc-15 is missing.
+pub fn assemble_for(target: Target, src: &str) -> Option<Vec<u8>> {
     let have = Command::new("llvm-mc-15").arg("--version").output().is_ok_and(|o| o.status.success());
     if !have {
         assert!(!is_ci(), "llvm-mc-15 missing: CI must not skip the shader core's tests");
@@ -37,7 +44,12 @@ pub fn assemble(src: &str) -> Option<Vec<u8>> {
         let out = cmd.output().expect("run LLVM tool");
         assert!(out.status.success(), "{cmd:?}: {}\n{src}", String::from_utf8_lossy(&out.stderr));
     };
-    run(Command::new("llvm-mc-15").args(["-arch=amdgcn", "-mcpu=gfx90a", "-filetype=obj", "-o"]).arg(&o).arg(&s));
+    let mut mc = Command::new("llvm-mc-15");
+    mc.args(["-arch=amdgcn", &format!("-mcpu={}", target.mcpu()), "-filetype=obj"]);
+    if let Some(attr) = target.mattr() {
+        mc.arg(format!("-mattr={attr}"));
+    }
+    run(mc.arg("-o").arg(&o).arg(&s));
     run(Command::new("llvm-objcopy-15").args(["-O", "binary", "--only-section=.text"]).arg(&o).arg(&bin));
     let code = std::fs::read(&bin).expect("read code");
     let _ = std::fs::remove_dir_all(&dir);
@@ -46,8 +58,15 @@ pub fn assemble(src: &str) -> Option<Vec<u8>> {
 
 /// A wave64 with every lane enabled and 256 VGPRs and AGPRs, at [`CODE`].
 pub fn wave() -> Wave {
-    let mut w = Wave::new(64, 256, 256);
-    w.set_sreg64(EXEC, u64::MAX);
+    wave_for(Target::Gfx90a)
+}
+
+/// A wave of `target`'s size with every lane enabled (exec_hi zero in wave32) and 256 VGPRs
+/// (and 256 AGPRs on gfx90a; gfx10 has none), at [`CODE`].
+pub fn wave_for(target: Target) -> Wave {
+    let agprs = if target.is_gfx10() { 0 } else { 256 };
+    let mut w = Wave::new(target.wave_size(), 256, agprs);
+    w.set_exec(u64::MAX);
     w.pc = CODE;
     w
 }
@@ -61,7 +80,12 @@ pub fn ram(code: &[u8]) -> Ram {
 
 /// Runs `w` until s_endpgm (at most 1,000,000 instructions).
 pub fn run_wave(w: &mut Wave, ram: &mut Ram, lds: &mut [u8]) -> Result<(), Fault> {
-    let mut code = Code::new(Target::Gfx90a);
+    run_wave_for(Target::Gfx90a, w, ram, lds)
+}
+
+/// Like [`run_wave`], decoding for `target`.
+pub fn run_wave_for(target: Target, w: &mut Wave, ram: &mut Ram, lds: &mut [u8]) -> Result<(), Fault> {
+    let mut code = Code::new(target);
     let mut cx = Cx { mem: ram, lds, apertures: Apertures::default() };
     for _ in 0..1_000_000 {
         if step(w, &mut code, &mut cx)? == Flow::End {
@@ -74,12 +98,17 @@ pub fn run_wave(w: &mut Wave, ram: &mut Ram, lds: &mut [u8]) -> Result<(), Fault
 /// Assembles `src` (s_endpgm appended), runs it on [`wave`] after `setup`, and returns the wave
 /// and memory; `None` when llvm-mc-15 is missing.
 pub fn run(src: &str, setup: impl FnOnce(&mut Wave, &mut Ram)) -> Option<(Wave, Ram)> {
-    let code = assemble(&format!("{src}\ns_endpgm\n"))?;
-    let mut w = wave();
+    run_on(Target::Gfx90a, src, setup)
+}
+
+/// Like [`run`], for `target` (assembled and decoded for it, on [`wave_for`]).
+pub fn run_on(target: Target, src: &str, setup: impl FnOnce(&mut Wave, &mut Ram)) -> Option<(Wave, Ram)> {
+    let code = assemble_for(target, &format!("{src}\ns_endpgm\n"))?;
+    let mut w = wave_for(target);
     let mut ram = ram(&code);
     setup(&mut w, &mut ram);
     let mut lds = vec![0u8; 65536];
-    if let Err(f) = run_wave(&mut w, &mut ram, &mut lds) {
+    if let Err(f) = run_wave_for(target, &mut w, &mut ram, &mut lds) {
         panic!("{f}\n{src}");
     }
     Some((w, ram))
@@ -87,10 +116,15 @@ pub fn run(src: &str, setup: impl FnOnce(&mut Wave, &mut Ram)) -> Option<(Wave, 
 
 /// Like [`run`], but returns the fault the program must stop with.
 pub fn run_fault(src: &str, setup: impl FnOnce(&mut Wave, &mut Ram)) -> Option<Fault> {
-    let code = assemble(&format!("{src}\ns_endpgm\n"))?;
-    let mut w = wave();
+    run_fault_on(Target::Gfx90a, src, setup)
+}
+
+/// Like [`run_fault`], for `target`.
+pub fn run_fault_on(target: Target, src: &str, setup: impl FnOnce(&mut Wave, &mut Ram)) -> Option<Fault> {
+    let code = assemble_for(target, &format!("{src}\ns_endpgm\n"))?;
+    let mut w = wave_for(target);
     let mut ram = ram(&code);
     setup(&mut w, &mut ram);
     let mut lds = vec![0u8; 65536];
-    Some(run_wave(&mut w, &mut ram, &mut lds).expect_err("the program must fault"))
+    Some(run_wave_for(target, &mut w, &mut ram, &mut lds).expect_err("the program must fault"))
 }

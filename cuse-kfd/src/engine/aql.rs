@@ -528,7 +528,7 @@ fn run_packet(
             let format = AmdVendorPacketHeader::read_from_bytes(&packet[..4]).expect("4 bytes").amd_format;
             if format == AMD_AQL_FORMAT_PM4_IB {
                 let p = AmdAqlPm4IbPacket::read_from_bytes(packet).expect("64 bytes");
-                let mut ib = pm4_ib::start(mem, &p)?;
+                let mut ib = pm4_ib::start(mem, &p, at.target)?;
                 return Ok(match ib.resume(mem, deadline, interrupts)? {
                     IbProgress::Finished => Step::Done(Vec::new()),
                     IbProgress::Paused => Step::Sliced(Work::Pm4(ib)),

@@ -46,9 +46,6 @@ pub struct PacketAt {
     pub target: u32,
 }
 
-/// gfx_target_version of gfx90a (amdkfd kfd_device.c), the machine code the engine launches.
-const GFX90A: u32 = 90010;
-
 /// The shader core's view of the process GPU VM. Keeps the VM fault behind the last failed
 /// access, so the queue reports the fault the VM gave (unmapped, read-only, ...).
 pub struct GpuMemory<'m, 'a> {
@@ -121,6 +118,7 @@ pub enum Progress {
 /// scratch for the packet at read_dispatch_id, rewrites amd_queue_t's scratch fields and stores
 /// 0 to restart the queue (ROCR-Runtime rocm-5.2.3 amd_aql_queue.cpp).
 const ERROR_SCRATCH_WAVE64: i64 = 1;
+const ERROR_SCRATCH_WAVE32: i64 = 0x400;
 
 impl std::fmt::Debug for Work {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,22 +150,13 @@ pub fn start(
 ) -> Result<Work, QueueFault> {
     let g = Geometry::of(p)?;
     let ko = p.kernel_object;
-    if at.target != GFX90A {
-        return Err(QueueFault::invalid(
-            ERROR_INVALID_CODE_OBJECT,
-            format!(
-                "kernel object at {ko:#x}: this GPU (gfx_target_version {}) runs code the shader core does not \
-                 launch yet (it launches gfx90a)",
-                at.target
-            ),
-        ));
-    }
+    let target = target(at.target)?;
     let code = if KernelCode::is_amd_kernel_code(raw) {
         let mut full = [0u8; AMD_KERNEL_CODE_SIZE];
         mem.read(ko, &mut full)?;
-        KernelCode::parse(Target::Gfx90a, &full)
+        KernelCode::parse(target, &full)
     } else {
-        KernelCode::parse(Target::Gfx90a, raw)
+        KernelCode::parse(target, raw)
     }
     .map_err(|e| launch_fault(ko, e))?;
     let queue = at.read_ptr.wrapping_sub(AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
@@ -197,6 +186,20 @@ pub fn start(
             Ok(work)
         }
         Err(e) => Err(launch_fault(ko, e)),
+    }
+}
+
+/// The shader core target of a GPU of `gfx_target_version` (amdkfd kfd_device.c: 90010 gfx90a,
+/// 100300 gfx1030; for gfx10 the wave size is the kernel's: [`KernelCode::parse`] or
+/// DISPATCH_INITIATOR picks it).
+pub fn target(gfx_target_version: u32) -> Result<Target, QueueFault> {
+    match gfx_target_version {
+        90010 => Ok(Target::Gfx90a),
+        100300 => Ok(Target::Gfx1030W64),
+        v => Err(QueueFault::invalid(
+            ERROR_INVALID_CODE_OBJECT,
+            format!("this GPU (gfx_target_version {v}) runs machine code the shader core has no target for"),
+        )),
     }
 }
 
@@ -256,7 +259,7 @@ impl Work {
         let Some(value) = value.filter(|_| signal != 0) else {
             return Err(no_scratch(&self.dispatch));
         };
-        let request = ERROR_SCRATCH_WAVE64 as u64;
+        let request = self.scratch_error() as u64;
         if mem.update_u64(value, |old| if old == 0 { request } else { old })? != 0 {
             // The runtime has not answered an earlier error: no one will allocate.
             return Err(no_scratch(&self.dispatch));
@@ -269,11 +272,20 @@ impl Work {
         Ok(())
     }
 
+    /// The queue error that asks for scratch for this dispatch's wave size.
+    fn scratch_error(&self) -> i64 {
+        if self.dispatch.code.wave_size == 32 {
+            ERROR_SCRATCH_WAVE32
+        } else {
+            ERROR_SCRATCH_WAVE64
+        }
+    }
+
     /// Whether the runtime answered the scratch request: 0 restarts the queue with new scratch
     /// fields; anything else is its error.
     fn scratch_answered(&mut self, mem: &mut Mem, value: u64) -> Result<bool, QueueFault> {
         let v = mem.load_u64(value, Ordering::Acquire)? as i64;
-        if v == ERROR_SCRATCH_WAVE64 {
+        if v == self.scratch_error() {
             return Ok(false);
         }
         self.scratch_request = None;

@@ -66,6 +66,11 @@ impl Rig {
         Rig::with_config(DeviceConfig { engine, ..DeviceConfig::default() })
     }
 
+    /// A device of the topology profile `name` ("gfx1030", ...).
+    pub fn with_profile(name: &str) -> Rig {
+        Rig::with_config(DeviceConfig { profile: name.to_string(), ..DeviceConfig::default() })
+    }
+
     /// A device of `config`.
     pub fn with_config(config: DeviceConfig) -> Rig {
         let transport = EmbeddedTransport::new(&config).expect("creating the embedded device");

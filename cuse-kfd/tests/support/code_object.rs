@@ -70,6 +70,11 @@ fn work_dir(name: &str) -> PathBuf {
 /// Assembles gfx90a `src` (with its `.amdhsa_kernel` blocks) and links it; `None` (skipped)
 /// without llvm-mc-15 and ld.lld-15.
 pub fn assemble(name: &str, src: &str) -> Option<CodeObject> {
+    assemble_for(name, src, "gfx90a")
+}
+
+/// [`assemble`] for the processor `mcpu` ("gfx1030" assembles wave32 code).
+pub fn assemble_for(name: &str, src: &str, mcpu: &str) -> Option<CodeObject> {
     if !have(&["llvm-mc-15", "ld.lld-15"]) {
         return None;
     }
@@ -77,7 +82,7 @@ pub fn assemble(name: &str, src: &str) -> Option<CodeObject> {
     let (s, o) = (dir.join("k.s"), dir.join("k.o"));
     std::fs::write(&s, src).unwrap();
     run(Command::new("llvm-mc-15")
-        .args(["-triple=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-filetype=obj", "-o"])
+        .args(["-triple=amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}"), "-filetype=obj", "-o"])
         .arg(&o)
         .arg(&s));
     Some(link(&dir, &o))
@@ -86,6 +91,11 @@ pub fn assemble(name: &str, src: &str) -> Option<CodeObject> {
 /// Compiles OpenCL C `src` for gfx90a (no device libraries) and links it; `None` (skipped)
 /// without clang-15 and ld.lld-15.
 pub fn opencl(name: &str, src: &str) -> Option<CodeObject> {
+    opencl_for(name, src, "gfx90a", false)
+}
+
+/// [`opencl`] for `mcpu` ("gfx1030" compiles wave32 code; `wave64` adds -mwavefrontsize64).
+pub fn opencl_for(name: &str, src: &str, mcpu: &str, wave64: bool) -> Option<CodeObject> {
     if !have(&["clang-15", "ld.lld-15"]) {
         return None;
     }
@@ -99,12 +109,13 @@ pub fn opencl(name: &str, src: &str) -> Option<CodeObject> {
             "-cl-std=CL2.0",
             "-target",
             "amdgcn-amd-amdhsa",
-            "-mcpu=gfx90a",
+            &format!("-mcpu={mcpu}"),
             "-nogpulib",
             "-O2",
             "-c",
-            "-o",
         ])
+        .args(wave64.then_some("-mwavefrontsize64"))
+        .arg("-o")
         .arg(&o)
         .arg(&c));
     Some(link(&dir, &o))

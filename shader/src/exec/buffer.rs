@@ -112,6 +112,8 @@ fn action(op: Op) -> Option<Action> {
         Op::BufferStoreFormatXyz => Format { load: false, n: 3 },
         Op::BufferStoreFormatXyzw => Format { load: false, n: 4 },
         Op::BufferWbinvl1 | Op::BufferWbinvl1Vol | Op::BufferWbl2 | Op::BufferInvl2 => Cache,
+        // gfx10's L0 and L1 invalidates.
+        Op::BufferGl0Inv | Op::BufferGl1Inv => Cache,
         _ => return None,
     })
 }
@@ -134,6 +136,8 @@ pub struct Resource {
     pub add_tid: bool,
     /// Word 3: dst_sel x/y/z/w (bits 11:0), num_format (14:12), data_format (18:15).
     pub word3: u32,
+    /// A gfx10 resource: word 3 has one FORMAT field (18:12) instead, and no element size.
+    pub gfx10: bool,
 }
 
 impl Resource {
@@ -150,13 +154,26 @@ impl Resource {
             index_stride: 8 << bits(w[3], 22, 21),
             add_tid,
             word3: w[3],
+            gfx10: false,
         }
+    }
+
+    /// A gfx10 resource (RDNA2 ISA guide, "Buffer Resource"; ROCr's SQ_BUF_RSRC_WORD3_GFX10):
+    /// word1 as gfx9, word3 FORMAT 18:12, INDEX_STRIDE 22:21, ADD_TID_ENABLE 23. Swizzled
+    /// elements are 4 bytes (the field is gone), and the format does not extend the stride.
+    pub fn from_words_gfx10(w: [u32; 4]) -> Resource {
+        let r = Resource::from_words(w);
+        Resource { stride: u64::from((w[1] >> 16) & 0x3fff), element_size: 4, gfx10: true, ..r }
     }
 
     /// Components of 32 bits the data format holds (32, 32_32, 32_32_32, 32_32_32_32), `None`
     /// for the formats the core does not convert (and when add_tid_enable makes the field
     /// stride bits).
     fn dwords_per_element(&self) -> Option<u32> {
+        // gfx10's unified FORMAT values are not decoded.
+        if self.gfx10 {
+            return None;
+        }
         let number_ok = matches!((self.word3 >> 12) & 7, 4 | 5 | 7); // UINT, SINT, FLOAT
         let n = match (self.word3 >> 15) & 0xf {
             4 => 1,
@@ -212,9 +229,18 @@ pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
     if inst.mods.lds {
         return Err(ExecError::Unimplemented("loads to LDS".into()));
     }
+    // gfx10 tfe: a load also writes a status dword after its data.
+    if inst.mods.tfe {
+        return Err(ExecError::Unimplemented("tfe".into()));
+    }
     let rsrc = match inst.operand(Field::Rsrc) {
         Some(Operand::Sgpr { index, .. }) => {
-            Resource::from_words(std::array::from_fn(|k| w.sreg(index.wrapping_add(k as u8) & 127)))
+            let words = std::array::from_fn(|k| w.sreg(index.wrapping_add(k as u8) & 127));
+            if inst.target.is_gfx10() {
+                Resource::from_words_gfx10(words)
+            } else {
+                Resource::from_words(words)
+            }
         }
         _ => return Err(ExecError::Invalid("no buffer resource".into())),
     };

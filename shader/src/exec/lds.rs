@@ -8,7 +8,7 @@
 
 use super::memop::{self, Kind, Place, Regs};
 use super::operand::vreg_range;
-use super::{unimplemented, Cx, ExecError, ExecResult, Flow};
+use super::{Cx, ExecError, ExecResult, Flow};
 use crate::fp;
 use crate::isa::table::Field;
 use crate::isa::{Instruction, Op, Operand};
@@ -336,8 +336,23 @@ pub fn implements(op: Op) -> bool {
     action(op).is_some()
 }
 
+/// Why the core lacks a DS operation it decodes.
+fn missing(op: Op) -> &'static str {
+    match op {
+        // The global wave sync unit: barriers and semaphores across the whole device.
+        Op::DsGwsInit
+        | Op::DsGwsBarrier
+        | Op::DsGwsSemaV
+        | Op::DsGwsSemaBr
+        | Op::DsGwsSemaP
+        | Op::DsGwsSemaReleaseAll => "GWS",
+        Op::DsOrderedCount => "GDS",
+        _ => "",
+    }
+}
+
 pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
-    let act = action(inst.op).ok_or_else(unimplemented)?;
+    let act = action(inst.op).ok_or_else(|| ExecError::Unimplemented(missing(inst.op).into()))?;
     if inst.mods.gds {
         return Err(ExecError::Unimplemented("GDS".into()));
     }

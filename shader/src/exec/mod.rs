@@ -218,3 +218,6 @@ pub fn implemented(op: Op) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod gfx10_tests;

@@ -12,7 +12,7 @@ use super::operand::{read_s32, read_s64, sdst, Ty};
 use super::{unimplemented, Cx, ExecError, ExecResult, Flow};
 use crate::isa::table::Field;
 use crate::isa::{Instruction, Op, Operand};
-use crate::wave::{Wave, M0};
+use crate::wave::{Wave, EXEC, M0};
 
 /// Runs one scalar ALU instruction.
 type Handler = fn(&mut Wave, &Instruction, &mut Cx) -> ExecResult;
@@ -338,6 +338,19 @@ fn exec_op(op: Op) -> Option<ExecOp> {
         Op::SOrn1SaveexecB64 => |s, e| (!s | e, true),
         Op::SAndn1WrexecB64 => |s, e| (!s & e, false),
         Op::SAndn2WrexecB64 => |s, e| (s & !e, false),
+        // gfx10 wave32: the same operations on exec_lo (RDNA2 ISA guide, SOP1 opcodes 0x3c-0x49).
+        Op::SAndSaveexecB32 => |s, e| (s & e, true),
+        Op::SOrSaveexecB32 => |s, e| (s | e, true),
+        Op::SXorSaveexecB32 => |s, e| (s ^ e, true),
+        Op::SAndn2SaveexecB32 => |s, e| (s & !e, true),
+        Op::SOrn2SaveexecB32 => |s, e| (s | !e, true),
+        Op::SNandSaveexecB32 => |s, e| (!(s & e), true),
+        Op::SNorSaveexecB32 => |s, e| (!(s | e), true),
+        Op::SXnorSaveexecB32 => |s, e| (!(s ^ e), true),
+        Op::SAndn1SaveexecB32 => |s, e| (!s & e, true),
+        Op::SOrn1SaveexecB32 => |s, e| (!s | e, true),
+        Op::SAndn1WrexecB32 => |s, e| (!s & e, false),
+        Op::SAndn2WrexecB32 => |s, e| (s & !e, false),
         _ => return None,
     })
 }
@@ -382,22 +395,27 @@ fn handler(op: Op) -> Option<Handler> {
             w.set_sreg(M0, (w.sreg(M0) & !0xff) | (v & 0xff));
             Ok(Flow::Next)
         },
+        // gfx10 SOPK counter waits (the count is SDST + SIMM16) and s_version: every memory
+        // access completes before the next instruction, so there is nothing to wait for.
+        Op::SWaitcntVscnt | Op::SWaitcntVmcnt | Op::SWaitcntExpcnt | Op::SWaitcntLgkmcnt | Op::SVersion => {
+            |_, _, _| Ok(Flow::Next)
+        }
         Op::SMovrelsB32 | Op::SMovrelsB64 => movrels,
         Op::SMovreldB32 | Op::SMovreldB64 => movreld,
         Op::SGetregB32 => |w, i, cx| {
-            let v = hwreg::get(w, cx, imm16(i)?)?;
+            let v = hwreg::get(w, cx, imm16(i)?, i.target.is_gfx10())?;
             w.set_sreg(sdst(operand(i, Field::D)?)?, v);
             Ok(Flow::Next)
         },
         Op::SSetregB32 => |w, i, cx| {
             // The register to write is encoded in the SDST field.
             let v = read_s32(w, operand(i, Field::D)?, Ty::B32, &cx.apertures)?;
-            hwreg::set(w, imm16(i)?, v)?;
+            hwreg::set(w, imm16(i)?, v, i.target.is_gfx10())?;
             Ok(Flow::Next)
         },
         Op::SSetregImm32B32 => |w, i, cx| {
             let v = read_s32(w, operand(i, Field::K)?, Ty::B32, &cx.apertures)?;
-            hwreg::set(w, imm16(i)?, v)?;
+            hwreg::set(w, imm16(i)?, v, i.target.is_gfx10())?;
             Ok(Flow::Next)
         },
         _ => return None,
@@ -496,6 +514,17 @@ fn run_sopk(w: &mut Wave, i: &Instruction, cx: &mut Cx) -> ExecResult {
 fn run_exec(w: &mut Wave, i: &Instruction, cx: &mut Cx) -> ExecResult {
     let f = exec_op(i.op).ok_or_else(unimplemented)?;
     let s = src(w, i, Field::S0, cx)?;
+    if width(i, Field::D) == 1 {
+        // The _b32 forms read and write exec_lo only, in wave64 too (RDNA2 ISA guide,
+        // S_AND_SAVEEXEC_B32: "EXEC_LO = S0 & EXEC_LO; SCC = (EXEC_LO != 0)").
+        let old = u64::from(w.sreg(EXEC));
+        let (new, save_old) = f(s, old);
+        let new = new & 0xffff_ffff;
+        w.set_sreg(EXEC, new as u32);
+        w.scc = new != 0;
+        write(w, i, Field::D, if save_old { old } else { new })?;
+        return Ok(Flow::Next);
+    }
     let old = w.exec();
     let (new, save_old) = f(s, old);
     // Lanes past the wave's size do not exist (wave32 has no exec_hi lanes).

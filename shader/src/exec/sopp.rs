@@ -28,7 +28,27 @@ fn flow_of(op: Op) -> Option<fn(&mut Wave, u16, u64) -> ExecResult> {
         | Op::SIcacheInv
         | Op::SIncperflevel
         | Op::SDecperflevel
-        | Op::STtracedata => |_, _, _| Ok(Flow::Next),
+        | Op::STtracedata
+        // gfx10: s_clause groups the next memory instructions, s_inst_prefetch and
+        // s_waitcnt_depctr tune the instruction and dependency pipelines: hints only.
+        | Op::SClause
+        | Op::SInstPrefetch
+        | Op::SWaitcntDepctr => |_, _, _| Ok(Flow::Next),
+        // gfx10 MODE writes (RDNA2 ISA guide, S_ROUND_MODE / S_DENORM_MODE): SIMM16[3:0] is
+        // MODE.FP_ROUND [3:0] or MODE.FP_DENORM [7:4].
+        Op::SRoundMode => |w, imm, _| {
+            w.mode = (w.mode & !0xf) | u32::from(imm & 0xf);
+            Ok(Flow::Next)
+        },
+        Op::SDenormMode => |w, imm, _| {
+            w.mode = (w.mode & !0xf0) | u32::from(imm & 0xf) << 4;
+            Ok(Flow::Next)
+        },
+        // LLVM pads the code after the last kernel with s_code_end (AMDGPUAsmPrinter
+        // emitEndOfAsmFile): a wave reaching it ran past the end of its program.
+        Op::SCodeEnd => |_, _, _| {
+            Err(ExecError::Invalid("s_code_end is the padding after the last kernel: the wave ran past its program".into()))
+        },
         Op::SBarrier => |_, _, _| Ok(Flow::Barrier),
         Op::SSleep => |_, imm, _| Ok(Flow::Sleep(u32::from(imm & 0x7f))),
         Op::STrap => |_, imm, _| Err(ExecError::Trap(imm as u8)),

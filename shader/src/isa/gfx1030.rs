@@ -12,7 +12,7 @@ const fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm
     Some(OpInfo { op, name, slots, imm, flags, mods, dpp_mods })
 }
 
-/// DS: 115 of 256 opcode values are instructions.
+/// DS: 122 of 256 opcode values are instructions.
 pub static DS: [Option<OpInfo>; 256] = [
     o(Op::DsAddU32, "ds_add_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
     o(Op::DsSubU32, "ds_sub_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
@@ -38,12 +38,12 @@ pub static DS: [Option<OpInfo>; 256] = [
     o(Op::DsAddF32, "ds_add_f32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x15
     None,
     None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
+    o(Op::DsGwsSemaReleaseAll, "ds_gws_sema_release_all", &[], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x18
+    o(Op::DsGwsInit, "ds_gws_init", &[s(Addr, 1)], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x19
+    o(Op::DsGwsSemaV, "ds_gws_sema_v", &[], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x1a
+    o(Op::DsGwsSemaBr, "ds_gws_sema_br", &[s(Addr, 1)], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x1b
+    o(Op::DsGwsSemaP, "ds_gws_sema_p", &[], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x1c
+    o(Op::DsGwsBarrier, "ds_gws_barrier", &[s(Addr, 1)], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x1d
     o(Op::DsWriteB8, "ds_write_b8", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1e
     o(Op::DsWriteB16, "ds_write_b16", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1f
     o(Op::DsAddRtnU32, "ds_add_rtn_u32", &[s(D, 1), s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x20
@@ -77,7 +77,7 @@ pub static DS: [Option<OpInfo>; 256] = [
     o(Op::DsReadU16, "ds_read_u16", &[s(D, 1), s(Addr, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3c
     o(Op::DsConsume, "ds_consume", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3d
     o(Op::DsAppend, "ds_append", &[s(D, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x3e
-    None,
+    o(Op::DsOrderedCount, "ds_ordered_count", &[s(D, 1), s(Addr, 1)], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x3f
     o(Op::DsAddU64, "ds_add_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x40
     o(Op::DsSubU64, "ds_sub_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x41
     o(Op::DsRsubU64, "ds_rsub_u64", &[s(Addr, 1), s(Data0, 2)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x42

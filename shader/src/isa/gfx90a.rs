@@ -12,7 +12,7 @@ const fn o(op: Op, name: &'static str, slots: &'static [super::table::Slot], imm
     Some(OpInfo { op, name, slots, imm, flags, mods, dpp_mods })
 }
 
-/// DS: 117 of 256 opcode values are instructions.
+/// DS: 123 of 256 opcode values are instructions.
 pub static DS: [Option<OpInfo>; 256] = [
     o(Op::DsAddU32, "ds_add_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x0
     o(Op::DsSubU32, "ds_sub_u32", &[s(Addr, 1), s(Data0, 1)], ImmFmt::None, 0, [MN, MN, MN], [MN, MN, MN]), // 0x1
@@ -166,12 +166,12 @@ pub static DS: [Option<OpInfo>; 256] = [
     None,
     None,
     None,
-    None,
-    None,
-    None,
-    None,
-    None,
-    None,
+    o(Op::DsGwsSemaReleaseAll, "ds_gws_sema_release_all", &[], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x98
+    o(Op::DsGwsInit, "ds_gws_init", &[s(Addr, 1)], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x99
+    o(Op::DsGwsSemaV, "ds_gws_sema_v", &[], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x9a
+    o(Op::DsGwsSemaBr, "ds_gws_sema_br", &[s(Addr, 1)], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x9b
+    o(Op::DsGwsSemaP, "ds_gws_sema_p", &[], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x9c
+    o(Op::DsGwsBarrier, "ds_gws_barrier", &[s(Addr, 1)], ImmFmt::None, F_GDS, [MN, MN, MN], [MN, MN, MN]), // 0x9d
     None,
     None,
     None,

@@ -118,6 +118,12 @@ pub enum Op {
     DsDecRtnU64,
     DsDecU32,
     DsDecU64,
+    DsGwsBarrier,
+    DsGwsInit,
+    DsGwsSemaBr,
+    DsGwsSemaP,
+    DsGwsSemaReleaseAll,
+    DsGwsSemaV,
     DsIncRtnU32,
     DsIncRtnU64,
     DsIncU32,
@@ -154,6 +160,7 @@ pub enum Op {
     DsOrB64,
     DsOrRtnB32,
     DsOrRtnB64,
+    DsOrderedCount,
     DsPermuteB32,
     DsRead2B32,
     DsRead2B64,
@@ -1176,7 +1183,7 @@ pub enum Op {
 }
 
 /// The base mnemonic of each [`Op`], indexed by its discriminant.
-pub static OP_NAMES: [&str; 1166] = [
+pub static OP_NAMES: [&str; 1173] = [
     "buffer_atomic_add",
     "buffer_atomic_add_f32",
     "buffer_atomic_add_f64",
@@ -1288,6 +1295,12 @@ pub static OP_NAMES: [&str; 1166] = [
     "ds_dec_rtn_u64",
     "ds_dec_u32",
     "ds_dec_u64",
+    "ds_gws_barrier",
+    "ds_gws_init",
+    "ds_gws_sema_br",
+    "ds_gws_sema_p",
+    "ds_gws_sema_release_all",
+    "ds_gws_sema_v",
     "ds_inc_rtn_u32",
     "ds_inc_rtn_u64",
     "ds_inc_u32",
@@ -1324,6 +1337,7 @@ pub static OP_NAMES: [&str; 1166] = [
     "ds_or_b64",
     "ds_or_rtn_b32",
     "ds_or_rtn_b64",
+    "ds_ordered_count",
     "ds_permute_b32",
     "ds_read2_b32",
     "ds_read2_b64",

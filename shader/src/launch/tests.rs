@@ -489,6 +489,109 @@ fn a_pm4_dispatch_takes_its_user_sgprs_from_user_data_and_its_code_from_pgm() {
     assert_eq!(w.exec(), 1, "one work-item");
 }
 
+fn gfx10_kd(rsrc1: u32, props: u32) -> Kd {
+    Kd {
+        group: 0,
+        private: 0,
+        kernarg: 8,
+        entry: 0x100,
+        rsrc3: 0,
+        rsrc1,
+        rsrc2: rsrc2(6, RSRC2_WORKGROUP_ID_X | 2 << 11),
+        props: (PRIVATE_SEGMENT_BUFFER | KERNARG_SEGMENT_PTR | props) as u16,
+    }
+}
+
+#[test]
+fn gfx10_wave_size_and_vgprs_come_from_the_kernel_object() {
+    // Either gfx10 target in: the kernel object's ENABLE_WAVEFRONT_SIZE32 decides.
+    for t in [Target::Gfx1030, Target::Gfx1030W64] {
+        let k = KernelCode::parse(t, &gfx10_kd(3, WAVEFRONT_SIZE32).bytes()).unwrap();
+        assert_eq!((k.target, k.wave_size), (Target::Gfx1030, 32));
+        // Granules of 8 in wave32, no AGPRs.
+        assert_eq!((k.vgprs, k.agprs), (32, 0));
+        let k = KernelCode::parse(t, &gfx10_kd(3, 0).bytes()).unwrap();
+        assert_eq!((k.target, k.wave_size), (Target::Gfx1030W64, 64));
+        // Granules of 4 in wave64.
+        assert_eq!((k.vgprs, k.agprs), (16, 0));
+        // ROCr's blit kernels are wave64 amd_kernel_code_t.
+        let k = KernelCode::parse(t, &blit_header(1)).unwrap();
+        assert_eq!((k.format, k.target, k.vgprs), (Format::AmdKernelCode, Target::Gfx1030W64, 8));
+    }
+    // The command processor fills in the scratch V#'s INDEX_STRIDE by wave size on gfx10.
+    let rsrc = |props| {
+        let mut d = dispatch(KernelCode::parse(Target::Gfx1030, &gfx10_kd(0, props).bytes()).unwrap());
+        d.scratch_resource = [1, 2, 3, 0xffff_ffff];
+        d.private_segment_buffer()
+    };
+    assert_eq!(rsrc(WAVEFRONT_SIZE32), [1, 2, 3, !(1 << 21)]);
+    assert_eq!(rsrc(0), [1, 2, 3, 0xffff_ffff]);
+    let mut d = dispatch(blit_code());
+    d.scratch_resource = [1, 2, 3, 0];
+    assert_eq!(d.private_segment_buffer(), [1, 2, 3, 0], "gfx90a's V# is the queue's");
+    // A PM4 dispatch's target is the caller's (CS_W32_EN).
+    let k = KernelCode::from_registers(Target::Gfx1030, 1, 0, 0).unwrap();
+    assert_eq!((k.target, k.wave_size, k.vgprs), (Target::Gfx1030, 32, 16));
+}
+
+#[test]
+fn gfx10_work_item_ids_are_in_v0_v1_v2() {
+    let k = KernelCode::parse(Target::Gfx1030, &gfx10_kd(0, WAVEFRONT_SIZE32).bytes()).unwrap();
+    let mut d = dispatch(k);
+    d.grid = [10, 3, 4];
+    d.workgroup_size = [8, 3, 4];
+    let g = d.workgroup([0, 0, 0]).unwrap();
+    // 96 work-items: three waves of 32.
+    assert_eq!(g.waves.len(), 3);
+    assert!(g.waves.iter().all(|w| w.exec() == 0xffff_ffff && w.sreg(EXEC + 1) == 0));
+    // Work-item 75 (lane 11 of wave 2): x 3, y 0, z 3.
+    let w = &g.waves[2];
+    assert_eq!((w.v[0][11], w.v[1][11], w.v[2][11]), (3, 0, 3));
+    // Work-item 13: x 5, y 1, z 0.
+    let w = &g.waves[0];
+    assert_eq!((w.v[0][13], w.v[1][13], w.v[2][13]), (5, 1, 0));
+    // The partial group: 2 x 3 x 4 = 24 work-items in one wave.
+    let part = d.workgroup([1, 0, 0]).unwrap();
+    assert_eq!(part.waves[0].exec(), (1 << 24) - 1);
+    let w = &part.waves[0];
+    assert_eq!((w.v[0][7], w.v[1][7], w.v[2][7]), (1, 0, 1));
+}
+
+#[test]
+fn gfx10_workgroups_run_in_wave32_and_wave64() {
+    // Each work-item stores its id at kernarg + 4 * id and its work-group id at +1024.
+    let src = "
+        v_lshlrev_b32 v1, 2, v0
+        global_store_dword v1, v0, s[4:5]
+        v_mov_b32 v2, s6
+        global_store_dword v1, v2, s[4:5] offset:1024
+        s_endpgm
+    ";
+    for (target, props) in [(Target::Gfx1030, WAVEFRONT_SIZE32), (Target::Gfx1030W64, 0)] {
+        let Some(code) = testing::assemble_for(target, src) else { return };
+        let mut d = dispatch(KernelCode::parse(Target::Gfx1030, &gfx10_kd(0, props).bytes()).unwrap());
+        d.kernarg = DATA;
+        d.grid = [300, 1, 1];
+        d.workgroup_size = [100, 1, 1];
+        let mut ram = testing::ram(&code);
+        for i in 0..256 {
+            ram.set_u32(DATA + 4 * i, 0xdead);
+            ram.set_u32(DATA + 1024 + 4 * i, 0xdead);
+        }
+        let mut g = d.workgroup([2, 0, 0]).unwrap();
+        assert_eq!(g.waves.len(), 100usize.div_ceil(target.wave_size() as usize));
+        let mut cache = Code::new(d.code.target);
+        let mut irq = Vec::new();
+        let r = g.run(&mut cache, &mut ram as &mut Ram, d.apertures, 10_000, &mut irq).unwrap();
+        assert_eq!(r, Progress::Finished);
+        for i in 0..100 {
+            assert_eq!(ram.u32_at(DATA + 4 * i), i as u32, "{target:?} item {i}");
+            assert_eq!(ram.u32_at(DATA + 1024 + 4 * i), 2, "{target:?} item {i}");
+        }
+        assert_eq!(ram.u32_at(DATA + 400), 0xdead, "{target:?}: masked lanes stored nothing");
+    }
+}
+
 #[test]
 fn workgroups_running_at_once_get_scratch_slots_of_their_own() {
     // 16 bytes per lane, 128 work-items per group (two waves), room for three groups.

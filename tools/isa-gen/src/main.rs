@@ -55,6 +55,9 @@ struct Enc {
     optional: &'static [(usize, u32)],
     /// Probe the 16-bit immediate's printing (SOPK, SOPP).
     imm: bool,
+    /// Fields some opcodes need set (DS gds for the GWS operations): (dword, bits), tried after
+    /// the shapes without them.
+    set: &'static [(usize, u32)],
 }
 
 const IMM_VARIANTS: [u32; 3] = [0x1234, 0xfffd, 0];
@@ -68,6 +71,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xff80_0000,
             optional: &[],
             imm: false,
+            set: &[],
             build: |op, _| vec![0x8000_0000 | op << 23 | 10 << 16 | 30 << 8 | 20, LITERAL],
         },
         Enc {
@@ -76,6 +80,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xff80_0000,
             optional: &[(0, 0x7f << 16)],
             imm: true,
+            set: &[],
             build: |op, imm| vec![0xB000_0000 | op << 23 | 10 << 16 | imm, LITERAL],
         },
         Enc {
@@ -84,6 +89,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xff80_ff00,
             optional: &[(0, 0x7f << 16), (0, 0xff)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xBE80_0000 | 10 << 16 | op << 8 | 20, LITERAL],
         },
         Enc {
@@ -92,6 +98,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xffff_0000,
             optional: &[(0, 0xff), (0, 0xff00)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xBF00_0000 | op << 16 | 30 << 8 | 20, LITERAL],
         },
         Enc {
@@ -100,6 +107,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xffff_0000,
             optional: &[],
             imm: true,
+            set: &[],
             build: |op, imm| vec![0xBF80_0000 | op << 16 | imm],
         },
         Enc {
@@ -108,6 +116,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfffc_0000,
             optional: &[(0, 0x7f << 6), (0, 0x3f), (1, 0x1f_ffff), (0, 1 << 17)],
             imm: false,
+            set: &[],
             // sdata 16: aligned for the x16 forms.
             build: |op, _| vec![0xC000_0000 | op << 18 | 1 << 17 | 16 << 6 | 10, 0x10],
         },
@@ -117,6 +126,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfe00_0000,
             optional: &[],
             imm: false,
+            set: &[],
             build: |op, _| vec![op << 25 | 10 << 17 | 30 << 9 | 276, LITERAL],
         },
         Enc {
@@ -125,6 +135,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfe01_fe00,
             optional: &[(0, 0xff << 17), (0, 0x1ff)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0x7E00_0000 | 10 << 17 | op << 9 | 276, LITERAL],
         },
         Enc {
@@ -133,6 +144,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfffe_0000,
             optional: &[],
             imm: false,
+            set: &[],
             build: |op, _| vec![0x7C00_0000 | op << 17 | 30 << 9 | 276, LITERAL],
         },
         Enc {
@@ -142,6 +154,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xffff_0000,
             optional: &[(1, 0x1ff << 9), (1, 0x1ff << 18), (0, 0xff), (1, 0x1ff)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xD000_0000 | op << 16 | 10, 276 | 286 << 9 | 296 << 18],
         },
         Enc {
@@ -150,6 +163,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xffff_0000,
             optional: &[(1, 0x1ff << 18), (1, 0x1ff << 9)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xD380_0000 | op << 16 | 1 << 14 | 10, 276 | 286 << 9 | 296 << 18 | 3 << 27],
         },
         Enc {
@@ -158,6 +172,8 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfdfe_0000,
             optional: &[(1, 0xff << 24), (1, 0xff << 16), (1, 0xff << 8), (1, 0xff)],
             imm: false,
+            // gds (bit 16): the GWS operations decode only with it.
+            set: &[(0, 1 << 16)],
             build: |op, _| vec![0xD800_0000 | op << 17 | 2 << 8 | 1, 20 | 30 << 8 | 40 << 16 | 10 << 24],
         },
         Enc {
@@ -166,6 +182,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_c000,
             optional: FLAT_OPT,
             imm: false,
+            set: &[],
             build: |op, _| flat(op, 0),
         },
         Enc {
@@ -174,6 +191,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_c000,
             optional: FLAT_OPT,
             imm: false,
+            set: &[],
             build: |op, _| flat(op, 1),
         },
         Enc {
@@ -182,6 +200,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_c000,
             optional: FLAT_OPT,
             imm: false,
+            set: &[],
             build: |op, _| flat(op, 2),
         },
         Enc {
@@ -190,6 +209,7 @@ fn gfx9_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_0000,
             optional: &[(1, 0xff << 8), (1, 0xff), (0, 1 << 12), (1, 0xff1f_0000)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xE000_0000 | op << 18 | 1 << 12, 20 | 10 << 8 | 10 << 16 | 50 << 24],
         },
     ]
@@ -213,6 +233,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xff80_0000,
             optional: &[(0, 0x7f << 16)],
             imm: true,
+            set: &[],
             build: |op, imm| vec![0xB000_0000 | op << 23 | 10 << 16 | imm, LITERAL],
         },
         Enc {
@@ -221,6 +242,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xfffc_0000,
             optional: &[(0, 0x7f << 6), (0, 0x3f), (1, 0x1f_ffff)],
             imm: false,
+            set: &[],
             // soffset null: the immediate offset alone.
             build: |op, _| vec![0xF400_0000 | op << 18 | 16 << 6 | 10, 0x7d << 25 | 0x10],
         },
@@ -230,6 +252,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xffff_0000,
             optional: &[(1, 0x1ff << 9), (1, 0x1ff << 18), (0, 0xff), (1, 0x1ff)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xD400_0000 | op << 16 | 10, 276 | 286 << 9 | 296 << 18],
         },
         Enc {
@@ -238,6 +261,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xffff_0000,
             optional: &[(1, 0x1ff << 18), (1, 0x1ff << 9)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xCC00_0000 | op << 16 | 1 << 14 | 10, 276 | 286 << 9 | 296 << 18 | 3 << 27],
         },
         Enc {
@@ -246,6 +270,8 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xfffc_0000,
             optional: &[(1, 0xff << 24), (1, 0xff << 16), (1, 0xff << 8), (1, 0xff)],
             imm: false,
+            // gds (bit 17): the GWS operations decode only with it.
+            set: &[(0, 1 << 17)],
             build: |op, _| vec![0xD800_0000 | op << 18 | 2 << 8 | 1, 20 | 30 << 8 | 40 << 16 | 10 << 24],
         },
         Enc {
@@ -254,6 +280,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_c000,
             optional: FLAT_OPT,
             imm: false,
+            set: &[],
             build: |op, _| flat10(op, 0),
         },
         Enc {
@@ -262,6 +289,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_c000,
             optional: FLAT_OPT,
             imm: false,
+            set: &[],
             build: |op, _| flat10(op, 1),
         },
         Enc {
@@ -270,6 +298,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_c000,
             optional: FLAT_OPT,
             imm: false,
+            set: &[],
             build: |op, _| flat10(op, 2),
         },
         Enc {
@@ -278,6 +307,7 @@ fn gfx10_encodings() -> Vec<Enc> {
             id_mask: 0xfdfc_0000,
             optional: &[(1, 0xff << 8), (1, 0xff), (0, 1 << 12), (1, 0xff1f_0000)],
             imm: false,
+            set: &[],
             build: |op, _| vec![0xE000_0000 | op << 18 | 1 << 12, 20 | 10 << 8 | 10 << 16 | 50 << 24],
         },
     ]);
@@ -366,8 +396,14 @@ fn classify(enc: &str, text: &str, variant: u32) -> Result<Probe, String> {
         if let Some(last) = ops.pop() {
             let mut words = split_words(&last);
             let first = words.remove(0);
-            ops.push(first);
-            mods = words;
+            // An instruction with no operands prints its modifiers alone (ds_gws_sema_v
+            // offset:.. gds).
+            if first.starts_with("offset") || first == "gds" {
+                mods.push(first);
+            } else {
+                ops.push(first);
+            }
+            mods.extend(words);
         }
     }
     for m in &mods {
@@ -618,12 +654,17 @@ fn camel(name: &str) -> String {
 /// Everything learned about one target: per encoding, opcode -> probe.
 type TargetTables = BTreeMap<&'static str, (u32, BTreeMap<u32, Probe>)>;
 
-/// The shapes of an encoding's probes: subsets of its optional fields kept, most fields first.
+/// The shapes of an encoding's probes: subsets of its optional fields kept, most fields first,
+/// then the same with the `set` fields.
 fn shapes(enc: &Enc) -> Vec<u32> {
     let n = enc.optional.len() as u32;
-    // A shape is the mask of optional fields zeroed.
+    // A shape is the mask of optional fields zeroed, and above them the `set` fields set.
     let mut v: Vec<u32> = (0..1u32 << n).collect();
     v.sort_by_key(|m| m.count_ones());
+    for i in 0..enc.set.len() {
+        let with: Vec<u32> = v.iter().map(|m| m | 1 << (n + i as u32)).collect();
+        v.extend(with);
+    }
     v
 }
 
@@ -632,6 +673,12 @@ fn build(enc: &Enc, op: u32, shape: u32, imm: u32) -> Vec<u32> {
     for (i, (w, mask)) in enc.optional.iter().enumerate() {
         if shape & (1 << i) != 0 {
             words[*w] &= !mask;
+        }
+    }
+    let n = enc.optional.len();
+    for (i, (w, bits)) in enc.set.iter().enumerate() {
+        if shape & (1 << (n + i)) != 0 {
+            words[*w] |= bits;
         }
     }
     words

@@ -58,15 +58,15 @@ pub struct Compute {
     running: Option<Box<Work>>,
     /// MSG_INTERRUPTs the running dispatch's waves sent, for the runner to raise.
     pub interrupts: Vec<Interrupt>,
-}
-
-impl Default for Compute {
-    fn default() -> Compute {
-        Compute { regs: Box::new([0; COMPUTE_REGS]), running: None, interrupts: Vec::new() }
-    }
+    /// The queue's GPU's gfx_target_version: the machine code its dispatches run.
+    gfx_target_version: u32,
 }
 
 impl Compute {
+    pub fn new(gfx_target_version: u32) -> Compute {
+        Compute { regs: Box::new([0; COMPUTE_REGS]), running: None, interrupts: Vec::new(), gfx_target_version }
+    }
+
     fn reg(&self, r: u32) -> u32 {
         self.regs[(r - COMPUTE_FIRST) as usize]
     }
@@ -133,11 +133,7 @@ impl Compute {
         if initiator & COMPUTE_SHADER_EN == 0 {
             return Err(bad(format!("PM4 DISPATCH_DIRECT initiator {initiator:#x} without COMPUTE_SHADER_EN")));
         }
-        for (bit, what) in [
-            (ORDERED_APPEND_ENBL, "ORDERED_APPEND_ENBL"),
-            (RESTORE, "RESTORE (a CWSR restore)"),
-            (CS_W32_EN, "CS_W32_EN (wave32, which gfx90a does not have)"),
-        ] {
+        for (bit, what) in [(ORDERED_APPEND_ENBL, "ORDERED_APPEND_ENBL"), (RESTORE, "RESTORE (a CWSR restore)")] {
             if initiator & bit != 0 {
                 return Err(bad(format!("PM4 DISPATCH_DIRECT initiator {initiator:#x}: {what} is not supported")));
             }
@@ -161,9 +157,19 @@ impl Compute {
             g
         };
         let pgm = (u64::from(self.reg(PGM_LO)) | u64::from(self.reg(PGM_HI) & 0xFF) << 32) << 8;
-        let code =
-            KernelCode::from_registers(Target::Gfx90a, self.reg(PGM_RSRC1), self.reg(PGM_RSRC2), self.reg(PGM_RSRC3))
-                .map_err(|e| bad(format!("PM4 DISPATCH_DIRECT of the program at {pgm:#x}: {e}")))?;
+        // CS_W32_EN runs gfx10 waves in wave32 (gfx10's DISPATCH_INITIATOR); gfx90a has none.
+        let target = match (gfx::target(self.gfx_target_version)?, initiator & CS_W32_EN != 0) {
+            (t, true) if t.is_gfx10() => Target::Gfx1030,
+            (t, true) => {
+                return Err(bad(format!(
+                    "PM4 DISPATCH_DIRECT initiator {initiator:#x}: CS_W32_EN (wave32) on {}",
+                    t.mcpu()
+                )))
+            }
+            (t, false) => t,
+        };
+        let code = KernelCode::from_registers(target, self.reg(PGM_RSRC1), self.reg(PGM_RSRC2), self.reg(PGM_RSRC3))
+            .map_err(|e| bad(format!("PM4 DISPATCH_DIRECT of the program at {pgm:#x}: {e}")))?;
         // COMPUTE_TMPRING_SIZE: WAVES 11:0, WAVESIZE 24:12 in 1 KiB units (kfdtest:
         // `(waveSize << 12) | numWaves`); the scratch base register holds the address >> 8.
         let tmpring = self.reg(TMPRING_SIZE);
@@ -171,6 +177,7 @@ impl Compute {
         let scratch_base =
             (u64::from(self.reg(DISPATCH_SCRATCH_BASE_LO)) | u64::from(self.reg(DISPATCH_SCRATCH_BASE_HI)) << 32) << 8;
         let user_data: [u32; 16] = std::array::from_fn(|i| self.reg(USER_DATA_0 + i as u32));
+        let wave_size = code.wave_size;
         Ok(Dispatch {
             code,
             kernel_object: pgm,
@@ -181,7 +188,7 @@ impl Compute {
             queue: 0,
             dispatch_id: 0,
             group_segment_size: 0,
-            private_segment_size: (wave_bytes / 64) as u32,
+            private_segment_size: (wave_bytes / u64::from(wave_size)) as u32,
             scratch_resource: [0; 4],
             scratch_base,
             scratch_size: waves * wave_bytes,

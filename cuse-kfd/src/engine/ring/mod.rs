@@ -144,6 +144,7 @@ pub struct RingRunner {
 impl RingRunner {
     /// A runner for a PM4 or SDMA queue; a new queue starts at ring offset 0, as a fresh MQD.
     pub fn new(hw: Arc<HwQueue>, faults: Arc<Faults>) -> RingRunner {
+        let gfx_target_version = hw.gfx_target_version;
         let kind = if hw.queue.queue_type == QueueType::Compute { Kind::Pm4 } else { Kind::Sdma };
         RingRunner {
             hw,
@@ -156,7 +157,7 @@ impl RingRunner {
             ibs: Vec::new(),
             ib_return: 0,
             resume: 0,
-            compute: compute::Compute::default(),
+            compute: compute::Compute::new(gfx_target_version),
             stopped: false,
             props: PropsCache::default(),
         }

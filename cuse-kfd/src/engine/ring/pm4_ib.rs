@@ -66,7 +66,7 @@ fn bad(reason: String) -> QueueFault {
 }
 
 /// Checks the packet `p` and returns its indirect buffer, ready to run.
-pub fn start(mem: &mut Mem, p: &AmdAqlPm4IbPacket) -> Result<IbRun, QueueFault> {
+pub fn start(mem: &mut Mem, p: &AmdAqlPm4IbPacket, gfx_target_version: u32) -> Result<IbRun, QueueFault> {
     if p.header.reserved != 0 {
         return Err(bad(format!("vendor header byte 3 is {:#04x}, not 0", p.header.reserved)));
     }
@@ -118,7 +118,7 @@ pub fn start(mem: &mut Mem, p: &AmdAqlPm4IbPacket) -> Result<IbRun, QueueFault> 
         rptr: 0,
         ib_return: 0,
         resume: 0,
-        compute: Default::default(),
+        compute: super::compute::Compute::new(gfx_target_version),
     })
 }
 

@@ -19,6 +19,13 @@ const ID_GPR_ALLOC: u16 = 5;
 const ID_LDS_ALLOC: u16 = 6;
 const ID_IB_STS: u16 = 7;
 const ID_MEM_BASES: u16 = 15;
+/// gfx10 replaces HW_ID with HW_ID1 and HW_ID2 (SIDefines.h ID_HW_ID1 = 23, ID_HW_ID2 = 24).
+const ID_HW_ID1: u16 = 23;
+const ID_HW_ID2: u16 = 24;
+/// gfx10 keeps FLAT_SCRATCH in hardware registers (ID_FLAT_SCR_LO = 20, ID_FLAT_SCR_HI = 21)
+/// that the kernel prologue writes with s_setreg (AMDGPUUsage "Flat Scratch", GFX10).
+const ID_FLAT_SCR_LO: u16 = 20;
+const ID_FLAT_SCR_HI: u16 = 21;
 
 /// MODE.EXCP_EN (bits 18:12): enabling an FP exception trap needs a trap handler.
 const MODE_EXCP_EN: u32 = 0x7f << 12;
@@ -58,12 +65,19 @@ fn name(id: u16) -> String {
         ID_LDS_ALLOC => "HW_REG_LDS_ALLOC".into(),
         ID_IB_STS => "HW_REG_IB_STS".into(),
         ID_MEM_BASES => "HW_REG_SH_MEM_BASES".into(),
+        ID_HW_ID1 => "HW_REG_HW_ID1".into(),
+        ID_HW_ID2 => "HW_REG_HW_ID2".into(),
+        ID_FLAT_SCR_LO => "HW_REG_FLAT_SCR_LO".into(),
+        ID_FLAT_SCR_HI => "HW_REG_FLAT_SCR_HI".into(),
         _ => format!("hardware register {id}"),
     }
 }
 
 /// The value of register `id` and the mask of its bits the core models.
-fn read(w: &Wave, cx: &Cx, id: u16) -> ExecResult<(u32, u32)> {
+fn read(w: &Wave, cx: &Cx, id: u16, gfx10: bool) -> ExecResult<(u32, u32)> {
+    if gfx10 {
+        return read_gfx10(w, cx, id);
+    }
     Ok(match id {
         ID_MODE => (w.mode, u32::MAX),
         // STATUS: SCC [0], PRIV [5], TRAP_EN [6], EXECZ [9], VCCZ [10], IN_BARRIER [12],
@@ -110,10 +124,26 @@ fn read(w: &Wave, cx: &Cx, id: u16) -> ExecResult<(u32, u32)> {
     })
 }
 
-/// s_getreg_b32: the field SIMM16 names, shifted down to bit 0.
-pub fn get(w: &Wave, cx: &Cx, simm16: u16) -> ExecResult<u32> {
+/// The registers of gfx10 (RDNA2 ISA guide, "Hardware Registers"): MODE, STATUS, TRAPSTS,
+/// IB_STS and SH_MEM_BASES as on gfx9, HW_ID1 in place of HW_ID; the allocation registers count
+/// in other granules, which the core does not model.
+fn read_gfx10(w: &Wave, cx: &Cx, id: u16) -> ExecResult<(u32, u32)> {
+    match id {
+        ID_MODE | ID_STATUS | ID_TRAPSTS | ID_IB_STS | ID_MEM_BASES => read(w, cx, id, false),
+        // HW_ID1: WAVE_ID [4:0], SIMD_ID [9:8], WGP_ID [13:10], SA_ID [16], SE_ID [20:18]: the
+        // group runs as one WGP of one shader array and engine, a wave's slot is its index.
+        ID_HW_ID1 => Ok((w.id_in_group & 0x1f, 0x1f | 0x3 << 8 | 0xf << 10 | 1 << 16 | 0x7 << 18)),
+        ID_FLAT_SCR_LO | ID_FLAT_SCR_HI => Ok((w.s[flat_scratch_reg(id)], u32::MAX)),
+        ID_HW_ID => Err(ExecError::Invalid("HW_REG_HW_ID does not exist on gfx10 (HW_ID1/HW_ID2 replace it)".into())),
+        _ => Err(ExecError::Unimplemented(format!("s_getreg of {} on gfx10", name(id)))),
+    }
+}
+
+/// s_getreg_b32: the field SIMM16 names, shifted down to bit 0 (`gfx10`: the register ids and
+/// layouts of gfx10).
+pub fn get(w: &Wave, cx: &Cx, simm16: u16, gfx10: bool) -> ExecResult<u32> {
     let f = decode(simm16);
-    let (v, known) = read(w, cx, f.id)?;
+    let (v, known) = read(w, cx, f.id, gfx10)?;
     if f.mask & !known != 0 {
         return Err(ExecError::Unimplemented(format!(
             "s_getreg of bits {:#x} of {}, which the core does not model",
@@ -127,8 +157,14 @@ pub fn get(w: &Wave, cx: &Cx, simm16: u16) -> ExecResult<u32> {
 /// s_setreg_b32 / s_setreg_imm32_b32: writes the low bits of `v` into the field SIMM16 names.
 /// Only MODE is writable; the other registers are read-only to a shader or hold state the core
 /// does not have.
-pub fn set(w: &mut Wave, simm16: u16, v: u32) -> ExecResult<()> {
+pub fn set(w: &mut Wave, simm16: u16, v: u32, gfx10: bool) -> ExecResult<()> {
     let f = decode(simm16);
+    if gfx10 && matches!(f.id, ID_FLAT_SCR_LO | ID_FLAT_SCR_HI) {
+        // The wave's FLAT_SCRATCH pair, where flat and scratch instructions find it.
+        let r = &mut w.s[flat_scratch_reg(f.id)];
+        *r = (*r & !f.mask) | (v << f.offset & f.mask);
+        return Ok(());
+    }
     if f.id != ID_MODE {
         return Err(ExecError::Unimplemented(format!("s_setreg of {}", name(f.id))));
     }
@@ -142,4 +178,9 @@ pub fn set(w: &mut Wave, simm16: u16, v: u32) -> ExecResult<()> {
     }
     w.mode = (w.mode & !f.mask) | field;
     Ok(())
+}
+
+/// The scalar file index that holds gfx10's FLAT_SCR_LO or FLAT_SCR_HI.
+fn flat_scratch_reg(id: u16) -> usize {
+    usize::from(crate::wave::FLAT_SCRATCH) + usize::from(id == ID_FLAT_SCR_HI)
 }

@@ -1,7 +1,7 @@
 //! VALU compares (VOPC and their VOP3 forms): a bit per lane, set iff the condition holds, zero
 //! in lanes EXEC disables. The e32 forms write VCC, e64 (and SDWA with sdst) their scalar
 //! destination; gfx9's v_cmpx_* also write EXEC (MI200 ISA guide, "VOPC Instructions": "V_CMPX:
-//! write VCC and EXEC").
+//! write VCC and EXEC"); gfx10's write EXEC only.
 
 use super::{active, fetch_all, write_mask_dst, Handler};
 use crate::exec::operand::{Ty, Ty::B16, Ty::B32, Ty::F64, Ty::I64};
@@ -110,6 +110,12 @@ fn compare(
     let [a, b] = fetch_all(w, inst, cx, ty)?;
     let mask = active(w, inst);
     let bits = Wave::lanes(mask).filter(|&l| f(a[l], b[l])).fold(0u64, |m, l| m | 1 << l);
+    if x && inst.target.is_gfx10() {
+        // gfx10's v_cmpx write EXEC only (RDNA2 ISA guide, VOPC: "V_CMPX ... write EXEC"; LLVM
+        // 15 VOPCX on GFX10 has no sdst).
+        w.set_exec(bits & mask);
+        return Ok(Flow::Next);
+    }
     write_mask_dst(w, inst, bits, mask)?;
     if x {
         w.set_exec(bits & mask);

@@ -309,6 +309,22 @@ fn fmac(w: &mut Wave, inst: &Instruction, cx: &mut Cx, p: Prec) -> ExecResult {
     apply(w, inst, &[a, b, c], t, |[a, b, c]| e.put(fma(p, e.get(a, p), e.get(b, p), e.get(c, p)), p))
 }
 
+/// v_fmamk (S0 * K + S1) and v_fmaak (S0 * S1 + K): fused, MODE's denormal handling.
+fn fma_k(w: &mut Wave, inst: &Instruction, cx: &mut Cx, p: Prec, form: MadForm) -> ExecResult {
+    let e = Env::new(w, inst, &[p], Some(p))?;
+    let t = ty(p);
+    let [a, b] = sources(w, inst, cx, [t; 2])?;
+    let k = literal_k(inst)? & width_mask(t);
+    apply(w, inst, &[a, b], t, |[a, b]| {
+        let (a, b, k) = (e.get(a, p), e.get(b, p), e.get(k, p));
+        let r = match form {
+            MadForm::Mk => fma(p, a, k, b),
+            _ => fma(p, a, b, k),
+        };
+        e.put(r, p)
+    })
+}
+
 /// v_min/v_max (and the three-operand forms) on bits.
 fn minmax(w: &mut Wave, inst: &Instruction, cx: &mut Cx, p: Prec, n: usize, max: bool) -> ExecResult {
     let e = Env::new(w, inst, &[p], Some(p))?;
@@ -700,6 +716,12 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VFmaLegacyF16 => |w, i, cx| tri(w, i, cx, H, fma),
         VFmacF32 => |w, i, cx| fmac(w, i, cx, S),
         VFmacF64 => |w, i, cx| fmac(w, i, cx, D),
+        VFmacF16 => |w, i, cx| fmac(w, i, cx, H),
+        // gfx10's fused v_fmamk/v_fmaak (S0 * K + S1, S0 * S1 + K), unlike the gfx9 mad forms.
+        VFmamkF32 => |w, i, cx| fma_k(w, i, cx, S, MadForm::Mk),
+        VFmaakF32 => |w, i, cx| fma_k(w, i, cx, S, MadForm::Ak),
+        VFmamkF16 => |w, i, cx| fma_k(w, i, cx, H, MadForm::Mk),
+        VFmaakF16 => |w, i, cx| fma_k(w, i, cx, H, MadForm::Ak),
         VMadF32 => |w, i, cx| mad_op(w, i, cx, S, MadForm::Three),
         VMadF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| mad_op(w, i, cx, H, MadForm::Three)),
         VMadLegacyF16 => |w, i, cx| mad_op(w, i, cx, H, MadForm::Three),

@@ -323,6 +323,16 @@ fn arith(op: Op) -> Option<Handler> {
         Op::VAddcCoU32 => |w, i, cx| carry_op(w, i, cx, false, false, true),
         Op::VSubbCoU32 => |w, i, cx| carry_op(w, i, cx, true, false, true),
         Op::VSubbrevCoU32 => |w, i, cx| carry_op(w, i, cx, true, true, true),
+        // gfx10 renames: the _nc ("no carry") adds are gfx9's v_add_u32/v_add_i32, the _co_ci
+        // forms gfx9's v_addc_co_u32 (RDNA2 ISA guide, VOP2/VOP3 opcode tables).
+        Op::VAddNcU32 => |w, i, cx| add32(w, i, cx, false, false, false),
+        Op::VSubNcU32 => |w, i, cx| add32(w, i, cx, true, false, false),
+        Op::VSubrevNcU32 => |w, i, cx| add32(w, i, cx, true, true, false),
+        Op::VAddNcI32 => |w, i, cx| add32(w, i, cx, false, false, true),
+        Op::VSubNcI32 => |w, i, cx| add32(w, i, cx, true, false, true),
+        Op::VAddCoCiU32 => |w, i, cx| carry_op(w, i, cx, false, false, true),
+        Op::VSubCoCiU32 => |w, i, cx| carry_op(w, i, cx, true, false, true),
+        Op::VSubrevCoCiU32 => |w, i, cx| carry_op(w, i, cx, true, true, true),
         Op::VAdd3U32 => |w, i, cx| u3(w, i, cx, |a, b, c| a.wrapping_add(b).wrapping_add(c)),
         Op::VXadU32 => |w, i, cx| u3(w, i, cx, |a, b, c| (a ^ b).wrapping_add(c)),
         Op::VMulLoU32 => |w, i, cx| u2(w, i, cx, u32::wrapping_mul),
@@ -392,6 +402,7 @@ fn bits(op: Op) -> Option<Handler> {
         Op::VXnorB32 => |w, i, cx| u2(w, i, cx, |a, b| !(a ^ b)),
         Op::VNotB32 => |w, i, cx| u1(w, i, cx, |a| !a),
         Op::VAndOrB32 => |w, i, cx| u3(w, i, cx, |a, b, c| (a & b) | c),
+        Op::VXor3B32 => |w, i, cx| u3(w, i, cx, |a, b, c| a ^ b ^ c),
         Op::VOr3B32 => |w, i, cx| u3(w, i, cx, |a, b, c| a | b | c),
         // Shift amounts use the low 5 bits (the "rev" forms shift src1 by src0).
         Op::VLshlrevB32 => |w, i, cx| u2(w, i, cx, |s, v| v << (s & 31)),
@@ -527,6 +538,10 @@ fn half(op: Op) -> Option<Handler> {
         Op::VSubrevU16 => |w, i, cx| add16(w, i, cx, true, true, false),
         Op::VAddI16 => |w, i, cx| add16(w, i, cx, false, false, true),
         Op::VSubI16 => |w, i, cx| add16(w, i, cx, true, false, true),
+        Op::VAddNcU16 => |w, i, cx| add16(w, i, cx, false, false, false),
+        Op::VSubNcU16 => |w, i, cx| add16(w, i, cx, true, false, false),
+        Op::VAddNcI16 => |w, i, cx| add16(w, i, cx, false, false, true),
+        Op::VSubNcI16 => |w, i, cx| add16(w, i, cx, true, false, true),
         Op::VMulLoU16 => |w, i, cx| h2(w, i, cx, u16::wrapping_mul),
         // Shift amounts use the low 4 bits.
         Op::VLshlrevB16 => |w, i, cx| h2(w, i, cx, |s, v| v << (s & 15)),

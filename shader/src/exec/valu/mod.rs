@@ -107,13 +107,20 @@ pub fn fetch(w: &Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> ExecRes
         ty
     };
     let mut v = read_operand(w, op, raw_ty, cx)?;
+    let wide = matches!(ty, Ty::I64 | Ty::F64);
     if let (0, Some(dpp)) = (i, inst.dpp) {
         // gfx90a moves 64-bit operands by row_newbcast only (LLVM 15 AMDGPUBaseInfo
-        // isLegal64BitDPPControl).
-        if matches!(ty, Ty::I64 | Ty::F64) && !(0x150..=0x15f).contains(&dpp.ctrl) {
+        // isLegal64BitDPPControl); gfx10 has no 64-bit DPP (hasDPALU_DPP is gfx90a's).
+        if wide && (inst.target.is_gfx10() || !(0x150..=0x15f).contains(&dpp.ctrl)) {
             return Err(ExecError::Unimplemented(format!("64-bit DPP with dpp_ctrl {:#x}", dpp.ctrl)));
         }
-        v = dpp_move(w, dpp, &v)?;
+        v = dpp_move(w, inst, dpp, &v)?;
+    }
+    if let (0, Some(sel)) = (i, inst.dpp8) {
+        if wide {
+            return Err(ExecError::Unimplemented("64-bit DPP8".into()));
+        }
+        v = dpp8_move(w, inst, sel, &v);
     }
     if let Some(sdwa) = inst.sdwa {
         let sel = match i {
@@ -162,7 +169,8 @@ pub fn sdwa_select(x: u32, sel: u8, sext: bool) -> u64 {
 }
 
 /// The lanes the instruction writes: EXEC and, with DPP, the row and bank masks and the lanes
-/// whose source lane is valid (or all of them with bound_ctrl, which reads 0 instead).
+/// whose source lane is valid (or all of them with bound_ctrl, which reads 0 instead). DPP8 has
+/// no masks: every enabled lane writes.
 pub fn active(w: &Wave, inst: &Instruction) -> u64 {
     let exec = w.exec();
     let Some(dpp) = inst.dpp else { return exec };
@@ -170,16 +178,17 @@ pub fn active(w: &Wave, inst: &Instruction) -> u64 {
     for l in Wave::lanes(exec) {
         // Rows are 16 lanes, banks 4 lanes of a row ("DPP" in the MI200 ISA guide, VOP_DPP fields).
         let written = dpp.row_mask & (1 << (l / 16)) != 0 && dpp.bank_mask & (1 << ((l / 4) % 4)) != 0;
-        if written && (dpp.bound_ctrl || dpp_valid_source(w, dpp.ctrl, l).is_some()) {
+        if written && (dpp.bound_ctrl || dpp_valid_source(w, inst, dpp.ctrl, l).is_some()) {
             m |= 1 << l;
         }
     }
     m
 }
 
-/// The lane `lane` reads with dpp_ctrl `ctrl` (gfx9 DppCtrl, LLVM 15 SIDefines.h), `None` when
-/// that lane is outside the row or wave, or `ctrl` is a reserved value.
-pub fn dpp_source(ctrl: u16, lane: usize, wave_size: usize) -> Option<usize> {
+/// The lane `lane` reads with dpp_ctrl `ctrl` (DppCtrl, LLVM 15 SIDefines.h), `None` when that
+/// lane is outside the row or wave, or `ctrl` is reserved on the target: gfx9 has the wave
+/// shifts and row broadcasts, gfx10 row_share and row_xmask in their place (0x150-0x16f).
+pub fn dpp_source(ctrl: u16, lane: usize, wave_size: usize, gfx10: bool) -> Option<usize> {
     let row = lane & !15;
     let i = lane & 15;
     let n = usize::from(ctrl & 15);
@@ -190,46 +199,69 @@ pub fn dpp_source(ctrl: u16, lane: usize, wave_size: usize) -> Option<usize> {
         0x101..=0x10f => row + i.checked_add(n).filter(|&j| j < 16)?,
         0x111..=0x11f => row + i.checked_sub(n)?,
         0x121..=0x12f => row + (i + 16 - n) % 16,
+        // row_mirror, row_half_mirror.
+        0x140 => row + 15 - i,
+        0x141 => (lane & !7) + 7 - (lane & 7),
+        // gfx90a row_newbcast:n and gfx10 row_share:n: lane n of the same row.
+        0x150..=0x15f => row + n,
+        // gfx10 row_xmask:n: lane i ^ n of the same row.
+        0x160..=0x16f if gfx10 => row + (i ^ n),
+        _ if gfx10 => return None,
         // wave_shl1/wave_rol1 read lane + 1, wave_shr1/wave_ror1 lane - 1.
         0x130 => lane + 1,
         0x134 => (lane + 1) % wave_size,
         0x138 => lane.checked_sub(1)?,
         0x13c => (lane + wave_size - 1) % wave_size,
-        // row_mirror, row_half_mirror.
-        0x140 => row + 15 - i,
-        0x141 => (lane & !7) + 7 - (lane & 7),
         // row_bcast15: lane 15 of the previous row; row_bcast31: lane 31, to rows 2 and 3.
         0x142 => row.checked_sub(1)?,
         0x143 if lane >= 32 => 31,
-        // gfx90a row_newbcast:n: lane n of the same row (ROW_NEWBCAST_FIRST..LAST).
-        0x150..=0x15f => row + n,
         _ => return None,
     };
     (src < wave_size).then_some(src)
 }
 
-/// Whether `ctrl` names a dpp_ctrl this core moves lanes by.
-fn dpp_ctrl_valid(ctrl: u16) -> bool {
-    matches!(ctrl, 0x00..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f | 0x130 | 0x134 | 0x138 | 0x13c | 0x140..=0x143 | 0x150..=0x15f)
+/// Whether `ctrl` names a dpp_ctrl this core moves lanes by on the target.
+fn dpp_ctrl_valid(ctrl: u16, gfx10: bool) -> bool {
+    match ctrl {
+        0x00..=0xff | 0x101..=0x10f | 0x111..=0x11f | 0x121..=0x12f | 0x140 | 0x141 | 0x150..=0x15f => true,
+        0x160..=0x16f => gfx10,
+        0x130 | 0x134 | 0x138 | 0x13c | 0x142 | 0x143 => !gfx10,
+        _ => false,
+    }
 }
 
 /// The source lane of `lane` if the DPP source is valid: in range and enabled in EXEC (a
-/// disabled lane's value is not read; MI200 ISA guide, DPP: "BOUND_CTRL").
-fn dpp_valid_source(w: &Wave, ctrl: u16, lane: usize) -> Option<usize> {
-    dpp_source(ctrl, lane, w.wave_size as usize).filter(|&s| w.exec() & (1 << s) != 0)
+/// disabled lane's value is not read; MI200 ISA guide, DPP: "BOUND_CTRL"), or, with gfx10's FI
+/// (fetch inactive), whatever EXEC says (RDNA2 ISA guide, DPP16 "FI").
+fn dpp_valid_source(w: &Wave, inst: &Instruction, ctrl: u16, lane: usize) -> Option<usize> {
+    let fi = inst.mods.fi;
+    dpp_source(ctrl, lane, w.wave_size as usize, inst.target.is_gfx10()).filter(|&s| fi || w.exec() & (1 << s) != 0)
 }
 
 /// src0 moved across lanes by DPP: an invalid source reads 0 (with bound_ctrl; without it the
 /// lane does not write, see [`active`]).
-fn dpp_move(w: &Wave, dpp: crate::isa::Dpp, v: &Lanes) -> ExecResult<Lanes> {
-    if !dpp_ctrl_valid(dpp.ctrl) {
-        return Err(ExecError::Unimplemented(format!("dpp_ctrl {:#x}", dpp.ctrl)));
+fn dpp_move(w: &Wave, inst: &Instruction, dpp: crate::isa::Dpp, v: &Lanes) -> ExecResult<Lanes> {
+    if !dpp_ctrl_valid(dpp.ctrl, inst.target.is_gfx10()) {
+        return Err(ExecError::Unimplemented(format!("dpp_ctrl {:#x} on {:?}", dpp.ctrl, inst.target)));
     }
     let mut out = [0u64; LANES];
     for (l, o) in out.iter_mut().enumerate().take(w.wave_size as usize) {
-        *o = dpp_valid_source(w, dpp.ctrl, l).map_or(0, |s| v[s]);
+        *o = dpp_valid_source(w, inst, dpp.ctrl, l).map_or(0, |s| v[s]);
     }
     Ok(out)
+}
+
+/// src0 moved by gfx10 DPP8: lane `8g + i` reads lane `8g + sel[i]`; a source lane EXEC
+/// disables reads 0 unless FI is set (RDNA2 ISA guide, DPP8: "FI").
+fn dpp8_move(w: &Wave, inst: &Instruction, sel: [u8; 8], v: &Lanes) -> Lanes {
+    let mut out = [0u64; LANES];
+    for (l, o) in out.iter_mut().enumerate().take(w.wave_size as usize) {
+        let s = (l & !7) + usize::from(sel[l & 7] & 7);
+        if inst.mods.fi || w.exec() & (1 << s) != 0 {
+            *o = v[s];
+        }
+    }
+    out
 }
 
 /// Writes `vals` (as `ty`) to the vector destination of `inst` in the lanes of `mask`, with VOP3
@@ -262,6 +294,11 @@ pub fn write_vector(w: &mut Wave, op: Operand, inst: &Instruction, vals: &Lanes,
         Wave::lanes(mask).for_each(|l| reg[l] = sdwa_dst(reg[l], vals[l] as u32, sdwa.dst_sel, sdwa.dst_unused));
     } else if hi16 {
         Wave::lanes(mask).for_each(|l| reg[l] = (reg[l] & 0xffff) | (vals[l] as u32) << 16);
+    } else if ty == Ty::B16 && inst.target.is_gfx10() {
+        // gfx10 16-bit VALU results keep the high half (LLVM 15
+        // GCNSubtarget::zeroesHigh16BitsOfDest: "On gfx10, all 16-bit instructions preserve
+        // the high bits").
+        Wave::lanes(mask).for_each(|l| reg[l] = (reg[l] & 0xffff_0000) | (vals[l] as u32 & 0xffff));
     } else if ty == Ty::B16 {
         // gfx9 16-bit VALU results zero the high half (LLVM 15 GCNSubtarget::zeroesHigh16BitsOfDest).
         Wave::lanes(mask).for_each(|l| reg[l] = vals[l] as u32 & 0xffff);
@@ -356,13 +393,14 @@ impl View<'_> {
     }
 }
 
-/// Source `i` in place when it is a 32-bit operand without modifiers (no DPP, SDWA, op_sel,
-/// abs or neg), whose value [`fetch`] would copy unchanged; `None` otherwise. Errors are
+/// Source `i` in place when it is a 32-bit operand without modifiers (no DPP or DPP8, SDWA,
+/// op_sel, abs or neg), whose value [`fetch`] would copy unchanged; `None` otherwise. Errors are
 /// [`fetch`]'s.
 fn plain<'a>(w: &'a Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> ExecResult<Option<View<'a>>> {
     let bit = 1 << i;
     let m = &inst.mods;
-    if ty != Ty::B32 || inst.sdwa.is_some() || (i == 0 && inst.dpp.is_some()) || (m.op_sel | m.abs | m.neg) & bit != 0 {
+    let lane_move = i == 0 && (inst.dpp.is_some() || inst.dpp8.is_some());
+    if ty != Ty::B32 || inst.sdwa.is_some() || lane_move || (m.op_sel | m.abs | m.neg) & bit != 0 {
         return Ok(None);
     }
     let op = inst.operand(src_field(i)).ok_or_else(|| ExecError::Invalid(format!("no source {i}")))?;
