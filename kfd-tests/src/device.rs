@@ -40,6 +40,8 @@ pub struct Daemon {
     child: Child,
     pub node: PathBuf,
     pub runtime_dir: PathBuf,
+    /// Where its stderr (its log) goes, when not to the test's.
+    log: Option<PathBuf>,
 }
 
 impl Daemon {
@@ -49,16 +51,30 @@ impl Daemon {
 
     /// With extra `serve` options.
     pub fn start_with(bin: &Path, name: &str, extra: &[&str]) -> Daemon {
+        Daemon::start_inner(bin, name, extra, None)
+    }
+
+    /// With its log (stderr) in a file, which [`Daemon::log`] reads: for tests that show it
+    /// with a failure rather than interleaved with every test's output.
+    pub fn start_logged(bin: &Path, name: &str) -> Daemon {
+        let log = std::env::temp_dir().join(format!("cuse-kfd-tier-{name}.log"));
+        Daemon::start_inner(bin, name, &[], Some(log))
+    }
+
+    fn start_inner(bin: &Path, name: &str, extra: &[&str], log: Option<PathBuf>) -> Daemon {
         let node = Path::new("/dev").join(name);
         let runtime_dir = std::env::temp_dir().join(format!("cuse-kfd-tier-{name}"));
-        let child = Command::new(bin)
-            .args(["serve", "--name", name, "--mode", "0666", "--runtime-dir"])
+        let mut cmd = Command::new(bin);
+        cmd.args(["serve", "--name", name, "--mode", "0666", "--runtime-dir"])
             .arg(&runtime_dir)
             .args(extra)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-            .spawn()
-            .expect("start cuse-kfd serve");
-        let mut d = Daemon { child, node, runtime_dir };
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
+        if let Some(path) = &log {
+            let file = std::fs::File::create(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            cmd.stderr(file);
+        }
+        let child = cmd.spawn().expect("start cuse-kfd serve");
+        let mut d = Daemon { child, node, runtime_dir, log };
         let t0 = Instant::now();
         while !d.ready() {
             if let Some(status) = d.child.try_wait().unwrap() {
@@ -70,6 +86,14 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(20));
         }
         d
+    }
+
+    /// What the daemon logged so far, when started by [`Daemon::start_logged`].
+    pub fn log(&self) -> String {
+        match &self.log {
+            Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| format!("{}: {e}", path.display())),
+            None => "(the daemon logs to the test's stderr)".into(),
+        }
     }
 
     /// The daemon's pid.
@@ -148,6 +172,9 @@ impl Drop for Daemon {
             }
         }
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
+        if let Some(log) = &self.log {
+            let _ = std::fs::remove_file(log);
+        }
     }
 }
 

@@ -195,6 +195,21 @@ pub fn build(p: &Program, target: &'static str, out: &Path) -> Result<Built> {
     Ok(Built { name: p.name.clone(), target, exe, code_object, compiled: !current, took: t0.elapsed() })
 }
 
+/// The build of `p` for `target` under `out/<target>/`, which must be current: for a machine
+/// that only runs the corpus (the device tier's VM sees the target directory read-only and has
+/// no time to compile), after the host built it.
+pub fn prebuilt(p: &Program, target: &'static str, out: &Path) -> Result<Built> {
+    let dir = out.join(target);
+    let (exe, code_object) = (dir.join(&p.name), dir.join(format!("{}.co", p.name)));
+    let stamp = std::fs::read_to_string(dir.join(format!("{}.stamp", p.name))).unwrap_or_default();
+    if stamp != fingerprint(p, target)? || !exe.is_file() || !code_object.is_file() {
+        return Err(Error::Output {
+            what: format!("{} for {target} is not built, or older than its source, under {}", p.name, dir.display()),
+        });
+    }
+    Ok(Built { name: p.name.clone(), target, exe, code_object, compiled: false, took: Duration::ZERO })
+}
+
 /// `EF_AMDGPU_MACH` of `target` (LLVM AMDGPUUsage, "AMDGPU ELF Header").
 pub fn elf_mach(target: &str) -> Option<u32> {
     match target {

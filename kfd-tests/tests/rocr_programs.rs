@@ -57,14 +57,19 @@ impl Transport<'_> {
 }
 
 /// The programs, in kfd-tests/c/rocr/<name>.c, and what each checks.
-const PROGRAMS: [(&str, &str); 6] = [
+const PROGRAMS: [(&str, &str); 7] = [
     ("queue_create", "hsa_queue_create on the GPU agent and ROCr's ring size rules"),
     ("barriers", "barrier-AND and barrier-OR with host-set dependencies, completion signals waited"),
     ("ring_wrap", "300 barrier packets through a 64-slot queue, across the wrap; the read index"),
     ("blocked_wait", "BLOCKED waits sleep in the KFD event wait (CPU time) and wake on the store"),
     ("wait_timeout", "signal wait timeouts in timestamp ticks honoured, the old value returned"),
     ("queue_error", "a packet the device cannot run is a queue error through ROCr's callback"),
+    ("vram_blit", "ROCr's blit kernels (HSA_ENABLE_SDMA=0): 4 MiB VRAM fills and a VRAM->VRAM copy"),
 ];
+
+/// Programs that run on the embedded device only: four 4 MiB blits through the shader core are
+/// too slow for the tier's emulated VM.
+const EMBEDDED_ONLY: [&str; 1] = ["vram_blit"];
 
 /// A whole program run is killed after this long (a hung wait must fail the test, not CI):
 /// embedded runs go through `cargo run`, which may first have to build the daemon.
@@ -93,12 +98,14 @@ fn program(name: &str) -> PathBuf {
 
 /// Runs `exe` through `transport` (see [`run_bounded`]); on a node, a hung run also reports the
 /// daemon's status (its processes, queues, events and parked waits).
-fn run(exe: &Path, transport: Transport) -> (bool, String) {
+fn run(exe: &Path, transport: Transport, env: &[(&str, &str)]) -> (bool, String) {
     let limit = match transport {
         Transport::Embedded => RUN_LIMIT,
         Transport::Device { .. } => DEVICE_RUN_LIMIT,
     };
-    run_bounded(transport.command(exe), exe, limit, || match transport {
+    let mut cmd = transport.command(exe);
+    cmd.envs(env.iter().copied());
+    run_bounded(cmd, exe, limit, || match transport {
         Transport::Embedded => String::new(),
         Transport::Device { bin, runtime_dir, .. } => {
             match Command::new(bin).arg("status").arg("--runtime-dir").arg(runtime_dir).output() {
@@ -115,9 +122,14 @@ fn run(exe: &Path, transport: Transport) -> (bool, String) {
 
 /// Builds and runs program `name` on `transport`; it must exit 0 having printed `PASS <name>`.
 fn check(name: &str, transport: Transport) -> String {
+    check_with(name, transport, &[])
+}
+
+/// [`check`], with more environment for the program.
+fn check_with(name: &str, transport: Transport, env: &[(&str, &str)]) -> String {
     let exe = program(name);
     let t0 = Instant::now();
-    let (ok, text) = run(&exe, transport);
+    let (ok, text) = run(&exe, transport, env);
     println!("--- {name} ({}), {:.1} s:\n{text}", transport.name(), t0.elapsed().as_secs_f64());
     assert!(ok, "{name} failed on the {} device:\n{text}", transport.name());
     assert!(text.lines().any(|l| l.trim() == format!("PASS {name}")), "{name} did not reach its end:\n{text}");
@@ -170,6 +182,13 @@ fn rocr_queue_errors_reach_the_callback() {
     check("queue_error", Transport::Embedded);
 }
 
+/// ROCr's own blit kernels (a fill, and copies host->VRAM, VRAM->VRAM, VRAM->host) run on the
+/// shader core when SDMA is off; the program checks every byte on the host.
+#[test]
+fn rocr_blit_kernels_fill_and_copy_vram() {
+    check_with("vram_blit", Transport::Embedded, &[("HSA_ENABLE_SDMA", "0")]);
+}
+
 /// With `RUST_LOG` set, the embedded device inside the program's process logs why each queue
 /// stopped to stderr (libhsakmt.so.1 starts the log; nothing else in the process would).
 #[test]
@@ -206,7 +225,7 @@ fn device_tier_rocr_programs_on_the_system_libhsakmt() {
 fn on_the_node(thunk: &str) {
     let bin = tier();
     let d = Daemon::start(&bin, &format!("kfd-t-rocr-{thunk}"));
-    for (name, what) in PROGRAMS {
+    for (name, what) in PROGRAMS.into_iter().filter(|(n, _)| !EMBEDDED_ONLY.contains(n)) {
         println!("{name}: {what}");
         let text = check(name, Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk });
         if name == "blocked_wait" {

@@ -31,6 +31,10 @@ pub struct DeviceTest {
     /// More libtest options (`--show-output`); the tests are the target's [`DEVICE_TIER_IGNORE`]
     /// ones, given by name.
     pub args: &'static [&'static str],
+    /// Ordinary tests of the target that the host runs first (by name), to make what the guest
+    /// only runs (the HIP programs: the guest sees the target directory read-only, and hipcc
+    /// under TCG would take most of the tier's time).
+    pub host_first: &'static [&'static str],
     pub what: &'static str,
 }
 
@@ -39,11 +43,12 @@ pub struct DeviceTest {
 /// `CUSE_KFD_DEVICE_EXTRA_TESTS="package/target ..."` adds targets for one run (to try a new
 /// one in the VM before it joins the table); `CUSE_KFD_DEVICE_ONLY="target ..."` keeps only the
 /// named ones (a quicker loop while working on one; CI never sets it).
-pub const DEVICE_TESTS: [DeviceTest; 13] = [
+pub const DEVICE_TESTS: [DeviceTest; 14] = [
     DeviceTest {
         package: "kfd-tests",
         target: "device",
         args: &[],
+        host_first: &[],
         what: "CUSE itself: CUSE_INIT answered by hand makes a node, closing removes it",
     },
     DeviceTest {
@@ -51,6 +56,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "rocr_programs",
         // The output of passing tests too: each program's checks and time on the node.
         args: &["--show-output"],
+        host_first: &[],
         what: "the real ROCr 5.2.3 over the node, on our libhsakmt and on the system's: queues, barriers, \
                wraparound, BLOCKED waits, timeouts, queue errors",
     },
@@ -59,6 +65,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "shim_programs",
         // The output of passing tests too: each program's checks and time on the node.
         args: &["--show-output"],
+        host_first: &[],
         what: "the shim's C programs over the node on our HSA runtime, and without its extensions on the \
                real ROCr 5.2.3: one behaviour, two runtimes",
     },
@@ -66,6 +73,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         package: "kfd-tests",
         target: "rocminfo",
         args: &[],
+        host_first: &[],
         what: "Debian's rocminfo (real ROCr 5.2.3) over our libhsakmt over the node",
     },
     DeviceTest {
@@ -73,6 +81,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "hsakmt_programs",
         // The output of passing tests too: each program's checks and time on the node.
         args: &["--show-output"],
+        host_first: &[],
         what: "C programs on Debian's real libhsakmt 5.2.3 over the node: topology, memory and SDMA copies, \
                allocation until ENOMEM, AQL/PM4/SDMA queues, RELEASE_MEM and TRAP events, 4096 events, \
                a forked process isolated; run without root; a killed run takes its program along",
@@ -81,6 +90,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         package: "kfd-tests",
         target: "cuse_device",
         args: &[],
+        host_first: &[],
         what: "cuse-kfd serve through the kernel: ioctls and RETRY hops, waits, EINTR, killed clients, \
                isolation, the daemon dying, a clean SIGTERM shutdown, status, fault injection, the \
                --sysfs-mount tree",
@@ -89,6 +99,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         package: "kfd-tests",
         target: "backing_hostile",
         args: &[],
+        host_first: &[],
         what: "the backing store against hostile clients: uid 65534 swapping its directories for symlinks \
                reaches nothing, a 4 MiB tmpfs runtime directory answers ENOMEM at allocation",
     },
@@ -97,6 +108,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "cross_uid",
         // The output of the passing test too: what the intruder tried.
         args: &["--show-output"],
+        host_first: &[],
         what: "two clients of uids 65534 and 65533: the second cannot open, stat, list or map the first's                backing files, and every ioctl naming the first's handles or ids is refused with amdkfd's errno",
     },
     DeviceTest {
@@ -104,6 +116,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "identity_node",
         // The output of the passing test too: how soon the context ended.
         args: &["--show-output"],
+        host_first: &[],
         what: "identity through the node: a context ends within 100 ms of its owner's exit while a child \
                holds the fd, whose ioctls answer EBADF; clients each pid 1 of their own pid namespace get a \
                context each; a daemon in its own pid namespace refuses callers it cannot see (pid 0)",
@@ -113,6 +126,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "restart",
         // The output of passing tests too: how soon clients failed and the daemon exited.
         args: &["--show-output"],
+        host_first: &[],
         what: "the daemon SIGKILLed under three blocked clients (each fails within 1 s), restarted on the same \
                runtime directory (as a fresh one) and served to a recycled pid; a reused pid gets a fresh \
                context; SIGTERM under busy clients exits 0 within 5 s",
@@ -122,6 +136,7 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "negative",
         // The output of the passing test too: how many rows ran through the node, which not.
         args: &["--show-output"],
+        host_first: &[],
         what: "the negative table (cuse-kfd/tests/negative.rs) through the kernel on a cuse-kfd serve node: \
                every row ioctl(2) can express, amdkfd's errno, nothing created, each row's context torn down",
     },
@@ -130,14 +145,26 @@ pub const DEVICE_TESTS: [DeviceTest; 13] = [
         target: "confinement",
         // The output of passing tests too: the CapEff and the systemd unit's exposure score.
         args: &["--show-output"],
+        host_first: &[],
         what: "cuse-kfd serve confined: node 0660 group render by default, NoNewPrivs 1, Seccomp 2 and the \
                kept capabilities on every thread, execve and socket(AF_INET) refused, untrusted \
                directories refused, deploy/cuse-kfd.service scored by systemd-analyze",
     },
     DeviceTest {
         package: "kfd-tests",
+        target: "hip_node",
+        // The output of passing tests too: each program's time on the node.
+        args: &["--show-output"],
+        host_first: &["the_programs_are_built_on_the_host"],
+        what: "HIP programs (hipcc 5.2.3 for gfx90a) on the node with the real ROCr and HIP, each PASS on the \
+               daemon's shader core: matmul (LDS and barriers) and histogram (atomics) on our libhsakmt, vadd \
+               and warp on the system's",
+    },
+    DeviceTest {
+        package: "kfd-tests",
         target: "fuzz_node",
         args: &[],
+        host_first: &[],
         what: "kfd-fuzz --target node --iterations 100000 (fixed seed) against cuse-kfd serve: no crash, \
                hang, leak or isolation break",
     },
@@ -148,6 +175,7 @@ struct Target {
     package: String,
     target: String,
     args: Vec<String>,
+    host_first: Vec<String>,
 }
 
 /// [`DEVICE_TESTS`] and the targets of `CUSE_KFD_DEVICE_EXTRA_TESTS`.
@@ -158,6 +186,7 @@ fn targets() -> Result<Vec<Target>, String> {
             package: t.package.into(),
             target: t.target.into(),
             args: t.args.iter().map(|a| a.to_string()).collect(),
+            host_first: t.host_first.iter().map(|a| a.to_string()).collect(),
         })
         .collect();
     let extra = std::env::var("CUSE_KFD_DEVICE_EXTRA_TESTS").unwrap_or_default();
@@ -167,7 +196,12 @@ fn targets() -> Result<Vec<Target>, String> {
         };
         if !all.iter().any(|t| t.package == package && t.target == target) {
             println!("extra device test {item} (CUSE_KFD_DEVICE_EXTRA_TESTS)");
-            all.push(Target { package: package.into(), target: target.into(), args: Vec::new() });
+            all.push(Target {
+                package: package.into(),
+                target: target.into(),
+                args: Vec::new(),
+                host_first: Vec::new(),
+            });
         }
     }
     let only = std::env::var("CUSE_KFD_DEVICE_ONLY").unwrap_or_default();
@@ -221,8 +255,10 @@ const BINARY_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Test binaries (package/target) that need longer than [`BINARY_TIMEOUT`], with their own
 /// limit; the VM's limit grows by the difference. kfd-fuzz's 100,000 operations on the node
 /// (fuzz_node, CPU-bound under TCG) take up to about 12 min on a 2-core machine shared with
-/// another TCG VM; a hang kfd-fuzz finds ends its round within 30 s.
-const LONG_BINARIES: [(&str, Duration); 1] = [("kfd-tests/fuzz_node", Duration::from_secs(20 * 60))];
+/// another TCG VM; a hang kfd-fuzz finds ends its round within 30 s. HIP programs on the node
+/// (hip_node) take about 9 min under TCG; their own limits add up to 22 min.
+const LONG_BINARIES: [(&str, Duration); 2] =
+    [("kfd-tests/fuzz_node", Duration::from_secs(20 * 60)), ("kfd-tests/hip_node", Duration::from_secs(25 * 60))];
 
 /// The limit of the test binary `label` where it has its own.
 fn own_limit(label: &str) -> Option<Duration> {
@@ -412,6 +448,10 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
             return Err(format!("{label}: {} has no test marked {DEVICE_TIER_IGNORE}", src.display()));
         }
         println!("{label}: device tests ({}): {}", names.len(), names.join(" "));
+        let cwd = artifact.package_dir.unwrap_or_else(|| ctx.root.clone());
+        if !t.host_first.is_empty() {
+            run_on_the_host(&label, &artifact.executable, &cwd, &t.host_first)?;
+        }
         tests.push(GuestTest {
             limit: own_limit(&label),
             label,
@@ -428,10 +468,27 @@ fn build(ctx: &Ctx, targets: &[Target]) -> Result<Built, String> {
                 .chain(t.args.iter().cloned())
                 .chain(["--test-threads=1".to_owned()])
                 .collect(),
-            cwd: artifact.package_dir.unwrap_or_else(|| ctx.root.clone()),
+            cwd,
         });
     }
     Ok(Built { daemon, fuzz, tests })
+}
+
+/// Runs the ordinary tests `names` of test binary `exe` on the host, in `cwd`; they must pass.
+fn run_on_the_host(label: &str, exe: &Path, cwd: &Path, names: &[String]) -> Result<(), String> {
+    println!("{label}: on the host first: {}", names.join(" "));
+    let status = Command::new(exe)
+        .arg("--exact")
+        .args(names)
+        .arg("--test-threads=1")
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("{label}: running {}: {e}", exe.display()))?;
+    if !status.success() {
+        return Err(format!("{label}: {} on the host: {status}", names.join(" ")));
+    }
+    Ok(())
 }
 
 /// Runs `cargo <args> --message-format=json-render-diagnostics`: compiler output goes to the
