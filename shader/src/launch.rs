@@ -394,6 +394,10 @@ impl Dispatch {
 
     /// Checks what every workgroup shares: the geometry, LDS and scratch.
     pub fn check(&self) -> Result<(), LaunchError> {
+        // The kernel object first: a packet pointing at bytes that are no kernel is an invalid
+        // code object, whatever sizes those bytes would ask for (and no scratch is asked of the
+        // runtime for it).
+        self.code.entry(self.kernel_object)?;
         let geo = |why: String| LaunchError::Geometry(why);
         if self.grid.contains(&0) || self.workgroup_size.contains(&0) {
             return Err(geo(format!("grid {:?} workgroup {:?} has a zero size", self.grid, self.workgroup_size)));
@@ -416,7 +420,6 @@ impl Dispatch {
                 return Err(LaunchError::Scratch { need, waves, have: self.scratch_size });
             }
         }
-        self.code.entry(self.kernel_object)?;
         Ok(())
     }
 

@@ -181,8 +181,9 @@ static void on_error(hsa_status_t status, hsa_queue_t* source, void* data) {
   __atomic_add_fetch(&cb_calls, 1, __ATOMIC_SEQ_CST);
 }
 
-/* A kernel object that is not a soft kernel descriptor stops the queue: the callback reports
- * it and the completion signal is not decremented. */
+/* A kernel object of garbage (no soft kernel, and as GFX code a kernel descriptor whose entry is
+ * not 256-byte aligned) stops the queue: the callback reports an invalid code object and the
+ * completion signal is not decremented. */
 static void error_callback(const env_t* e) {
   hsa_queue_t* q = NULL;
   OK(hsa_queue_create(e->gpu, 64, HSA_QUEUE_TYPE_MULTI, on_error, (void*)&cb_calls, 0, 0, &q));
