@@ -6,7 +6,7 @@
 //! queue's scratch ([`Dispatch::scratch_group_slots`]) when it starts and keeps it until it
 //! ends, so at most that many run at once, as the CP runs as many waves as TMPRING_SIZE covers.
 
-use super::fault::QueueFault;
+use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use super::gfx::{self, GpuMemory, Progress};
 use super::mem::{Mem, Tlb};
 use super::runner::Interrupt;
@@ -147,6 +147,12 @@ impl Grid {
 }
 
 impl Job for Grid {
+    fn panicked(&self, what: &str) {
+        let reason =
+            format!("internal error in the shader core, kernel object at {:#x}: {what}", self.dispatch.kernel_object);
+        self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason));
+    }
+
     fn run_slice(&self) -> bool {
         if self.cancelled.load(Ordering::Acquire) {
             return false;

@@ -16,6 +16,10 @@ pub trait Job: Send + Sync {
     /// Runs one slice. Returns false when the job needs no more slices (it has ended, or been
     /// cancelled); the pool then drops it.
     fn run_slice(&self) -> bool;
+
+    /// A slice panicked (a bug in the shader core): the job ends with an error its queue sees.
+    /// The worker lives on, so a client cannot take the workers from every other client.
+    fn panicked(&self, what: &str);
 }
 
 #[derive(Default)]
@@ -99,8 +103,18 @@ fn worker(s: &Shared) {
             q.jobs[i].clone()
         };
         let more = {
+            use std::panic::{catch_unwind, AssertUnwindSafe};
             let _busy = fork::busy();
-            job.run_slice()
+            catch_unwind(AssertUnwindSafe(|| job.run_slice())).unwrap_or_else(|payload| {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                log::error!("a shader worker's slice panicked: {what}");
+                job.panicked(&what);
+                false
+            })
         };
         if !more {
             s.queue.lock().jobs.retain(|j| !Arc::ptr_eq(j, &job));
@@ -161,6 +175,35 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
             true
         }
+
+        fn panicked(&self, _: &str) {}
+    }
+
+    /// Panics in its first slice and notes that it was told.
+    struct Panics {
+        told: Arc<Mutex<Option<String>>>,
+    }
+
+    impl Job for Panics {
+        fn run_slice(&self) -> bool {
+            panic!("a bug in a slice");
+        }
+
+        fn panicked(&self, what: &str) {
+            *self.told.lock().unwrap() = Some(what.to_string());
+        }
+    }
+
+    #[test]
+    fn a_panicking_slice_ends_its_job_and_the_worker_serves_the_next() {
+        let w = Workers::new(1);
+        let told = Arc::new(Mutex::new(None));
+        w.submit(Arc::new(Panics { told: told.clone() }));
+        wait_until("the job told of its panic", || told.lock().unwrap().is_some());
+        assert_eq!(told.lock().unwrap().as_deref(), Some("a bug in a slice"));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        w.submit(Arc::new(Counted { left: AtomicUsize::new(3), id: 7, log: log.clone() }));
+        wait_until("the same worker runs the next job", || log.lock().unwrap().len() == 3);
     }
 
     fn wait_until(what: &str, f: impl Fn() -> bool) {
