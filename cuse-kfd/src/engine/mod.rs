@@ -249,9 +249,8 @@ struct Shared {
     generation: AtomicU64,
     /// The registry generation the engine has adopted (removers sleep on it).
     acked: Sleeper<u64>,
-    /// Set to cut the engine's sleep short (the engine sleeps on it).
-    wake: Sleeper<bool>,
-    parked: AtomicBool,
+    /// Rung to cut the engine's sleep short.
+    bell: Arc<Bell>,
     stop: AtomicBool,
     packets_polls: AtomicU64,
     /// The shader core's workers (none with `shader_workers` 0).
@@ -270,19 +269,16 @@ impl Engine {
     pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>, waits: Arc<WaitRegistry>) -> Engine {
         crate::fork::install();
         let workers = config.shader_workers;
-        let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| Shared {
+        let bell = Arc::new(Bell { rung: Sleeper::new(false), parked: AtomicBool::new(false) });
+        let shared = Arc::new(Shared {
             pool: (workers > 0).then(|| {
-                let me = me.clone();
-                // A worker with news for a queue wakes the engine as a doorbell kick does.
-                workers::Pool::new(
-                    workers,
-                    Arc::new(move || {
-                        if let Some(s) = me.upgrade() {
-                            wake(&s);
-                        }
-                    }),
-                )
+                // A worker with news for a queue wakes the engine as a doorbell kick does. It
+                // holds the bell only: were it to hold the engine, the last reference could end
+                // on a worker, which would then tear the engine down behind its owner's back.
+                let bell = bell.clone();
+                workers::Pool::new(workers, Arc::new(move || bell.ring()))
             }),
+            bell,
             config,
             faults,
             trace,
@@ -290,8 +286,6 @@ impl Engine {
             registry: Mutex::new(Registry::default()),
             generation: AtomicU64::new(0),
             acked: Sleeper::new(0),
-            wake: Sleeper::new(false),
-            parked: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             packets_polls: AtomicU64::new(0),
         });
@@ -344,7 +338,7 @@ impl Engine {
 
     /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
     pub fn kick(&self) {
-        wake(&self.shared);
+        self.shared.bell.ring();
     }
 
     /// How many times the engine has polled its queues (for idle-CPU checks).
@@ -356,8 +350,8 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
-        *self.shared.wake.lock() = true;
-        self.shared.wake.notify_one();
+        *self.shared.bell.rung.lock() = true;
+        self.shared.bell.rung.notify_one();
         if let Some(t) = self.thread.take() {
             if t.thread().id() != std::thread::current().id() {
                 let _ = crate::fork::idle(|| t.join());
@@ -366,11 +360,20 @@ impl Drop for Engine {
     }
 }
 
-/// Wakes the engine if it sleeps.
-fn wake(s: &Shared) {
-    if s.parked.load(Ordering::Acquire) {
-        *s.wake.lock() = true;
-        s.wake.notify_one();
+/// What cuts the engine's sleep short: the engine parks on `rung`; doorbell kicks and workers
+/// ring it.
+struct Bell {
+    rung: Sleeper<bool>,
+    parked: AtomicBool,
+}
+
+impl Bell {
+    /// Wakes the engine if it sleeps.
+    fn ring(&self) {
+        if self.parked.load(Ordering::Acquire) {
+            *self.rung.lock() = true;
+            self.rung.notify_one();
+        }
     }
 }
 
@@ -468,12 +471,12 @@ fn run(s: &Shared) {
             timeout = timeout.min(d.saturating_duration_since(now));
         }
         sleep = (sleep * 2).min(if pending { s.config.max_sleep / 4 } else { s.config.max_sleep });
-        let mut woken = s.wake.lock();
-        s.parked.store(true, Ordering::Release);
+        let mut woken = s.bell.rung.lock();
+        s.bell.parked.store(true, Ordering::Release);
         if !*woken && s.generation.load(Ordering::Acquire) == seen {
-            woken = s.wake.wait_for(woken, timeout).0;
+            woken = s.bell.rung.wait_for(woken, timeout).0;
         }
-        s.parked.store(false, Ordering::Release);
+        s.bell.parked.store(false, Ordering::Release);
         if std::mem::take(&mut *woken) {
             last_activity = Instant::now();
             sleep = Duration::from_micros(50);
