@@ -214,5 +214,29 @@ pub fn threads_and_fds() -> (usize, usize) {
     (count("/proc/self/task"), count("/proc/self/fd"))
 }
 
+/// This process's threads by name and its fds by what they point to, most first: what a leak
+/// report shows so that the leaking part of the device is named.
+pub fn threads_and_fds_by_name() -> String {
+    use std::collections::BTreeMap;
+    let mut threads: BTreeMap<String, usize> = BTreeMap::new();
+    for t in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        *threads.entry(name.trim().to_string()).or_default() += 1;
+    }
+    let mut fds: BTreeMap<String, usize> = BTreeMap::new();
+    for f in std::fs::read_dir("/proc/self/fd").into_iter().flatten().flatten() {
+        let target = std::fs::read_link(f.path()).map(|p| p.display().to_string()).unwrap_or_default();
+        // A memfd or a backing file names its object; the kind is what tells a leak apart.
+        let kind = target.split(['/', ':']).filter(|s| !s.is_empty()).take(2).collect::<Vec<_>>().join("/");
+        *fds.entry(kind).or_default() += 1;
+    }
+    let top = |m: BTreeMap<String, usize>| {
+        let mut v: Vec<_> = m.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.iter().take(8).map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ")
+    };
+    format!("threads: {}; fds: {}", top(threads), top(fds))
+}
+
 /// Counts every request sent, for the progress line.
 pub static IOCTLS: AtomicU64 = AtomicU64::new(0);

@@ -205,8 +205,10 @@ fn embedded(args: &Args, seed: u64) -> ExitCode {
             failures += 1;
             *total.failures.entry("leak".to_string()).or_insert(0) += 1;
             println!(
-                "kfd-fuzz: FAILURE after case {case}: {threads} threads and {fds} fds, {} and {} at the start: devices leave them behind",
-                baseline.0, baseline.1
+                "kfd-fuzz: FAILURE after case {case}: {threads} threads and {fds} fds, {} and {} at the start: devices leave them behind\n  {}",
+                baseline.0,
+                baseline.1,
+                kfd_fuzz::threads_and_fds_by_name()
             );
         }
         if last_progress.elapsed() >= Duration::from_secs(args.progress_secs) {

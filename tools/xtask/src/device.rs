@@ -575,6 +575,11 @@ struct BinaryResult {
     ignored: u32,
     /// Tests that printed [`RAN_MARKER`]: really ran, not returned early.
     marked: u32,
+    /// The first panic: the test's name and the first line of its message (the summary names
+    /// what failed, since a long run's output is cut where CI shows it).
+    first_panic: Option<String>,
+    /// The line before was a panic's "panicked at" line of this test.
+    panic_of: Option<String>,
 }
 
 /// What the output of a run told, line by line.
@@ -603,6 +608,17 @@ impl Tally {
                 b.exit = code;
             }
         } else if let Some(b) = self.binaries.last_mut() {
+            if let Some(test) = b.panic_of.take() {
+                b.first_panic.get_or_insert_with(|| format!("{test}: {}", line.trim()));
+            }
+            // "thread 'name' (tid) panicked at file:line:col:"; the message follows.
+            if let Some(rest) =
+                line.strip_prefix("thread '").filter(|l| l.contains("' panicked at ") || l.contains(") panicked at "))
+            {
+                if b.first_panic.is_none() {
+                    b.panic_of = Some(rest.split('\'').next().unwrap_or("?").to_owned());
+                }
+            }
             // Anywhere in the line: with one test thread libtest prints "test name ... " first.
             if line.contains(RAN_MARKER) {
                 b.marked += line.matches(RAN_MARKER).count() as u32;
@@ -657,7 +673,13 @@ impl Report {
                     failed += b.failed;
                     marked += b.marked;
                     if b.exit != Some(0) {
-                        problems.push(format!("{label} {exit}"));
+                        match &b.first_panic {
+                            Some(p) => {
+                                println!("  first failure: {p}");
+                                problems.push(format!("{label} {exit} ({p})"));
+                            }
+                            None => problems.push(format!("{label} {exit}")),
+                        }
                     }
                     // Exactly its device tests ran, and none passed without really running.
                     if let Some(n) = *tests {
@@ -938,9 +960,36 @@ mod tests {
             failed: 0,
             ignored: 1,
             marked: 1,
+            ..Default::default()
         };
         assert_eq!(t.binaries[0], device);
         assert_eq!((t.binaries[1].exit, t.binaries[1].passed, t.binaries[1].failed), (Some(101), 7, 1));
+    }
+
+    /// A failed binary's summary names its first failing test and the panic's first line: a long
+    /// run's output is cut where CI shows it, the summary is not.
+    #[test]
+    fn a_failed_binary_is_summarised_with_its_first_panic() {
+        let lines = "CUSE_KFD_TEST_BEGIN kfd-tests/rocr_programs\n\
+                     test a ... CUSE_KFD_DEVICE_TEST_RAN a\n\
+                     thread 'a' (150) panicked at kfd-tests/tests/rocr_programs.rs:134:5:\n\
+                     wait_timeout failed on the /dev/kfd-t device:\n\
+                     more text\n\
+                     thread 'b' (151) panicked at x.rs:1:1:\n\
+                     second\n\
+                     test result: FAILED. 0 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out\n\
+                     CUSE_KFD_TEST_END kfd-tests/rocr_programs 101\n";
+        let t = feed_all(lines);
+        assert_eq!(t.binaries[0].first_panic.as_deref(), Some("a: wait_timeout failed on the /dev/kfd-t device:"));
+        let report = Report {
+            place: "VM".into(),
+            tally: t,
+            expected: vec![("kfd-tests/rocr_programs".into(), Some(2))],
+            trouble: None,
+            elapsed: Duration::from_secs(60),
+        };
+        let Outcome::Failed(why) = report.print_and_judge() else { panic!("a failed binary fails the tier") };
+        assert!(why.contains("kfd-tests/rocr_programs exit 101 (a: wait_timeout failed"), "{why}");
     }
 
     #[test]
