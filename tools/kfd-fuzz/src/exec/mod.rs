@@ -17,6 +17,7 @@ use crate::model::{BufferModel, Counts, EventModel, Model, QueueModel};
 use crate::ops::{self, Call, Expect, Op, Ptr};
 use crate::stats::Stats;
 use cuse_kfd::engine::EngineConfig;
+use cuse_kfd::quota::{Overrides, QuotaConfig, Resource};
 use cuse_kfd::reply::Reply;
 use cuse_kfd::{Caller, Device, DeviceConfig, Embedded, EmbeddedFile, FileId};
 use nix::errno::Errno;
@@ -194,15 +195,23 @@ struct Ids {
     events: BTreeSet<u32>,
 }
 
+/// GTT and VRAM bytes each simulated process may hold.
+const FUZZ_MEMORY: u64 = 256 << 20;
+
 impl Harness {
     pub fn new(config: Config, heartbeat: Arc<AtomicU64>) -> Result<Harness, String> {
         install_panic_hook();
         let engine = EngineConfig { invalid_packet_grace: Duration::from_millis(2), ..EngineConfig::default() };
+        // Memory bounded per process: a generated size of gigabytes is refused at once (ENOMEM,
+        // the path under test) instead of filling tmpfs for seconds, which on a loaded machine
+        // outlasted the hang watchdog with the device doing nothing wrong.
+        let memory = Overrides::default().with(Resource::Gtt, FUZZ_MEMORY).with(Resource::Vram, FUZZ_MEMORY);
         let dc = DeviceConfig {
             profile: config.profile.clone(),
             gpus: config.gpus,
             runtime_dir: None,
             engine,
+            quotas: QuotaConfig { process: memory, ..QuotaConfig::default() },
             ..Default::default()
         };
         let emb = Embedded::new(&dc).map_err(|e| format!("cannot create the device: {e}"))?;
