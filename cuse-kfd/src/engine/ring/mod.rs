@@ -396,7 +396,9 @@ fn step(
             Kind::Pm4 => match (head[0] >> 8) as u8 {
                 _ if head[0] >> 30 != 3 => pm4::exec(mem, &head)?,
                 compute::SET_SH_REG => compute.set_sh_reg(&head)?,
+                compute::SET_BASE => compute.set_base(&head)?,
                 compute::DISPATCH_DIRECT => compute.dispatch_direct(mem, &head, deadline)?,
+                compute::DISPATCH_INDIRECT => compute.dispatch_indirect(mem, &head, deadline)?,
                 _ => pm4::exec(mem, &head)?,
             },
             Kind::Sdma => sdma::exec(mem, &head, resume, deadline)?,
