@@ -5,13 +5,14 @@
 //! whose interrupt fires the test's event. The shaders are gfx90a code assembled at test time
 //! (one work-item per work-group, as kfdtest's are), their results checked on the host.
 //! DISPATCH_INDIRECT takes its dimensions from memory, at an address (the MEC's layout) or at an
-//! offset from a SET_BASE base (the ME's); its bad inputs are queue errors or VM faults.
+//! offset from a SET_BASE base (the ME's); its bad inputs are queue errors or VM faults. With
+//! shader workers a dispatch's workgroups run on them, resident together.
 //!
 //! Without llvm-mc-15 / ld.lld-15 the tests say so and pass, except under CI.
 
 mod support;
 
-use cuse_kfd::engine::ERROR_INVALID_PACKET_FORMAT;
+use cuse_kfd::engine::{EngineConfig, ERROR_INVALID_PACKET_FORMAT};
 use cuse_kfd::memory::vm::GpuVa;
 use std::sync::atomic::Ordering;
 use support::client::{wait_for, Rig, TIMEOUT};
@@ -407,4 +408,86 @@ fn unreadable_dimensions_are_a_vm_fault_at_their_address() {
         assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(va), "{what}");
         rig.assert_quiet(ev, what);
     }
+}
+
+/// Each work-group adds 1 to the count at s[2:3], then polls it until it reaches 2 (the other
+/// work-group runs at the same time) or 20,000 polls have passed (more than a worker's slice),
+/// in which case it adds 1 to the timeouts at s[2:3] + 4.
+const RENDEZVOUS: &str = "  v_mov_b32 v0, 0
+  v_mov_b32 v1, 1
+  global_atomic_add v0, v1, s[2:3]
+  s_mov_b32 s8, 0
+poll:
+  global_load_dword v2, v0, s[2:3] glc
+  s_waitcnt vmcnt(0)
+  v_readfirstlane_b32 s9, v2
+  s_cmp_ge_u32 s9, 2
+  s_cbranch_scc1 met
+  s_add_u32 s8, s8, 1
+  s_cmp_lt_u32 s8, 20000
+  s_cbranch_scc1 poll
+  global_atomic_add v0, v1, s[2:3] offset:4
+met:";
+
+/// Runs RENDEZVOUS over two work-groups from a PM4 queue of an engine with `workers` shader
+/// workers; returns the count and the timeouts.
+fn rendezvous(workers: usize) -> Option<(u32, u32)> {
+    let co = program(&format!("pm4-rendezvous{workers}"), RENDEZVOUS)?;
+    let rig = Rig::with_engine(EngineConfig { shader_workers: workers, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let out = rig.alloc(4096, Kind::Gtt);
+    let (q, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 2, 0, out.addr(0)));
+    rig.assert_fires(ev, "the end-of-pipe event after the dispatch");
+    assert_eq!(rig.status(q.id).error, None);
+    let v = u32s(&out, 2);
+    Some((v[0], v[1]))
+}
+
+#[test]
+fn with_shader_workers_the_workgroups_of_a_pm4_dispatch_are_resident_together() {
+    for workers in [1, 2] {
+        let Some(got) = rendezvous(workers) else { return };
+        assert_eq!(got, (2, 0), "{workers} workers: each work-group saw the other one running");
+    }
+    // On the engine thread they run one after the other: the first gives up waiting.
+    let Some(got) = rendezvous(0) else { return };
+    assert_eq!(got, (2, 1));
+}
+
+#[test]
+fn a_fault_in_a_workgroup_on_the_workers_stops_the_queue_with_a_vm_fault() {
+    // Every work-group stores to s[2:3].
+    let Some(co) = program("pm4-store", "  v_mov_b32 v0, 0\n  global_store_dword v0, v0, s[2:3]") else {
+        return;
+    };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
+    let code = co.load(&rig.kfd, rig.gpu);
+    let (q, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 8, 0, UNMAPPED));
+    rig.assert_fires(mem_ev, "the MEMORY event");
+    assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(UNMAPPED));
+    rig.assert_quiet(ev, "the end-of-pipe event of a faulted dispatch");
+    // The queue goes away with its dispatch; the workers serve the next one.
+    drop(q);
+    let Some(got) = rendezvous(1) else { return };
+    assert_eq!(got, (2, 0));
+}
+
+#[test]
+fn a_pm4_dispatch_of_endless_workgroups_leaves_the_engine_to_other_queues_until_its_queue_goes() {
+    let Some(co) = program("pm4-endless", "spin:\n  s_sleep 1\n  s_branch spin") else { return };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let (endless, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 64, 0, 0));
+    let out = rig.alloc(4096, Kind::Gtt);
+    let other = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Pm4, 4096).expect("creating a PM4 queue");
+    for i in 0..20u32 {
+        let done = run_on(&rig, &other, &pm4::write_data(out.addr(0), &[i + 1]));
+        rig.assert_fires(done, "a packet on another queue while 64 endless work-groups run");
+        assert_eq!(out.u32_at(0).load(Ordering::Acquire), i + 1);
+    }
+    rig.assert_quiet(ev, "the endless dispatch's end-of-pipe event");
+    let before = rig.stats().queues;
+    drop(endless);
+    assert_eq!(rig.stats().queues, before - 1, "DESTROY_QUEUE of the queue running the dispatch");
 }

@@ -2,7 +2,10 @@
 //! tests/kfdtest/src/Dispatch.cpp): SET_SH_REG (0x76) writes the COMPUTE_* shader registers of
 //! the queue's pipe, DISPATCH_DIRECT (0x15) launches the program they describe on the shader
 //! core. The dispatch runs to its end before the ring moves on (the packets after it, a
-//! RELEASE_MEM fence and interrupt, see its results), over as many passes as it needs.
+//! RELEASE_MEM fence and interrupt, see its results). With the engine's shader workers its
+//! workgroups run on them (as an AQL dispatch's, `engine/grid.rs`) while the ring waits at the
+//! packet and the engine thread serves other queues; without, on the engine thread over as
+//! many passes as it needs.
 //!
 //! DISPATCH_INDIRECT (0x16) takes DIM_X/Y/Z, three dwords, from GPU memory when it runs, in
 //! either of its two layouts (PAL, GPUOpen-Drivers/pal c5e80007, gfx9CmdUtil.cpp
@@ -27,6 +30,7 @@
 use super::Action;
 use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use crate::engine::gfx::{self, Work};
+use crate::engine::grid::Offload;
 use crate::engine::mem::Mem;
 use crate::engine::runner::Interrupt;
 use shader::isa::Target;
@@ -170,8 +174,15 @@ impl Compute {
     }
 
     /// DISPATCH_DIRECT: body = [DIM_X, DIM_Y, DIM_Z, DISPATCH_INITIATOR]. Starts the dispatch
-    /// the registers describe, or goes on with it (a packet that returned `Sliced` runs again).
-    pub fn dispatch_direct(&mut self, mem: &mut Mem, p: &[u32], deadline: Instant) -> Result<Action, QueueFault> {
+    /// the registers describe, or goes on with it (a packet that returned `Sliced` or `Blocked`
+    /// runs again); with `offload`, on the shader workers.
+    pub fn dispatch_direct(
+        &mut self,
+        mem: &mut Mem,
+        p: &[u32],
+        deadline: Instant,
+        offload: Option<Offload>,
+    ) -> Result<Action, QueueFault> {
         if self.running.is_none() {
             if p.len() != 5 {
                 return Err(bad(format!("PM4 DISPATCH_DIRECT with {} body dwords, it needs 4", p.len() - 1)));
@@ -181,13 +192,19 @@ impl Compute {
             };
             self.running = Some(Box::new(Work::new(dispatch)?));
         }
-        self.run(mem, deadline)
+        self.run(mem, deadline, offload)
     }
 
     /// DISPATCH_INDIRECT: body = [ADDR_LO, ADDR_HI, DISPATCH_INITIATOR] (the MEC's layout) or
     /// [DATA_OFFSET, DISPATCH_INITIATOR] from the SET_BASE base (the ME's); DIM_X/Y/Z are the
     /// three dwords there, read as the packet starts.
-    pub fn dispatch_indirect(&mut self, mem: &mut Mem, p: &[u32], deadline: Instant) -> Result<Action, QueueFault> {
+    pub fn dispatch_indirect(
+        &mut self,
+        mem: &mut Mem,
+        p: &[u32],
+        deadline: Instant,
+        offload: Option<Offload>,
+    ) -> Result<Action, QueueFault> {
         if self.running.is_none() {
             let (at, initiator) = match p.len() {
                 4 => (u64::from(p[1]) | u64::from(p[2]) << 32, p[3]),
@@ -223,17 +240,19 @@ impl Compute {
             };
             self.running = Some(Box::new(Work::new(dispatch)?));
         }
-        self.run(mem, deadline)
+        self.run(mem, deadline, offload)
     }
 
-    /// Runs the started dispatch until it ends or the slice does.
-    fn run(&mut self, mem: &mut Mem, deadline: Instant) -> Result<Action, QueueFault> {
+    /// Runs the started dispatch until it ends or the slice does, or hands it to the workers
+    /// and looks how far they got.
+    fn run(&mut self, mem: &mut Mem, deadline: Instant, offload: Option<Offload>) -> Result<Action, QueueFault> {
         let work = self.running.as_mut().expect("a started dispatch");
-        // PM4 dispatches run on the ring's thread (the pool serves AQL queues).
-        let r = work.resume(mem, deadline, &mut self.interrupts, None);
+        let r = work.resume(mem, deadline, &mut self.interrupts, offload);
         match r {
-            // A PM4 dispatch never waits for scratch (Work::new checked it).
-            Ok(gfx::Progress::Paused | gfx::Progress::Blocked) => Ok(Action::Sliced),
+            Ok(gfx::Progress::Paused) => Ok(Action::Sliced),
+            // On the workers (a PM4 dispatch never waits for scratch: Work::new checked it). They
+            // wake the engine when it ends or faults.
+            Ok(gfx::Progress::Blocked) => Ok(Action::Blocked),
             Ok(gfx::Progress::Finished) => {
                 self.running = None;
                 Ok(Action::Done)
@@ -245,7 +264,8 @@ impl Compute {
         }
     }
 
-    /// The queue is going away: the running dispatch ends with it.
+    /// The queue is going away or has stopped: the running dispatch ends with it (and leaves
+    /// the workers).
     pub fn abandon(&mut self) {
         self.running = None;
     }
