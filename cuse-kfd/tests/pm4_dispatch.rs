@@ -4,12 +4,16 @@
 //! TMPRING_SIZE, RESTART_X.., USER_DATA_0..15, then DISPATCH_DIRECT; on the ring a RELEASE_MEM
 //! whose interrupt fires the test's event. The shaders are gfx90a code assembled at test time
 //! (one work-item per work-group, as kfdtest's are), their results checked on the host.
+//! DISPATCH_INDIRECT takes its dimensions from memory, at an address (the MEC's layout) or at an
+//! offset from a SET_BASE base (the ME's); its bad inputs are queue errors or VM faults. With
+//! shader workers a dispatch's workgroups run on them, resident together.
 //!
 //! Without llvm-mc-15 / ld.lld-15 the tests say so and pass, except under CI.
 
 mod support;
 
-use cuse_kfd::engine::ERROR_INVALID_PACKET_FORMAT;
+use cuse_kfd::engine::{EngineConfig, ERROR_INVALID_PACKET_FORMAT};
+use cuse_kfd::memory::vm::GpuVa;
 use std::sync::atomic::Ordering;
 use support::client::{wait_for, Rig, TIMEOUT};
 use support::code_object;
@@ -51,6 +55,14 @@ fn dispatch_ib(pgm: u64, groups: u32, arg1: u64, arg2: u64) -> Vec<u32> {
 
 /// [`dispatch_ib`] with DISPATCH_INITIATOR `initiator`.
 fn dispatch_ib_with(pgm: u64, groups: u32, arg1: u64, arg2: u64, initiator: u32) -> Vec<u32> {
+    let mut ib = registers(pgm, arg1, arg2);
+    ib.extend(pm4::dispatch_direct([groups, 1, 1], initiator));
+    ib
+}
+
+/// kfdtest's register set-up of a dispatch of the program at `pgm` (work-groups of one
+/// work-item), with `arg1`/`arg2` in USER_DATA_0..3 (s[0:1], s[2:3]).
+fn registers(pgm: u64, arg1: u64, arg2: u64) -> Vec<u32> {
     let mut ib = pm4::acquire_mem();
     ib.extend(pm4::set_sh_reg(COMPUTE_START_X, &[0, 0, 0, 1, 1, 1, 0, 0]));
     let shifted = pgm >> 8;
@@ -63,13 +75,18 @@ fn dispatch_ib_with(pgm: u64, groups: u32, arg1: u64, arg2: u64, initiator: u32)
     let mut user = [0u32; 16];
     user[..4].copy_from_slice(&[arg1 as u32, (arg1 >> 32) as u32, arg2 as u32, (arg2 >> 32) as u32]);
     ib.extend(pm4::set_sh_reg(COMPUTE_USER_DATA_0, &user));
-    ib.extend(pm4::dispatch_direct([groups, 1, 1], initiator));
     ib
 }
 
 /// Runs `ib` from a PM4 queue followed by kfdtest's end-of-pipe event; returns the queue.
 fn run(rig: &Rig, ib: &[u32]) -> (RingQueue, u32) {
     let q = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Pm4, 4096).expect("creating a PM4 queue");
+    let ev = run_on(rig, &q, ib);
+    (q, ev)
+}
+
+/// Runs `ib` from `q` followed by an end-of-pipe event of its own; returns the event.
+fn run_on(rig: &Rig, q: &RingQueue, ib: &[u32]) -> u32 {
     let ib_mem = rig.alloc(4096, Kind::Gtt);
     for (i, d) in ib.iter().enumerate() {
         ib_mem.u32_at(4 * i as u64).store(*d, Ordering::Release);
@@ -79,7 +96,7 @@ fn run(rig: &Rig, ib: &[u32]) -> (RingQueue, u32) {
     q.write(&pm4::indirect_buffer(ib_mem.addr(0), ib.len() as u32));
     q.submit(&pm4::release_mem(mailbox, u64::from(e.event_id), 2, 2, e.event_id));
     std::mem::forget(ib_mem); // the IB stays mapped while the queue may read it
-    (q, e.event_id)
+    e.event_id
 }
 
 fn u32s(m: &GpuMemory, n: u64) -> Vec<u32> {
@@ -118,7 +135,10 @@ fn a_kfdtest_style_dispatch_runs_every_workgroup_and_fires_the_end_of_pipe_event
 
 #[test]
 fn a_long_dispatch_is_sliced_and_the_packets_after_it_wait_for_it() {
-    // Every work-group counts to 20000 before it adds 1 to the counter at s[2:3].
+    // Every work-group counts to 20000 (60,000 instructions: longer than a slice, 1 ms on the
+    // engine thread or 50,000 instructions on a worker) before it adds 1 to the counter at
+    // s[2:3]. Sixteen of them: the debug-build core on a loaded machine must end them well
+    // within the event wait.
     let Some(co) = program(
         "pm4-long",
         "  s_mov_b32 s6, 0
@@ -135,9 +155,9 @@ loop:
     let rig = Rig::new();
     let code = co.load(&rig.kfd, rig.gpu);
     let counter = rig.alloc(4096, Kind::Gtt);
-    let (q, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 64, 0, counter.addr(0)));
+    let (q, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 16, 0, counter.addr(0)));
     rig.assert_fires(ev, "the end-of-pipe event");
-    assert_eq!(counter.u32_at(0).load(Ordering::Acquire), 64, "every work-group ran once");
+    assert_eq!(counter.u32_at(0).load(Ordering::Acquire), 16, "every work-group ran once");
     wait_for(TIMEOUT, "the ring consumed", || q.idle().then_some(()));
 }
 
@@ -197,4 +217,280 @@ fn cs_w32_en_runs_gfx1030_code_in_wave32_and_gfx90a_refuses_it() {
     let (q, _) = run(&rig, &dispatch_ib_with(0x1000, 1, 0, 0, INITIATOR | CS_W32_EN));
     let reason = rig.wait_error(q.id).error.expect("a queue error").reason;
     assert!(reason.contains("CS_W32_EN"), "{reason}");
+}
+
+/// Each work-group adds 1 to the count at s[2:3] and to the mark of its X id, the dword after
+/// it at 4 * (1 + id).
+const MARK: &str = "  v_mov_b32 v0, 0
+  v_mov_b32 v1, 1
+  global_atomic_add v0, v1, s[2:3]
+  s_add_u32 s5, s4, 1
+  s_lshl_b32 s5, s5, 2
+  v_mov_b32 v2, s5
+  global_atomic_add v2, v1, s[2:3]";
+
+/// A rig with the MARK program loaded; returns it, the program's address and the buffer
+/// it counts in.
+fn mark_rig(name: &str) -> Option<(Rig, code_object::Loaded, u64, GpuMemory)> {
+    let co = program(name, MARK)?;
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let pgm = code.mem.addr(co.symbol("shader"));
+    let out = rig.alloc(4096, Kind::Gtt);
+    Some((rig, code, pgm, out))
+}
+
+fn store_dims(m: &GpuMemory, off: u64, dims: [u32; 3]) {
+    for (i, d) in dims.iter().enumerate() {
+        m.u32_at(off + 4 * i as u64).store(*d, Ordering::Release);
+    }
+}
+
+/// The count and the marks of X ids 0..n.
+fn marks(out: &GpuMemory, n: u64) -> (u32, Vec<u32>) {
+    let all = u32s(out, n + 1);
+    (all[0], all[1..].to_vec())
+}
+
+#[test]
+fn an_indirect_dispatch_takes_its_dimensions_from_memory_in_both_layouts() {
+    let Some((rig, _code, pgm, out)) = mark_rig("pm4-indirect") else { return };
+    let args = rig.alloc(4096, Kind::Gtt);
+    // The MEC's layout reads at an address; the ME's at an offset from the SET_BASE base.
+    store_dims(&args, 0x40, [5, 2, 1]);
+    store_dims(&args, 0x80, [3, 1, 2]);
+    let mut ib = registers(pgm, 0, out.addr(0));
+    ib.extend(pm4::dispatch_indirect(args.addr(0x40), INITIATOR));
+    let (q, ev) = run(&rig, &ib);
+    rig.assert_fires(ev, "the end-of-pipe event after the MEC-layout dispatch");
+    assert_eq!(rig.status(q.id).error, None);
+    assert_eq!(marks(&out, 6), (10, vec![2, 2, 2, 2, 2, 0]), "5 x 2 x 1 work-groups, each once");
+
+    out.fill(0, 4096, 0);
+    let mut ib = registers(pgm, 0, out.addr(0));
+    ib.extend(pm4::set_base(1, args.addr(0)));
+    ib.extend(pm4::dispatch_indirect_offset(0x80, INITIATOR));
+    let (q, ev) = run(&rig, &ib);
+    rig.assert_fires(ev, "the end-of-pipe event after the SET_BASE-layout dispatch");
+    assert_eq!(rig.status(q.id).error, None);
+    assert_eq!(marks(&out, 4), (6, vec![2, 2, 2, 0]), "3 x 1 x 2 work-groups, each once");
+}
+
+#[test]
+fn dimensions_are_read_when_each_dispatch_starts_and_the_base_stays() {
+    let Some((rig, _code, pgm, out)) = mark_rig("pm4-reread") else { return };
+    let args = rig.alloc(4096, Kind::Gtt);
+    store_dims(&args, 0, [2, 1, 1]);
+    // The ring rewrites the dimensions between two dispatches of the same arguments.
+    let mut ib = registers(pgm, 0, out.addr(0));
+    ib.extend(pm4::set_base(1, args.addr(0)));
+    ib.extend(pm4::dispatch_indirect_offset(0, INITIATOR));
+    ib.extend(pm4::write_data(args.addr(0), &[3, 1, 1]));
+    ib.extend(pm4::dispatch_indirect_offset(0, INITIATOR));
+    let q = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Pm4, 4096).expect("creating a PM4 queue");
+    rig.assert_fires(run_on(&rig, &q, &ib), "the end-of-pipe event after two dispatches");
+    assert_eq!(marks(&out, 4), (5, vec![2, 2, 1, 0]), "2 work-groups, then 3");
+
+    // The host rewrites them; a later IB dispatches again from the queue's base and registers.
+    store_dims(&args, 0, [4, 1, 1]);
+    rig.assert_fires(
+        run_on(&rig, &q, &pm4::dispatch_indirect_offset(0, INITIATOR)),
+        "the end-of-pipe event after the third dispatch",
+    );
+    assert_eq!(marks(&out, 5), (9, vec![3, 3, 2, 1, 0]), "then 4");
+    assert_eq!(rig.status(q.id).error, None);
+}
+
+#[test]
+fn a_zero_dimension_launches_no_workgroups_and_the_queue_goes_on() {
+    let Some((rig, _code, pgm, out)) = mark_rig("pm4-zero") else { return };
+    let args = rig.alloc(4096, Kind::Gtt);
+    let zeros = [[0, 4, 1], [4, 0, 1], [4, 1, 0], [0, 0, 0]];
+    for (i, dims) in zeros.iter().enumerate() {
+        store_dims(&args, 16 * i as u64, *dims);
+    }
+    store_dims(&args, 0x100, [1, 1, 1]);
+    let mut ib = registers(pgm, 0, out.addr(0));
+    for i in 0..zeros.len() {
+        ib.extend(pm4::dispatch_indirect(args.addr(16 * i as u64), INITIATOR));
+    }
+    ib.extend(pm4::dispatch_direct([0, 1, 1], INITIATOR));
+    // Then one work-group, so the queue is seen to go on after them.
+    ib.extend(pm4::dispatch_indirect(args.addr(0x100), INITIATOR));
+    let (q, ev) = run(&rig, &ib);
+    rig.assert_fires(ev, "the end-of-pipe event after the empty dispatches");
+    assert_eq!(rig.status(q.id).error, None);
+    assert_eq!(marks(&out, 4), (1, vec![1, 0, 0, 0]), "only the last dispatch ran a work-group");
+}
+
+/// A GPU address no test maps.
+const UNMAPPED: u64 = 0x7000_0000_0000;
+
+#[test]
+fn bad_set_base_and_dispatch_indirect_packets_are_queue_errors_naming_the_field() {
+    let rig = Rig::new();
+    let args = rig.alloc(4096, Kind::Gtt);
+    store_dims(&args, 0, [1, 1, 1]);
+    let a = args.addr(0);
+    let cases: Vec<(&str, Vec<u32>, &str)> = vec![
+        ("BASE_INDEX 0", pm4::set_base(0, a), "BASE_INDEX 0 (the DISPLAY_LIST_PATCH_TABLE_BASE) is not supported"),
+        ("BASE_INDEX 3", pm4::set_base(3, a), "BASE_INDEX 3 (the CE_PARTITION_BASE)"),
+        ("BASE_INDEX 9", pm4::set_base(9, a), "BASE_INDEX 9 (reserved)"),
+        ("reserved bits", pm4::set_base(0x11, a), "bits 31:4 are reserved"),
+        ("a base off 8 bytes", pm4::set_base(1, a + 4), "not 8-byte aligned"),
+        ("a short SET_BASE", vec![pm4::header(0x11, 2), 1, a as u32], "SET_BASE with 2 body dwords, it needs 3"),
+        ("no SET_BASE", pm4::dispatch_indirect_offset(0, INITIATOR), "without a SET_BASE of BASE_INDEX 1"),
+        ("unaligned address", pm4::dispatch_indirect(a + 2, INITIATOR), "not dword aligned"),
+        (
+            "unaligned offset",
+            [pm4::set_base(1, a), pm4::dispatch_indirect_offset(2, INITIATOR)].concat(),
+            "not dword aligned",
+        ),
+        (
+            "a wrapping offset",
+            [pm4::set_base(1, u64::MAX - 7), pm4::dispatch_indirect_offset(0x10, INITIATOR)].concat(),
+            "wraps around",
+        ),
+        ("1 body dword", vec![pm4::header(0x16, 1), 0], "DISPATCH_INDIRECT with 1 body dwords"),
+        (
+            "4 body dwords",
+            vec![pm4::header(0x16, 4), a as u32, (a >> 32) as u32, INITIATOR, 0],
+            "DISPATCH_INDIRECT with 4 body dwords",
+        ),
+        (
+            "no COMPUTE_SHADER_EN",
+            pm4::dispatch_indirect(a, 0x20),
+            "DISPATCH_INDIRECT initiator 0x20 without COMPUTE_SHADER_EN",
+        ),
+    ];
+    for (what, ib, want) in cases {
+        let (q, ev) = run(&rig, &ib);
+        let err = rig.wait_error(q.id).error.expect("a queue error");
+        assert_eq!((err.code, err.fault_va), (ERROR_INVALID_PACKET_FORMAT, None), "{what}: {}", err.reason);
+        assert!(err.reason.contains(want), "{what}: {}", err.reason);
+        rig.assert_quiet(ev, what);
+    }
+}
+
+/// A one-page buffer whose next page is mapped to no GPU.
+fn before_a_hole(rig: &Rig) -> GpuMemory {
+    let process = rig.emb.device().process(rig.kfd.pid()).expect("the client's process context");
+    let mut kept = Vec::new();
+    for _ in 0..16 {
+        let m = rig.alloc(4096, Kind::Gtt);
+        if process.vm().region(rig.gpu, GpuVa(m.addr(0) + m.size())).is_none() {
+            return m;
+        }
+        kept.push(m);
+    }
+    panic!("16 buffers, each followed by mapped memory");
+}
+
+#[test]
+fn unreadable_dimensions_are_a_vm_fault_at_their_address() {
+    let rig = Rig::new();
+    let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
+    let edge = before_a_hole(&rig);
+    let end = edge.addr(0) + edge.size();
+    let cases: [(&str, Vec<u32>, u64); 3] = [
+        ("an unmapped address", pm4::dispatch_indirect(UNMAPPED + 0x40, INITIATOR), UNMAPPED + 0x40),
+        (
+            "an unmapped base",
+            [pm4::set_base(1, UNMAPPED), pm4::dispatch_indirect_offset(0x80, INITIATOR)].concat(),
+            UNMAPPED + 0x80,
+        ),
+        // DIM_X is the buffer's last dword: DIM_Y and DIM_Z are past its end.
+        ("a short buffer", pm4::dispatch_indirect(end - 4, INITIATOR), end),
+    ];
+    for (what, ib, va) in cases {
+        let (q, ev) = run(&rig, &ib);
+        let w = rig.assert_fires(mem_ev, "the MEMORY event");
+        let data = &uapi::IntoBytes::as_bytes(&w.data[0].payload)[..32];
+        let fault = <HsaMemoryExceptionData as uapi::FromBytes>::read_from_bytes(data).unwrap();
+        assert_eq!((fault.va, fault.gpu_id), (va, rig.gpu), "{what}");
+        assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(va), "{what}");
+        rig.assert_quiet(ev, what);
+    }
+}
+
+/// Each work-group adds 1 to the count at s[2:3], then polls it until it reaches 2 (the other
+/// work-group runs at the same time) or 20,000 polls have passed (more than a worker's slice),
+/// in which case it adds 1 to the timeouts at s[2:3] + 4.
+const RENDEZVOUS: &str = "  v_mov_b32 v0, 0
+  v_mov_b32 v1, 1
+  global_atomic_add v0, v1, s[2:3]
+  s_mov_b32 s8, 0
+poll:
+  global_load_dword v2, v0, s[2:3] glc
+  s_waitcnt vmcnt(0)
+  v_readfirstlane_b32 s9, v2
+  s_cmp_ge_u32 s9, 2
+  s_cbranch_scc1 met
+  s_add_u32 s8, s8, 1
+  s_cmp_lt_u32 s8, 20000
+  s_cbranch_scc1 poll
+  global_atomic_add v0, v1, s[2:3] offset:4
+met:";
+
+/// Runs RENDEZVOUS over two work-groups from a PM4 queue of an engine with `workers` shader
+/// workers; returns the count and the timeouts.
+fn rendezvous(workers: usize) -> Option<(u32, u32)> {
+    let co = program(&format!("pm4-rendezvous{workers}"), RENDEZVOUS)?;
+    let rig = Rig::with_engine(EngineConfig { shader_workers: workers, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let out = rig.alloc(4096, Kind::Gtt);
+    let (q, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 2, 0, out.addr(0)));
+    rig.assert_fires(ev, "the end-of-pipe event after the dispatch");
+    assert_eq!(rig.status(q.id).error, None);
+    let v = u32s(&out, 2);
+    Some((v[0], v[1]))
+}
+
+#[test]
+fn with_shader_workers_the_workgroups_of_a_pm4_dispatch_are_resident_together() {
+    for workers in [1, 2] {
+        let Some(got) = rendezvous(workers) else { return };
+        assert_eq!(got, (2, 0), "{workers} workers: each work-group saw the other one running");
+    }
+    // On the engine thread they run one after the other: the first gives up waiting.
+    let Some(got) = rendezvous(0) else { return };
+    assert_eq!(got, (2, 1));
+}
+
+#[test]
+fn a_fault_in_a_workgroup_on_the_workers_stops_the_queue_with_a_vm_fault() {
+    // Every work-group stores to s[2:3].
+    let Some(co) = program("pm4-store", "  v_mov_b32 v0, 0\n  global_store_dword v0, v0, s[2:3]") else {
+        return;
+    };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
+    let code = co.load(&rig.kfd, rig.gpu);
+    let (q, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 8, 0, UNMAPPED));
+    rig.assert_fires(mem_ev, "the MEMORY event");
+    assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(UNMAPPED));
+    rig.assert_quiet(ev, "the end-of-pipe event of a faulted dispatch");
+    // The queue goes away with its dispatch; the workers serve the next one.
+    drop(q);
+    let Some(got) = rendezvous(1) else { return };
+    assert_eq!(got, (2, 0));
+}
+
+#[test]
+fn a_pm4_dispatch_of_endless_workgroups_leaves_the_engine_to_other_queues_until_its_queue_goes() {
+    let Some(co) = program("pm4-endless", "spin:\n  s_sleep 1\n  s_branch spin") else { return };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let (endless, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), 64, 0, 0));
+    let out = rig.alloc(4096, Kind::Gtt);
+    let other = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Pm4, 4096).expect("creating a PM4 queue");
+    for i in 0..20u32 {
+        let done = run_on(&rig, &other, &pm4::write_data(out.addr(0), &[i + 1]));
+        rig.assert_fires(done, "a packet on another queue while 64 endless work-groups run");
+        assert_eq!(out.u32_at(0).load(Ordering::Acquire), i + 1);
+    }
+    rig.assert_quiet(ev, "the endless dispatch's end-of-pipe event");
+    let before = rig.stats().queues;
+    drop(endless);
+    assert_eq!(rig.stats().queues, before - 1, "DESTROY_QUEUE of the queue running the dispatch");
 }

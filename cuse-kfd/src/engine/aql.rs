@@ -94,7 +94,7 @@ impl Work {
                 gfx::Progress::Paused => Resumed::Paused,
                 gfx::Progress::Blocked => Resumed::Blocked,
             },
-            Work::Pm4(ib) => match ib.resume(mem, deadline, interrupts)? {
+            Work::Pm4(ib) => match ib.resume(mem, deadline, interrupts, offload)? {
                 IbProgress::Finished => Resumed::Finished,
                 IbProgress::Paused => Resumed::Paused,
                 IbProgress::Blocked => Resumed::Blocked,
@@ -529,7 +529,7 @@ fn run_packet(
             if format == AMD_AQL_FORMAT_PM4_IB {
                 let p = AmdAqlPm4IbPacket::read_from_bytes(packet).expect("64 bytes");
                 let mut ib = pm4_ib::start(mem, &p, at.target)?;
-                return Ok(match ib.resume(mem, deadline, interrupts)? {
+                return Ok(match ib.resume(mem, deadline, interrupts, offload)? {
                     IbProgress::Finished => Step::Done(Vec::new()),
                     IbProgress::Paused => Step::Sliced(Work::Pm4(ib)),
                     IbProgress::Blocked => Step::Waiting(Work::Pm4(ib)),

@@ -62,3 +62,18 @@ pub fn set_sh_reg(reg: u32, values: &[u32]) -> Vec<u32> {
 pub fn dispatch_direct(dims: [u32; 3], initiator: u32) -> Vec<u32> {
     vec![header(0x15, 4), dims[0], dims[1], dims[2], initiator]
 }
+
+/// SET_BASE of base `index` to `addr`, compute shader type.
+pub fn set_base(index: u32, addr: u64) -> Vec<u32> {
+    vec![header(0x11, 3), index, lo(addr), hi(addr)]
+}
+
+/// DISPATCH_INDIRECT as the MEC takes it: its arguments (DIM_X/Y/Z) at `addr`.
+pub fn dispatch_indirect(addr: u64, initiator: u32) -> Vec<u32> {
+    vec![header(0x16, 3), lo(addr), hi(addr), initiator]
+}
+
+/// DISPATCH_INDIRECT as the ME takes it: its arguments at `offset` from the SET_BASE base.
+pub fn dispatch_indirect_offset(offset: u32, initiator: u32) -> Vec<u32> {
+    vec![header(0x16, 2), offset, initiator]
+}

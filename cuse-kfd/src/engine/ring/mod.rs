@@ -19,6 +19,7 @@ pub mod pm4_ib;
 mod sdma;
 
 use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
+use super::grid::Offload;
 use super::mem::{Mem, Tlb};
 use super::runner::{Interrupt, LazyNow, PollCtx, Polled, PropsCache};
 use super::HwQueue;
@@ -40,7 +41,8 @@ pub enum Action {
     Done,
     /// Done, and it raised an interrupt.
     Interrupt(Interrupt),
-    /// A poll that is not true yet: run the packet again later.
+    /// A poll that is not true yet, or a dispatch on the shader workers: run the packet again
+    /// later.
     Blocked,
     /// Started and not finished within the time slice: the packet goes on from where it
     /// stopped in the next pass.
@@ -212,6 +214,7 @@ impl RingRunner {
         }
         let process = self.hw.process.clone();
         let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut self.tlb, &self.faults);
+        let offload = ctx.pool.map(|pool| Offload { pool, process: &process, faults: &self.faults });
         let mut budget = BUDGET;
         let mut failure = None;
         let start = self.rptr;
@@ -225,7 +228,7 @@ impl RingRunner {
             let stepped = step(
                 self.kind,
                 at,
-                (&mut self.resume, &mut self.compute),
+                (&mut self.resume, &mut self.compute, offload),
                 deadline,
                 self.target,
                 &mut mem,
@@ -281,6 +284,7 @@ impl RingRunner {
 
     fn fail(&mut self, fault: QueueFault, ctx: &PollCtx) {
         self.stopped = true;
+        self.compute.abandon();
         super::report_fault(&self.hw, &fault, ctx.trace);
     }
 
@@ -317,12 +321,13 @@ struct Position<'a> {
 
 /// Runs the next packet: from the innermost indirect buffer, else from the ring. `resume` is
 /// how far a sliced packet got in earlier passes (see [`Action::Sliced`]); `compute` the PM4
-/// queue's shader registers and running dispatch.
+/// queue's shader registers and running dispatch, `offload` how its dispatches reach the
+/// shader workers, if the engine has them.
 #[allow(clippy::too_many_arguments)]
 fn step(
     kind: Kind,
     at: Position,
-    (resume, compute): (&mut u64, &mut compute::Compute),
+    (resume, compute, offload): (&mut u64, &mut compute::Compute, Option<Offload>),
     deadline: Instant,
     target: u64,
     mem: &mut Mem,
@@ -396,7 +401,9 @@ fn step(
             Kind::Pm4 => match (head[0] >> 8) as u8 {
                 _ if head[0] >> 30 != 3 => pm4::exec(mem, &head)?,
                 compute::SET_SH_REG => compute.set_sh_reg(&head)?,
-                compute::DISPATCH_DIRECT => compute.dispatch_direct(mem, &head, deadline)?,
+                compute::SET_BASE => compute.set_base(&head)?,
+                compute::DISPATCH_DIRECT => compute.dispatch_direct(mem, &head, deadline, offload)?,
+                compute::DISPATCH_INDIRECT => compute.dispatch_indirect(mem, &head, deadline, offload)?,
                 _ => pm4::exec(mem, &head)?,
             },
             Kind::Sdma => sdma::exec(mem, &head, resume, deadline)?,

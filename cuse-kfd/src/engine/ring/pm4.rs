@@ -12,7 +12,8 @@
 //!   the queue waits there as behind an AQL barrier.
 //! - INDIRECT_BUFFER (0x3F): runs an IB of GPU VM memory (the ring runner keeps the IB stack).
 //! - ACQUIRE_MEM (0x58): cache actions; this device has no caches to act on, so it is consumed.
-//! - SET_SH_REG (0x76) of the compute registers and DISPATCH_DIRECT (0x15): `compute.rs`.
+//! - SET_SH_REG (0x76) of the compute registers, DISPATCH_DIRECT (0x15), SET_BASE (0x11) of the
+//!   dispatch-indirect base and DISPATCH_INDIRECT (0x16): `compute.rs`.
 //!
 //! A type-2 packet is a one-dword filler. Everything else (type 0/1 register writes, other
 //! opcodes, register targets) is a queue error that names what was refused.
@@ -43,7 +44,6 @@ fn bad(reason: String) -> QueueFault {
 /// Opcode names for the error of a packet this device does not run.
 fn opcode_name(op: u8) -> Option<&'static str> {
     Some(match op {
-        0x16 => "DISPATCH_INDIRECT (SET_BASE and indirect dispatch arguments)",
         0x1E => "ATOMIC_MEM",
         0x39 => "MEM_SEMAPHORE",
         0x40 => "COPY_DATA",

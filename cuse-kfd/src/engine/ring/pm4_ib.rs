@@ -22,6 +22,7 @@
 
 use super::{step, Frame, Kind, Position, Stepped};
 use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
+use crate::engine::grid::Offload;
 use crate::engine::mem::Mem;
 use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
@@ -123,13 +124,15 @@ pub fn start(mem: &mut Mem, p: &AmdAqlPm4IbPacket, gfx_target_version: u32) -> R
 }
 
 impl IbRun {
-    /// Runs packets of the IB until it ends, a poll blocks or `deadline` passes (after at least
-    /// one packet). Interrupts that RELEASE_MEM packets raise are appended to `interrupts`.
+    /// Runs packets of the IB until it ends, a poll blocks, a dispatch waits for the shader
+    /// workers (`offload`) or `deadline` passes (after at least one packet). Interrupts that
+    /// RELEASE_MEM packets and dispatches raise are appended to `interrupts`.
     pub fn resume(
         &mut self,
         mem: &mut Mem,
         deadline: Instant,
         interrupts: &mut Vec<Interrupt>,
+        offload: Option<Offload>,
     ) -> Result<IbProgress, QueueFault> {
         let base = self.base;
         let context = |f: QueueFault| match f {
@@ -145,7 +148,7 @@ impl IbRun {
             }
             let at = Position { ibs: &mut self.ibs, rptr: &mut self.rptr, ib_return: &mut self.ib_return };
             // With an IB on the stack, step reads only IBs: the ring arguments are unused.
-            let stepped = step(Kind::Pm4, at, (&mut self.resume, &mut self.compute), deadline, 0, mem, 0, 0);
+            let stepped = step(Kind::Pm4, at, (&mut self.resume, &mut self.compute, offload), deadline, 0, mem, 0, 0);
             interrupts.append(&mut self.compute.interrupts);
             match stepped.map_err(context)? {
                 Stepped::Ran(int) => interrupts.extend(int),
