@@ -115,8 +115,35 @@ pub struct Device {
     /// The last context ended by its owner's exit or exec: its pid and when (CLOCK_MONOTONIC
     /// ns), shown by `status` so that a test can time the owner watch against the owner's exit.
     last_owner_end: Mutex<Option<(u32, u64)>>,
+    /// How the timer and the owner watch reach the device (see [`Gate`]).
+    gate: Arc<Gate>,
     /// Ends contexts whose owner exits or execs.
     _watch: OwnerWatch,
+}
+
+/// How the device's own threads (the timer, the owner watch) reach it: through a `Weak`, and
+/// only while the gate is open. A thread holding an upgraded reference when the device's owner
+/// let go of its own would hold the last one, and tear the device down later, on that thread,
+/// behind the owner's back. So the owner dropping the last reference first closes the gate
+/// ([`Device::letting_go`]), which waits out a thread inside it.
+struct Gate {
+    open: std::sync::RwLock<bool>,
+}
+
+impl Gate {
+    /// Runs `f` on the device unless it is gone or going.
+    fn with<R>(&self, device: &Weak<Device>, f: impl FnOnce(&Device) -> R) -> Option<R> {
+        let open = self.open.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*open {
+            return None;
+        }
+        let device = device.upgrade()?;
+        let r = f(&device);
+        // The reference goes before the gate is left.
+        drop(device);
+        drop(open);
+        Some(r)
+    }
 }
 
 impl Device {
@@ -137,21 +164,18 @@ impl Device {
         let trace = Arc::new(Trace::default());
         let vram = topology.gpus().iter().map(|g| (g.gpu_id, g.profile.vram_size)).collect();
         let ledger = Arc::new(Ledger::new(&config.quotas, vram, gtt_limit()));
+        let gate = Arc::new(Gate { open: std::sync::RwLock::new(true) });
         Ok(Arc::new_cyclic(|weak: &Weak<Device>| {
-            let w = weak.clone();
+            let (w, g) = (weak.clone(), gate.clone());
             let timer = Timer::new(Box::new(move |pid, wait| {
-                if let Some(dev) = w.upgrade() {
-                    dev.end_wait(pid, wait, WaitOutcome::Timeout);
-                }
+                g.with(&w, |dev| dev.end_wait(pid, wait, WaitOutcome::Timeout));
             }));
             let waits = Arc::new(WaitRegistry::new(timer, ledger.clone()));
-            let (w1, w2) = (weak.clone(), weak.clone());
+            let (w1, w2, g1, g2) = (weak.clone(), weak.clone(), gate.clone(), gate.clone());
             let watch = OwnerWatch::new(
-                Box::new(move || w1.upgrade().map(|d| d.owners()).unwrap_or_default()),
+                Box::new(move || g1.with(&w1, |d| d.owners()).unwrap_or_default()),
                 Box::new(move || {
-                    if let Some(d) = w2.upgrade() {
-                        d.end_gone_contexts();
-                    }
+                    g2.with(&w2, |d| d.end_gone_contexts());
                 }),
             );
             Device {
@@ -165,6 +189,7 @@ impl Device {
                 waits,
                 ledger,
                 last_owner_end: Mutex::new(None),
+                gate,
                 _watch: watch,
             }
         }))
@@ -187,6 +212,17 @@ impl Device {
     /// The soft command processor.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// Called by an owner (an [`crate::Embedded`] handle or file) about to drop its reference:
+    /// when it is the last, the gate closes first, so the drop that follows tears the device
+    /// down on the owner's thread, synchronously, and never on one of the device's threads.
+    pub fn letting_go(this: &Arc<Device>) {
+        let mut open = this.gate.open.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // No device thread holds a reference while the gate is held.
+        if Arc::strong_count(this) == 1 {
+            *open = false;
+        }
     }
 
     /// A weak handle on this device (for threads that must not keep it alive).

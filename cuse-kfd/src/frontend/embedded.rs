@@ -57,7 +57,7 @@ impl Clone for Embedded {
 
 impl Drop for Embedded {
     fn drop(&mut self) {
-        leak_in_child(&self.device, self.epoch);
+        let_go(&self.device, self.epoch);
     }
 }
 
@@ -67,10 +67,14 @@ fn ours(epoch: u64) -> bool {
     crate::fork::epoch() == epoch
 }
 
-/// In a forked child, a handle on the parent's device must never be the last one dropped
-/// (dropping the device joins threads the child does not have): leak one reference.
-fn leak_in_child(device: &Arc<Device>, epoch: u64) {
-    if !ours(epoch) {
+/// A handle about to drop its reference. In a forked child, a handle on the parent's device
+/// must never be the last one dropped (dropping the device joins threads the child does not
+/// have): leak one reference. Else the device learns that an owner lets go (see
+/// [`Device::letting_go`]).
+fn let_go(device: &Arc<Device>, epoch: u64) {
+    if ours(epoch) {
+        Device::letting_go(device);
+    } else {
         std::mem::forget(Arc::clone(device));
     }
 }
@@ -253,7 +257,7 @@ impl Drop for EmbeddedFile {
         if ours(self.epoch) {
             self.device.release(self.file);
         }
-        leak_in_child(&self.device, self.epoch);
+        let_go(&self.device, self.epoch);
     }
 }
 
