@@ -212,7 +212,6 @@ impl Harness {
             runtime_dir: None,
             engine,
             quotas: QuotaConfig { process: memory, ..QuotaConfig::default() },
-            ..Default::default()
         };
         let emb = Embedded::new(&dc).map_err(|e| format!("cannot create the device: {e}"))?;
         let root = emb.device().backing().root().to_owned();
