@@ -25,7 +25,9 @@ static double times_out(hsa_signal_t sig, hsa_signal_condition_t cond, hsa_signa
     double wall = now_s() - t0, cpu = thread_cpu_s() - c0;
     getrusage(RUSAGE_THREAD, &r1);
     last_nvcsw = r1.ru_nvcsw - r0.ru_nvcsw;
-    double want = ms / 1e3, slack = 0.2 + want * 0.5;
+    /* The upper bound only tells a timeout honoured from one ignored: the tier runs under TCG
+     * emulation, where a wake-up through CUSE can take a few hundred ms on a busy host. */
+    double want = ms / 1e3, slack = 0.5 + want;
     printf("  %s: %u ms timeout (%lu ticks) %s -> %ld after %.1f ms, CPU %.1f%%\n", what, ms, (unsigned long)ticks,
            hint == HSA_WAIT_STATE_BLOCKED ? "BLOCKED" : "ACTIVE", (long)v, wall * 1e3, 100 * cpu / wall);
     CHECK(v == old, "%s: the timed-out wait returned %ld, want the old value %ld", what, (long)v, (long)old);
@@ -61,7 +63,7 @@ int main(void) {
     double t0 = now_s();
     hsa_signal_value_t v = hsa_signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_EQ, 0, 0, HSA_WAIT_STATE_BLOCKED);
     double dt = now_s() - t0;
-    CHECK(v == 7 && dt < 0.05, "timeout 0: %ld after %.1f ms", (long)v, dt * 1e3);
+    CHECK(v == 7 && dt < 0.25, "timeout 0: %ld after %.1f ms", (long)v, dt * 1e3);
     OK("timeout 0 returned the current value 7 after %.2f ms", dt * 1e3);
 
     /* 2. Unsatisfied waits, each condition, both hints, several lengths. */
