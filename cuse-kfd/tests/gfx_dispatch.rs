@@ -167,7 +167,8 @@ fn s_trap_is_a_queue_error_with_its_trap_id() {
     let err = rig.wait_error(run.q.id).error.unwrap();
     assert_eq!(err.code, ERROR_TRAP);
     let entry = run._code.mem.addr(co.symbol("k"));
-    assert!(err.reason.ends_with(&format!("s_trap 2 at pc {entry:#x}")), "{}", err.reason);
+    let want = format!("s_trap 2 at pc {entry:#x} with no trap handler in the dispatch");
+    assert!(err.reason.ends_with(&want), "{}", err.reason);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 use crate::exec::Apertures;
 use crate::group::Workgroup;
 use crate::isa::Target;
-use crate::wave::{Wave, FLAT_SCRATCH};
+use crate::wave::{TrapHandler, Wave, FLAT_SCRATCH};
 
 /// Size of a code object v3+ kernel descriptor.
 pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
@@ -294,7 +294,8 @@ impl KernelCode {
     /// FLOAT_DENORM_MODE_16_64 19:18, ENABLE_DX10_CLAMP 21, ENABLE_IEEE_MODE 23, FP16_OVFL 26)
     /// in the layout of the Vega / MI200 ISA manuals' MODE register (FP_ROUND 3:0 with the
     /// 32-bit mode in 1:0, FP_DENORM 7:4 likewise, DX10_CLAMP 8, IEEE 9, FP16_OVFL 23). The
-    /// exception enables (rsrc2 bits 30:24) need a trap handler, which the device has not.
+    /// exception enables (rsrc2 bits 30:24) are not modelled: the core enters the trap handler
+    /// on s_trap only, never on an exception.
     pub fn mode(&self) -> u32 {
         let r = self.rsrc1;
         field(r, 12, 8) | field(r, 21, 1) << 8 | field(r, 23, 1) << 9 | field(r, 26, 1) << 23
@@ -355,6 +356,11 @@ pub struct Dispatch {
     /// A PM4 dispatch's COMPUTE_USER_DATA_0..15: the user SGPRs, USER_SGPR_COUNT of them,
     /// instead of those the kernel object's enables ask for.
     pub user_data: Option<[u32; 16]>,
+    /// The process's trap handler for this GPU, if it installed one: the CP then sets
+    /// COMPUTE_PGM_RSRC2.TRAP_PRESENT for the waves (AMDGPUUsage, compute_pgm_rsrc2
+    /// ENABLE_TRAP_HANDLER: "Must be 0 ... set by the CP if the runtime has installed a trap
+    /// handler"), and s_trap enters it.
+    pub trap_handler: Option<TrapHandler>,
 }
 
 impl Dispatch {
@@ -475,6 +481,7 @@ impl Dispatch {
             w.pc = pc;
             w.id_in_group = i;
             w.mode = self.code.mode();
+            w.trap = self.trap_handler;
             let first = i * wave_size;
             let lanes = (items - first).min(wave_size);
             w.set_exec(if lanes == 64 { u64::MAX } else { (1u64 << lanes) - 1 });

@@ -17,6 +17,20 @@ pub const M0: u8 = 124;
 pub const NULL: u8 = 125;
 pub const EXEC: u8 = 126;
 
+/// The trap handler a wave enters on s_trap: what the process installed with
+/// AMDKFD_IOC_SET_TRAP_HANDLER for its GPU (amdkfd kfd_chardev.c kfd_ioctl_set_trap_handler).
+/// On gfx9 and gfx10 amdkfd binds its own first-level (CWSR) handler in the hardware's TBA and
+/// keeps these in that handler's TMA; the first level jumps to this TBA with s_setpc_b64 (linux
+/// v6.1 kfd_process.c kfd_process_set_trap_handler, cwsr_trap_handler_gfx9.asm), so it is
+/// entered at the address as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrapHandler {
+    /// The trap base address: where the handler starts.
+    pub tba: u64,
+    /// The trap memory address: the handler's own data, passed to it in ttmp14:15.
+    pub tma: u64,
+}
+
 /// One vector register: a dword per lane.
 pub type VReg = [u32; LANES];
 
@@ -40,6 +54,11 @@ pub struct Wave {
     pub id_in_group: u32,
     /// Ended by s_endpgm.
     pub done: bool,
+    /// The installed trap handler (STATUS.TRAP_EN; COMPUTE_PGM_RSRC2.TRAP_PRESENT as the CP
+    /// sets it), if any.
+    pub trap: Option<TrapHandler>,
+    /// Running the trap handler (STATUS.PRIV), from trap entry until s_rfe_b64.
+    pub in_trap: bool,
 }
 
 impl Wave {
@@ -55,6 +74,8 @@ impl Wave {
             wave_size,
             id_in_group: 0,
             done: false,
+            trap: None,
+            in_trap: false,
         }
     }
 

@@ -176,6 +176,11 @@ pub fn start(
         scratch_size: 0,
         apertures: apertures(mem.gpu_id),
         user_data: None,
+        // The TBA/TMA of SET_TRAP_HANDLER are not given to dispatches yet: ROCr 5.2.3 always
+        // installs its handler, which needs what the core lacks (s_sendmsg MSG_GET_DOORBELL,
+        // s_setreg of IB_STS, halted waves), so s_trap stays ERROR_TRAP, which ROCr reports as
+        // HSA_STATUS_ERROR_EXCEPTION as it does for the real handler's outcome.
+        trap_handler: None,
     };
     read_scratch(mem, &mut dispatch);
     match dispatch.check() {

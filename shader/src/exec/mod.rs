@@ -15,6 +15,7 @@ pub mod operand;
 mod salu;
 mod smem;
 mod sopp;
+mod trap;
 mod valu;
 
 pub use operand::Apertures;
@@ -51,7 +52,7 @@ pub enum ExecError {
     Memory(MemFault),
     /// The instruction is invalid in this state (a register past the wave's allocation, ...).
     Invalid(String),
-    /// s_trap with this trap id.
+    /// s_trap with this trap id, and no trap handler to enter.
     Trap(u8),
 }
 
@@ -75,7 +76,7 @@ pub enum Fault {
     Memory { pc: u64, inst: String, fault: MemFault },
     #[error("invalid instruction `{inst}` at pc {pc:#x}: {why}")]
     Invalid { pc: u64, inst: String, why: String },
-    #[error("s_trap {code} at pc {pc:#x}")]
+    #[error("s_trap {code} at pc {pc:#x} with no trap handler in the dispatch")]
     Trap { pc: u64, code: u8 },
 }
 
@@ -221,3 +222,6 @@ mod tests;
 
 #[cfg(test)]
 mod gfx10_tests;
+
+#[cfg(test)]
+mod trap_tests;

@@ -6,7 +6,7 @@
 //! Most operations are pure functions of their sources and SCC ([`pure`]); the ones that touch
 //! EXEC, the PC, M0-relative registers or hardware registers have their own handlers.
 
-mod hwreg;
+pub(super) mod hwreg;
 
 use super::operand::{read_s32, read_s64, sdst, Ty};
 use super::{unimplemented, Cx, ExecError, ExecResult, Flow};
@@ -371,6 +371,7 @@ fn handler(op: Op) -> Option<Handler> {
             write(w, i, Field::D, w.pc)?;
             Ok(Flow::Next)
         },
+        Op::SRfeB64 => |w, i, cx| super::trap::ret(w, src(w, i, Field::S0, cx)?),
         Op::SSetpcB64 => |w, i, cx| {
             w.pc = src(w, i, Field::S0, cx)?;
             Ok(Flow::Next)
@@ -428,7 +429,8 @@ fn missing(op: Op) -> &'static str {
         // GPR indexing changes how every later VALU operand is read.
         Op::SSetGprIdxOn => "GPR indexing mode",
         Op::SCbranchIFork | Op::SCbranchGFork | Op::SCbranchJoin => "the fork/join mask stack",
-        Op::SRfeB64 | Op::SRfeRestoreB64 => "return from a trap handler",
+        // s_rfe_restore_b64 returns restoring wave state from S1, which the core does not model.
+        Op::SRfeRestoreB64 => "return from a trap handler restoring wave state",
         Op::SSetvskip => "VSKIP mode",
         _ => "",
     }

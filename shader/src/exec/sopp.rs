@@ -51,7 +51,11 @@ fn flow_of(op: Op) -> Option<fn(&mut Wave, u16, u64) -> ExecResult> {
         },
         Op::SBarrier => |_, _, _| Ok(Flow::Barrier),
         Op::SSleep => |_, imm, _| Ok(Flow::Sleep(u32::from(imm & 0x7f))),
-        Op::STrap => |_, imm, _| Err(ExecError::Trap(imm as u8)),
+        // SIMM16[7:0] is the trap id.
+        Op::STrap => |w, imm, pc| {
+            let status = super::salu::hwreg::status(w);
+            super::trap::enter(w, imm as u8, pc, status)
+        },
         Op::SSendmsg => |w, imm, _| sendmsg(w, imm),
         Op::SBranch => |w, imm, pc| branch(w, true, imm, pc),
         Op::SCbranchScc0 => |w, imm, pc| branch(w, !w.scc, imm, pc),

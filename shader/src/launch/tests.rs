@@ -81,6 +81,7 @@ fn dispatch(code: KernelCode) -> Dispatch {
         scratch_size: 1 << 20,
         apertures: Apertures::default(),
         user_data: None,
+        trap_handler: None,
     }
 }
 

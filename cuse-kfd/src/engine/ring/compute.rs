@@ -339,6 +339,7 @@ impl Compute {
             scratch_size: waves * wave_bytes,
             apertures: gfx::apertures(gpu_id),
             user_data: Some(user_data),
+            trap_handler: None,
         }))
     }
 }

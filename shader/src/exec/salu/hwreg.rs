@@ -80,13 +80,7 @@ fn read(w: &Wave, cx: &Cx, id: u16, gfx10: bool) -> ExecResult<(u32, u32)> {
     }
     Ok(match id {
         ID_MODE => (w.mode, u32::MAX),
-        // STATUS: SCC [0], PRIV [5], TRAP_EN [6], EXECZ [9], VCCZ [10], IN_BARRIER [12],
-        // HALT [13], TRAP [14], VALID [16]. A running wave is valid, not halted, in no barrier
-        // and user mode; no trap handler is installed.
-        ID_STATUS => {
-            let v = u32::from(w.scc) | u32::from(w.exec() == 0) << 9 | u32::from(w.vcc() == 0) << 10 | 1 << 16;
-            (v, 1 | 1 << 5 | 1 << 6 | 1 << 9 | 1 << 10 | 1 << 12 | 1 << 13 | 1 << 14 | 1 << 16)
-        }
+        ID_STATUS => (status(w), 1 | 1 << 5 | 1 << 6 | 1 << 9 | 1 << 10 | 1 << 12 | 1 << 13 | 1 << 14 | 1 << 16),
         // TRAPSTS: EXCP [8:0] and EXCP_HI [14:12] are the FP exceptions raised so far, which
         // the core does not record; SAVECTX [10] and ILLEGAL_INST [11] are never set (no
         // context save, and an illegal instruction is a fault, not a trap).
@@ -122,6 +116,18 @@ fn read(w: &Wave, cx: &Cx, id: u16, gfx10: bool) -> ExecResult<(u32, u32)> {
         }
         _ => return Err(ExecError::Unimplemented(format!("s_getreg of {}", name(id)))),
     })
+}
+
+/// STATUS: SCC [0], PRIV [5] (in the trap handler), TRAP_EN [6] (a trap handler is installed),
+/// EXECZ [9], VCCZ [10], IN_BARRIER [12], HALT [13], TRAP [14], VALID [16]. A running wave is
+/// valid, not halted and in no barrier.
+pub(in crate::exec) fn status(w: &Wave) -> u32 {
+    u32::from(w.scc)
+        | u32::from(w.in_trap) << 5
+        | u32::from(w.trap.is_some()) << 6
+        | u32::from(w.exec() == 0) << 9
+        | u32::from(w.vcc() == 0) << 10
+        | 1 << 16
 }
 
 /// The registers of gfx10 (RDNA2 ISA guide, "Hardware Registers"): MODE, STATUS, TRAPSTS,

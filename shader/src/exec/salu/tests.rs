@@ -499,7 +499,7 @@ fn the_coverage_table_answers_from_the_dispatch_table() {
     for op in [Op::SMovB64, Op::SAddcU32, Op::SCmpkEqU32, Op::SAndn1WrexecB64, Op::SGetregB32, Op::SCallB64] {
         assert!(super::implements(op), "{op:?}");
     }
-    for op in [Op::SSetGprIdxOn, Op::SRfeB64, Op::SCbranchIFork, Op::SCbranchGFork] {
+    for op in [Op::SSetGprIdxOn, Op::SRfeRestoreB64, Op::SCbranchIFork, Op::SCbranchGFork] {
         assert!(!super::implements(op), "{op:?}");
     }
 }
