@@ -88,20 +88,7 @@ fn report_fault(hw: &HwQueue, fault: &QueueFault, trace: &Trace) {
     {
         let mut events = hw.process.events();
         match fault {
-            QueueFault::Vm(f) => events.memory_exception(
-                uapi::kfd::HsaMemoryExceptionData {
-                    failure: uapi::kfd::MemoryExceptionFailure {
-                        not_present: 1,
-                        read_only: u32::from(matches!(f, VmFault::ReadOnly { .. })),
-                        no_execute: 0,
-                        imprecise: 0,
-                    },
-                    va: f.va().0,
-                    gpu_id,
-                    error_type: uapi::kfd::KFD_MEM_ERR_NO_RAS,
-                },
-                &mut done,
-            ),
+            QueueFault::Vm(f) => events.memory_exception(fault::memory_exception(f, gpu_id), &mut done),
             QueueFault::Invalid { .. } => events.hw_exception(
                 uapi::kfd::HsaHwExceptionData {
                     reset_type: uapi::kfd::KFD_HW_EXCEPTION_PER_ENGINE_RESET,
