@@ -922,7 +922,7 @@ fn b13_vm_fault_reports_the_address_through_a_memory_event_and_stops_the_queue()
     let r = rig.assert_fires(mem_ev, "the memory exception event");
     assert_eq!(r.data[0].event_id, mem_ev);
     let m = HsaMemoryExceptionData::read_from_bytes(r.data[0].payload.as_bytes()).unwrap();
-    assert_eq!(m.va, unmapped, "faulting address");
+    assert_eq!(m.va, unmapped & !0xfff, "the faulting page (amdkfd reports page_addr << PAGE_SHIFT)");
     assert_eq!(m.gpu_id, rig.gpu);
     assert_eq!(m.failure.not_present, 1);
     assert_eq!(m.failure.read_only, 0);

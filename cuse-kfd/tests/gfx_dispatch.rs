@@ -119,7 +119,7 @@ fn a_store_to_an_unmapped_address_is_a_vm_fault_and_the_device_lives_on() {
     let r = rig.assert_fires(mem_ev, "the memory exception event");
     let m = HsaMemoryExceptionData::read_from_bytes(r.data[0].payload.as_bytes()).unwrap();
     // Lane 0 stores first.
-    assert_eq!((m.va, m.gpu_id, m.failure.not_present), (unmapped, rig.gpu, 1));
+    assert_eq!((m.va, m.gpu_id, m.failure.not_present), (unmapped & !0xfff, rig.gpu, 1));
     let st = rig.wait_error(run.q.id);
     assert_eq!(st.error.as_ref().unwrap().fault_va, Some(unmapped), "{:?}", st.error);
     assert_eq!(run.s.value(0).load(Ordering::Acquire), 1, "the faulting dispatch completed");

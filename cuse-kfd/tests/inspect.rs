@@ -113,7 +113,7 @@ fn an_injected_vm_fault_is_reported_like_a_real_one() {
     );
     let w = rig.assert_fires(mem_ev, "the MEMORY event");
     let data = HsaMemoryExceptionData::read_from_bytes(&uapi::IntoBytes::as_bytes(&w.data[0].payload)[..32]).unwrap();
-    assert_eq!((data.va, data.gpu_id, data.failure.not_present), (at, rig.gpu, 1));
+    assert_eq!((data.va, data.gpu_id, data.failure.not_present), (at & !0xfff, rig.gpu, 1));
     assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(at));
     assert_eq!(sig.value(0).load(Ordering::Acquire), 1, "no completion for a faulted dispatch");
     rig.emb.device().faults().set_vm_fault(None);

@@ -383,9 +383,62 @@ fn an_address_outside_the_gpu_vm_is_a_vm_fault() {
         let w = rig.assert_fires(mem_ev, "the MEMORY event");
         let data = &uapi::IntoBytes::as_bytes(&w.data[0].payload)[..32];
         let fault = <HsaMemoryExceptionData as uapi::FromBytes>::read_from_bytes(data).unwrap();
-        assert_eq!((fault.va, fault.gpu_id), (va, rig.gpu));
+        assert_eq!((fault.va, fault.gpu_id, fault.failure.not_present), (va & !0xfff, rig.gpu, 1), "the page");
         assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(va));
     }
+}
+
+/// A write into a page the process mapped without KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE is a VM fault
+/// whose MEMORY event says ReadOnly, not NotPresent, and names the page (amdkfd v6.1
+/// kfd_signal_vm_fault_event: page_addr << PAGE_SHIFT, NotPresent from PROT_VALID, ReadOnly from
+/// PROT_WRITE); the queue stops with the exact address, and nothing is written.
+#[test]
+fn an_sdma_write_to_a_read_only_page_is_a_read_only_fault() {
+    let rig = Rig::new();
+    let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
+    let layout = std::alloc::Layout::from_size_align(8192, 4096).unwrap();
+    // SAFETY: a non-zero size; freed below with the same layout, after the queue is gone.
+    let page = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!page.is_null());
+    let va = page as u64;
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: va,
+        size: 8192,
+        handle: 0,
+        mmap_offset: va,
+        gpu_id: rig.gpu,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+    };
+    rig.call(uapi::ioctl::AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).expect("read-only USERPTR ALLOC");
+    let gpus = [rig.gpu];
+    let mut m =
+        MapMemoryToGpuArgs { handle: a.handle, device_ids_array_ptr: gpus.as_ptr() as u64, n_devices: 1, n_success: 0 };
+    rig.call(uapi::ioctl::AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).expect("USERPTR MAP");
+    let q = queue(&rig, RingKind::Sdma, 1024);
+    let at = va + 0x1084;
+    q.submit(&sdma::write(at, &[0xDEAD_BEEF]));
+    let w = rig.assert_fires(mem_ev, "the MEMORY event");
+    let data = &uapi::IntoBytes::as_bytes(&w.data[0].payload)[..32];
+    let fault = <HsaMemoryExceptionData as uapi::FromBytes>::read_from_bytes(data).unwrap();
+    assert_eq!((fault.va, fault.gpu_id), (va + 0x1000, rig.gpu), "the page and the GPU");
+    let f = fault.failure;
+    assert_eq!((f.not_present, f.read_only, f.no_execute, f.imprecise), (0, 1, 0, 0), "{f:?}");
+    assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(at));
+    // SAFETY: in bounds of the allocation; the device wrote nothing (the write faulted).
+    let word = unsafe { std::ptr::read_volatile(page.add(0x1084) as *const u32) };
+    assert_eq!(word, 0, "the faulting write reached memory");
+    drop(q);
+    let mut u = UnmapMemoryFromGpuArgs {
+        handle: a.handle,
+        device_ids_array_ptr: gpus.as_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    rig.call(uapi::ioctl::AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u).expect("USERPTR UNMAP");
+    let mut f = FreeMemoryOfGpuArgs { handle: a.handle };
+    rig.call(uapi::ioctl::AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f).expect("USERPTR FREE");
+    // SAFETY: allocated above with this layout; the device no longer maps it.
+    unsafe { std::alloc::dealloc(page, layout) };
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Real ROCr's queue and signal paths on our device: the C programs of kfd-tests/c/rocr, built
 //! against Debian's hsa.h and linked with the real libhsa-runtime64 (ROCr 5.2.3), run over our
 //! libhsakmt.so.1 through `cuse-kfd run`. Each program prints what it checks and exits non-zero
-//! on the first failure; a test passes when its program exits 0 having printed `PASS <name>`.
+//! on the first failure; a test passes when its program exits 0 having printed `PASS <name>`
+//! (vm_fault instead ends in ROCr's VM fault handler, which aborts: [`check_vm_fault`]).
 //!
 //! The transport is a parameter: the device embedded in the program's process
 //! (`cargo run -p cuse-kfd-run -- --embedded`, any machine with root or user namespaces), or a
@@ -57,7 +58,7 @@ impl Transport<'_> {
 }
 
 /// The programs, in kfd-tests/c/rocr/<name>.c, and what each checks.
-const PROGRAMS: [(&str, &str); 7] = [
+const PROGRAMS: [(&str, &str); 8] = [
     ("queue_create", "hsa_queue_create on the GPU agent and ROCr's ring size rules"),
     ("barriers", "barrier-AND and barrier-OR with host-set dependencies, completion signals waited"),
     ("ring_wrap", "300 barrier packets through a 64-slot queue, across the wrap; the read index"),
@@ -65,7 +66,12 @@ const PROGRAMS: [(&str, &str); 7] = [
     ("wait_timeout", "signal wait timeouts in timestamp ticks honoured, the old value returned"),
     ("queue_error", "a packet the device cannot run is a queue error through ROCr's callback"),
     ("vram_blit", "ROCr's blit kernels (HSA_ENABLE_SDMA=0): 4 MiB VRAM fills and a VRAM->VRAM copy"),
+    ("vm_fault", "a copy into unmapped GPU memory ends in ROCr's VM fault handler (SDMA, then a blit kernel)"),
 ];
+
+/// Programs that end in ROCr's VM fault handler (an abort) instead of printing PASS: see
+/// [`check_vm_fault`].
+const FAULTING: [&str; 1] = ["vm_fault"];
 
 /// Programs that run on the embedded device only: four 4 MiB blits through the shader core are
 /// too slow for the tier's emulated VM.
@@ -189,6 +195,36 @@ fn rocr_blit_kernels_fill_and_copy_vram() {
     check_with("vram_blit", Transport::Embedded, &[("HSA_ENABLE_SDMA", "0")]);
 }
 
+/// A VM fault, whichever engine takes it, reaches ROCr as a MEMORY event with the faulting page
+/// and reason: ROCr's handler prints them and aborts; the program never hangs.
+#[test]
+fn rocr_vm_faults_end_in_rocrs_fault_handler() {
+    check_vm_fault(Transport::Embedded);
+}
+
+/// Runs vm_fault with ROCr copying by SDMA, then by its blit kernel on the shader core: each run
+/// must end in ROCr's VM fault handler (its message with the page the program wrote to and the
+/// not-present reason, then abort), not in the program's own failure after 60 s nor in a hang.
+fn check_vm_fault(transport: Transport) {
+    let exe = program("vm_fault");
+    for (engine, sdma) in [("SDMA", "1"), ("blit kernel", "0")] {
+        let t0 = Instant::now();
+        let (ok, text) = run(&exe, transport, &[("HSA_ENABLE_SDMA", sdma)]);
+        println!("--- vm_fault by {engine} ({}), {:.1} s:\n{text}", transport.name(), t0.elapsed().as_secs_f64());
+        assert!(!ok, "vm_fault by {engine} exited 0 on the {} device:\n{text}", transport.name());
+        assert!(text.contains(&format!("({engine})")), "vm_fault did not copy by {engine}:\n{text}");
+        // amdkfd reports the page (page_addr << PAGE_SHIFT): the program wrote at 0x100010.
+        let reported = text.lines().find(|l| l.starts_with("Memory access fault by GPU node-"));
+        let line = reported.unwrap_or_else(|| panic!("ROCr reported no VM fault ({engine}):\n{text}"));
+        assert!(
+            line.contains("on address 0x100000.") && line.contains("Reason: Page not present or supervisor privilege."),
+            "ROCr's report of the {engine} fault: {line}"
+        );
+        assert!(!text.contains("FAIL "), "the program gave up waiting ({engine}):\n{text}");
+        check_thunk(&text, transport);
+    }
+}
+
 /// With `RUST_LOG` set, the embedded device inside the program's process logs why each queue
 /// stopped to stderr (libhsakmt.so.1 starts the log; nothing else in the process would).
 #[test]
@@ -227,7 +263,12 @@ fn on_the_node(thunk: &str) {
     let d = Daemon::start(&bin, &format!("kfd-t-rocr-{thunk}"));
     for (name, what) in PROGRAMS.into_iter().filter(|(n, _)| !EMBEDDED_ONLY.contains(n)) {
         println!("{name}: {what}");
-        let text = check(name, Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk });
+        let transport = Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk };
+        if FAULTING.contains(&name) {
+            check_vm_fault(transport);
+            continue;
+        }
+        let text = check(name, transport);
         if name == "blocked_wait" {
             sleeps_in_a_fuse_request(&text);
         }

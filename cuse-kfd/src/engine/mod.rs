@@ -76,7 +76,18 @@ impl Default for EngineConfig {
 
 /// Records why a queue stopped and reports it: the queue's error, then MEMORY events for a VM
 /// fault or HW-exception / queue events for anything else, as KFD does.
+///
+/// Client memory that became unreachable because its owner exited or exec'd is no GPU fault:
+/// the context is ending (amdkfd tears a process down when its mm goes, and reports nothing).
+/// Such a queue stops with its error, logged as what it is, and raises no event: a queue
+/// blocked on a poll of client memory (ROCr's SDMA copies poll their dependencies) would
+/// otherwise report a "VM fault" the moment a killed client dies, which reads as the cause.
 fn report_fault(hw: &HwQueue, fault: &QueueFault, trace: &Trace) {
+    if matches!(fault, QueueFault::Vm(VmFault::Userptr { .. })) && hw.process.memory.is_gone() {
+        log::info!("pid {} queue {}: stopped, its process has exited or exec'd ({fault})", hw.process.pid, hw.queue.id);
+        hw.queue.set_error(fault.to_error());
+        return;
+    }
     log::warn!("pid {} queue {}: {}", hw.process.pid, hw.queue.id, fault);
     if trace.enabled() {
         let kind = crate::trace::Kind::QueueError { queue: hw.queue.id, reason: fault.to_string() };
@@ -88,20 +99,7 @@ fn report_fault(hw: &HwQueue, fault: &QueueFault, trace: &Trace) {
     {
         let mut events = hw.process.events();
         match fault {
-            QueueFault::Vm(f) => events.memory_exception(
-                uapi::kfd::HsaMemoryExceptionData {
-                    failure: uapi::kfd::MemoryExceptionFailure {
-                        not_present: 1,
-                        read_only: u32::from(matches!(f, VmFault::ReadOnly { .. })),
-                        no_execute: 0,
-                        imprecise: 0,
-                    },
-                    va: f.va().0,
-                    gpu_id,
-                    error_type: uapi::kfd::KFD_MEM_ERR_NO_RAS,
-                },
-                &mut done,
-            ),
+            QueueFault::Vm(f) => events.memory_exception(fault::memory_exception(f, gpu_id), &mut done),
             QueueFault::Invalid { .. } => events.hw_exception(
                 uapi::kfd::HsaHwExceptionData {
                     reset_type: uapi::kfd::KFD_HW_EXCEPTION_PER_ENGINE_RESET,
