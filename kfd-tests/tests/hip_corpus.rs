@@ -94,12 +94,12 @@ fn run_on_the_shader_core(name: &str) -> bool {
 
 /// [`run_on_the_shader_core`] with the program built for `target` on a device of that profile.
 fn run_on_the_shader_core_of(name: &str, target: &'static str) -> bool {
-    run_at_level(name, target, None)
+    run_at_level(name, target, None, Duration::from_secs(300))
 }
 
 /// [`run_on_the_shader_core_of`] with the program built at `level` (one of
 /// [`hip_corpus::LEVELS`]) instead of its own level.
-fn run_at_level(name: &str, target: &'static str, level: Option<&str>) -> bool {
+fn run_at_level(name: &str, target: &'static str, level: Option<&str>, limit: Duration) -> bool {
     let p = hip_corpus::programs().unwrap().into_iter().find(|p| p.name == name).unwrap();
     let out = hip_corpus::out_dir();
     let (p, out) = match level {
@@ -112,7 +112,7 @@ fn run_at_level(name: &str, target: &'static str, level: Option<&str>) -> bool {
     let mut cmd = kfd_tests::launcher::cargo_run();
     cmd.args(["--embedded", "--profile", target, "--"]).arg(&b.exe).env("RUST_LOG", "warn").env_remove("HSAKMT_LOG");
     let t0 = Instant::now();
-    let (ok, text) = run_bounded(cmd, Path::new(&b.exe), Duration::from_secs(300), String::new);
+    let (ok, text) = run_bounded(cmd, Path::new(&b.exe), limit, String::new);
     let took = t0.elapsed().as_secs_f64();
     assert!(!text.contains("killed after"), "{name} hung:\n{text}");
     if ok {
@@ -195,13 +195,16 @@ fn a_build_is_cached_until_its_source_changes() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Every program built at -O0 (calls, scratch through MUBUF, SGPR spills through lanes: what the
-/// coverage table's -O0 column holds) passes on a gfx90a device.
+/// Every program built at -O0 (calls, 16 KiB of stack per lane through MUBUF scratch, SGPR
+/// spills through lanes: what the coverage table's -O0 column holds) passes on a gfx90a device.
+/// Too slow for a debug build (matmul takes 2 minutes, histogram's 1M bytes with CAS loops much
+/// longer): `cargo test --release -p kfd-tests --test hip_corpus -- at_o0`, or `--ignored` in debug.
 #[test]
+#[cfg_attr(debug_assertions, ignore = "-O0 code on the debug shader core takes tens of minutes")]
 fn every_program_at_o0_passes_on_the_shader_core() {
     let mut passed = Vec::new();
     for name in PROGRAMS {
-        if run_at_level(name, "gfx90a", Some("-O0")) {
+        if run_at_level(name, "gfx90a", Some("-O0"), Duration::from_secs(1800)) {
             passed.push(name);
         }
     }
