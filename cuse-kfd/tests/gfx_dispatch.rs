@@ -16,6 +16,7 @@ use thunk::memory::Kind;
 use thunk::queue::packet;
 use thunk::signal::Signals;
 use uapi::kfd::*;
+use uapi::queue::AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE;
 use uapi::soft::SOFT_KERNEL_NOP;
 use uapi::FromBytes;
 use uapi::IntoBytes;
@@ -333,7 +334,63 @@ fn a_dispatch_short_of_scratch_asks_the_runtime_and_runs_once_it_answers() {
         // 64 lanes of 16 bytes: 1 KiB per wave.
         assert_eq!(got[4], wave as u32 * 1024, "wave {wave}'s scratch offset");
     }
+    assert_eq!(s.value(inactive).load(Ordering::Acquire), 0, "scratch that is not single use stays");
     assert!(rig.status(q.id).error.is_none());
+}
+
+/// Byte offset of `queue_properties` in amd_queue_t (after the scratch fields at 144..180).
+const QUEUE_PROPERTIES: u64 = 180;
+
+/// ROCr marks a large scratch allocation single use (AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE):
+/// after the dispatch the device raises 512 through the queue_inactive_signal and completes the
+/// dispatch only once the runtime has released the scratch and stored 0.
+#[test]
+fn single_use_scratch_is_given_back_before_the_dispatch_completes() {
+    let Some(co) = code_object::assemble("scratch_once", SCRATCH_KERNEL) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let out = rig.alloc(4096, Kind::Gtt);
+    let scratch = rig.alloc(1 << 16, Kind::Vram);
+    let q = rig.queue(64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 2).unwrap();
+    let (done, inactive) = (0, 1);
+    s.value(done).store(1, Ordering::Release);
+    s.value(inactive).store(0, Ordering::Release);
+    q.set_inactive_signal(s.handle(inactive));
+    let ev = s.attach_event(&rig.kfd, inactive).unwrap();
+    // The runtime has already given this queue single-use scratch.
+    let base = scratch.va();
+    let vsharp = [base as u32, (base >> 32) as u32 & 0xffff, 1 << 16, 0x0002_7fac];
+    for (i, w) in vsharp.iter().enumerate() {
+        q.desc.u32_at(144 + 4 * i as u64).store(*w, Ordering::Relaxed);
+    }
+    q.desc.u64_at(168).store(1 << 16, Ordering::Relaxed);
+    let properties = q.desc.u32_at(QUEUE_PROPERTIES).load(Ordering::Relaxed);
+    q.desc.u32_at(QUEUE_PROPERTIES).store(properties | AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE, Ordering::Release);
+    let mut p =
+        packet::dispatch(code.mem.addr(co.symbol("k.kd")), out.va(), [128, 1, 1], [128, 1, 1], s.handle(done), false);
+    p[24..28].copy_from_slice(&16u32.to_le_bytes());
+    submit(&q, &p);
+    rig.assert_fires(ev, "the queue_inactive_signal's event");
+    assert_eq!(s.value(inactive).load(Ordering::Acquire), 512, "large scratch reclaim");
+    assert_eq!(got_offsets(&out), [0, 1024], "the workgroup ran before the scratch went back");
+    stays(QUIET, "the dispatch waits for the runtime", || s.value(done).load(Ordering::Acquire) == 1);
+    // ROCr's answer: the scratch fields zeroed, 0 to the signal, the property cleared.
+    for i in 0..4 {
+        q.desc.u32_at(144 + 4 * i).store(0, Ordering::Relaxed);
+    }
+    q.desc.u64_at(168).store(0, Ordering::Relaxed);
+    s.value(inactive).store(0, Ordering::Release);
+    q.desc.u32_at(QUEUE_PROPERTIES).store(properties, Ordering::Release);
+    if let Err(v) = s.wait(done, TIMEOUT, |v| v == 0) {
+        panic!("the dispatch after the runtime took its scratch back: signal {v}");
+    }
+    assert!(rig.status(q.id).error.is_none());
+}
+
+/// The scratch wave offsets the two waves of [`SCRATCH_KERNEL`] stored.
+fn got_offsets(out: &thunk::memory::GpuMemory) -> [u32; 2] {
+    [word(out, 4), word(out, 1024 / 4 + 4)]
 }
 
 #[test]

@@ -239,8 +239,51 @@ pub fn check_code_object(path: &Path, target: &str) -> Result<()> {
 
 /// Builds every program for every target with up to `jobs` hipcc processes at once.
 pub fn build_all(out: &Path, jobs: usize) -> Result<Vec<Built>> {
-    let work: Vec<(Program, &'static str)> =
-        programs()?.into_iter().flat_map(|p| TARGETS.iter().map(move |t| (p.clone(), *t))).collect();
+    let work: Vec<(Program, &'static str, PathBuf)> =
+        programs()?.into_iter().flat_map(|p| TARGETS.iter().map(move |t| (p.clone(), *t, out.to_path_buf()))).collect();
+    build_many(&work, jobs)
+}
+
+/// The optimisation levels the coverage table compiles the corpus at (issue 14: what clang-15
+/// emits at -O0, -O2 and -O3).
+pub const LEVELS: [&str; 3] = ["-O0", "-O2", "-O3"];
+
+/// `p` built at `level` instead of its own optimisation level, with its other flags.
+pub fn at_level(p: &Program, level: &str) -> Program {
+    let mut flags: Vec<String> = p.flags.iter().filter(|f| !f.starts_with("-O")).cloned().collect();
+    flags.insert(0, level.to_string());
+    Program { flags, ..p.clone() }
+}
+
+/// Where the build of `p` at `level` lives: the program's own build (`out/<target>/`) when that is
+/// its level, else `out/<level>/<target>/` (so the default builds are not compiled twice).
+pub fn level_dir(p: &Program, level: &str, out: &Path) -> PathBuf {
+    if at_level(p, level).flags == p.flags {
+        out.to_path_buf()
+    } else {
+        out.join(level.trim_start_matches('-'))
+    }
+}
+
+/// Builds every program for every target at every level of [`LEVELS`], with up to `jobs` hipcc
+/// processes at once; each result with its level.
+pub fn build_levels(out: &Path, jobs: usize) -> Result<Vec<(&'static str, Built)>> {
+    let mut work = Vec::new();
+    let mut levels = Vec::new();
+    for p in programs()? {
+        for level in LEVELS {
+            for t in TARGETS {
+                work.push((at_level(&p, level), t, level_dir(&p, level, out)));
+                levels.push(level);
+            }
+        }
+    }
+    Ok(levels.into_iter().zip(build_many(&work, jobs)?).collect())
+}
+
+/// Builds each (program, target, output directory) with up to `jobs` hipcc processes at once, in
+/// order.
+fn build_many(work: &[(Program, &'static str, PathBuf)], jobs: usize) -> Result<Vec<Built>> {
     let next = AtomicUsize::new(0);
     let mut results: Vec<(usize, Result<Built>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..jobs.max(1))
@@ -249,7 +292,7 @@ pub fn build_all(out: &Path, jobs: usize) -> Result<Vec<Built>> {
                     let mut mine = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((p, t)) = work.get(i) else { break mine };
+                        let Some((p, t, out)) = work.get(i) else { break mine };
                         mine.push((i, build(p, t, out)));
                     }
                 })

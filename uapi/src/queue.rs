@@ -67,3 +67,5 @@ pub const AMD_QUEUE_PROPERTIES_ENABLE_TRAP_HANDLER: u32 = 1 << 0;
 pub const AMD_QUEUE_PROPERTIES_IS_PTR64: u32 = 1 << 1;
 pub const AMD_QUEUE_PROPERTIES_ENABLE_TRAP_HANDLER_DEBUG_SGPRS: u32 = 1 << 2;
 pub const AMD_QUEUE_PROPERTIES_ENABLE_PROFILING: u32 = 1 << 3;
+/// The queue's scratch serves one dispatch and is then given back (engine/gfx.rs).
+pub const AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE: u32 = 1 << 4;

@@ -25,7 +25,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 use uapi::aql::KernelDispatchPacket;
-use uapi::queue::{AmdQueue, AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, AMD_QUEUE_READ_DISPATCH_ID_OFFSET};
+use uapi::queue::{
+    AmdQueue, AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE,
+    AMD_QUEUE_READ_DISPATCH_ID_OFFSET,
+};
 use uapi::FromBytes;
 
 /// Instructions a workgroup runs between two looks at the clock.
@@ -101,6 +104,9 @@ pub struct Work {
     /// The queue_inactive_signal through which more scratch was asked for, until the runtime
     /// answers.
     scratch_request: Option<u64>,
+    /// The queue_inactive_signal value through which single-use scratch is being given back
+    /// after the dispatch ended, until the runtime answers.
+    scratch_return: Option<u64>,
 }
 
 /// How far [`Work::resume`] got.
@@ -119,6 +125,15 @@ pub enum Progress {
 /// 0 to restart the queue (ROCR-Runtime rocm-5.2.3 amd_aql_queue.cpp).
 const ERROR_SCRATCH_WAVE64: i64 = 1;
 const ERROR_SCRATCH_WAVE32: i64 = 0x400;
+
+/// The queue error that gives single-use scratch back: a large allocation (one the runtime marks
+/// AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE in amd_queue_t) serves one dispatch, after which the CP
+/// raises 512 ("large scratch reclaim") and waits; ROCr's DynamicScratchHandler releases the
+/// scratch, zeroes the queue's scratch fields, stores 0 to the signal and clears the property
+/// (ROCR-Runtime rocm-5.2.3 amd_aql_queue.cpp). Until it is released no other queue can have
+/// that memory, and ROCr 5.2.3 cannot wait for it (its AddScratchNotifier refuses every real
+/// signal, amd_gpu_agent.h), so a second queue's request fails with OUT_OF_RESOURCES.
+const ERROR_SCRATCH_RECLAIM: u64 = 512;
 
 impl std::fmt::Debug for Work {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -250,7 +265,7 @@ impl Work {
     fn unchecked(dispatch: Dispatch) -> Work {
         let total = dispatch.workgroups();
         let code = Code::new(dispatch.code.target);
-        Work { dispatch, code, next: 0, total, group: None, grid: None, scratch_request: None }
+        Work { dispatch, code, next: 0, total, group: None, grid: None, scratch_request: None, scratch_return: None }
     }
 
     /// Asks the runtime for scratch through the queue's queue_inactive_signal, as the CP does:
@@ -311,7 +326,57 @@ impl Work {
     ///
     /// With `offload`, a dispatch of more than one workgroup runs on the worker pool: the queue
     /// waits (`Blocked`) until the workers are done, and is woken when they have news.
+    ///
+    /// A dispatch that ran on single-use scratch gives it back before it is finished.
     pub fn resume(
+        &mut self,
+        mem: &mut Mem,
+        deadline: Instant,
+        interrupts: &mut Vec<Interrupt>,
+        offload: Option<Offload>,
+    ) -> Result<Progress, QueueFault> {
+        if let Some(value) = self.scratch_return {
+            // Any other value than the request is the runtime's answer (0, or -1 when the
+            // queue is being torn down).
+            if mem.load_u64(value, Ordering::Acquire)? == ERROR_SCRATCH_RECLAIM {
+                return Ok(Progress::Blocked);
+            }
+            self.scratch_return = None;
+            return Ok(Progress::Finished);
+        }
+        match self.run(mem, deadline, interrupts, offload)? {
+            Progress::Finished => self.give_back_scratch(mem, interrupts),
+            p => Ok(p),
+        }
+    }
+
+    /// After the last workgroup: if the queue's scratch is single use, raises 512 through the
+    /// queue_inactive_signal and waits for the runtime to release it ([`ERROR_SCRATCH_RECLAIM`]).
+    fn give_back_scratch(&mut self, mem: &mut Mem, interrupts: &mut Vec<Interrupt>) -> Result<Progress, QueueFault> {
+        let mut q = [0u8; std::mem::size_of::<AmdQueue>()];
+        if self.dispatch.queue == 0 || mem.read(self.dispatch.queue, &mut q).is_err() {
+            return Ok(Progress::Finished);
+        }
+        let q = AmdQueue::read_from_bytes(&q).expect("sized");
+        let (properties, signal) = (q.queue_properties, q.queue_inactive_signal);
+        if properties & AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE == 0 || signal == 0 {
+            return Ok(Progress::Finished);
+        }
+        let value = signal.wrapping_add(uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64);
+        if mem.update_u64(value, |old| if old == 0 { ERROR_SCRATCH_RECLAIM } else { old })? != 0 {
+            // An earlier error is still unanswered: the runtime reclaims nothing now.
+            return Ok(Progress::Finished);
+        }
+        if let Some(ev) = signal::notify(mem, signal)? {
+            interrupts.push(Interrupt { context_id: ev, valid_bits: 32 });
+        }
+        log::debug!("kernel object at {:#x}: gave single-use scratch back", self.dispatch.kernel_object);
+        self.scratch_return = Some(value);
+        Ok(Progress::Blocked)
+    }
+
+    /// [`Work::resume`] up to the end of the last workgroup.
+    fn run(
         &mut self,
         mem: &mut Mem,
         deadline: Instant,
