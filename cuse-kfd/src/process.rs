@@ -50,8 +50,6 @@ pub struct ProcessDevice {
     /// The render node bound by ACQUIRE_VM, as (st_dev, st_ino).
     pub drm_file: Option<(u64, u64)>,
     pub scratch_backing_va: u64,
-    pub tba_addr: u64,
-    pub tma_addr: u64,
     pub default_policy: u32,
     pub alternate_policy: u32,
     pub alternate_aperture: (u64, u64),
@@ -67,8 +65,6 @@ impl ProcessDevice {
             gpu_id,
             drm_file: None,
             scratch_backing_va: 0,
-            tba_addr: 0,
-            tma_addr: 0,
             default_policy: KFD_IOC_CACHE_POLICY_COHERENT,
             alternate_policy: KFD_IOC_CACHE_POLICY_COHERENT,
             alternate_aperture: (0, 0),
@@ -119,6 +115,9 @@ pub struct Process {
     /// Bumped whenever the VM may change, so cached translations (the engine's TLBs) refill.
     vm_generation: AtomicU64,
     events: Mutex<EventTable>,
+    /// The trap handler (TBA, TMA) installed for each GPU with SET_TRAP_HANDLER. A leaf lock:
+    /// the engine reads it when a dispatch starts, without the process lock.
+    trap_handlers: Mutex<BTreeMap<u32, (u64, u64)>>,
 }
 
 /// First render-node mmap offset handed out (leaves low offsets unused, as DRM does).
@@ -153,7 +152,24 @@ impl Process {
             vm: RwLock::new(GpuVm::default()),
             vm_generation: AtomicU64::new(0),
             events: Mutex::new(EventTable::default()),
+            trap_handlers: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Installs the trap handler at `tba` with its memory at `tma` for `gpu_id`'s dispatches; a
+    /// TBA of 0 removes it (amdkfd kfd_process_set_trap_handler only records the addresses).
+    pub fn set_trap_handler(&self, gpu_id: u32, tba: u64, tma: u64) {
+        let mut t = self.trap_handlers.lock();
+        if tba == 0 {
+            t.remove(&gpu_id);
+        } else {
+            t.insert(gpu_id, (tba, tma));
+        }
+    }
+
+    /// The (TBA, TMA) of `gpu_id`'s trap handler, if one is installed.
+    pub fn trap_handler(&self, gpu_id: u32) -> Option<(u64, u64)> {
+        self.trap_handlers.lock().get(&gpu_id).copied()
     }
 
     pub fn inner(&self) -> MutexGuard<'_, ProcessInner> {

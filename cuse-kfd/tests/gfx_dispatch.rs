@@ -2,7 +2,8 @@
 //! compiled from OpenCL C) at test time with LLVM 15, loaded into GPU memory through the thunk,
 //! dispatched with AQL packets and checked on the host. A kernel that touches an unmapped
 //! address stops its queue with a VM fault (a MEMORY event with the address) and the device
-//! lives on; an instruction the shader core lacks, or s_trap, is a queue error naming it.
+//! lives on; an instruction the shader core lacks, or s_trap, is a queue error naming it (AQL
+//! dispatches get no trap handler; PM4 ones do: pm4_dispatch.rs).
 //!
 //! Without llvm-mc-15 / clang-15 / ld.lld-15 the tests say so and pass, except under CI.
 
@@ -15,6 +16,7 @@ use support::code_object::{self, CodeObject};
 use thunk::memory::Kind;
 use thunk::queue::packet;
 use thunk::signal::Signals;
+use uapi::ioctl::AMDKFD_IOC_SET_TRAP_HANDLER;
 use uapi::kfd::*;
 use uapi::queue::AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE;
 use uapi::soft::SOFT_KERNEL_NOP;
@@ -170,6 +172,22 @@ fn s_trap_is_a_queue_error_with_its_trap_id() {
     let entry = run._code.mem.addr(co.symbol("k"));
     let want = format!("s_trap 2 at pc {entry:#x} with no trap handler in the dispatch");
     assert!(err.reason.ends_with(&want), "{}", err.reason);
+}
+
+/// An AQL dispatch gets no trap handler (see engine/gfx.rs: the CP would set TRAP_PRESENT,
+/// and ROCr's own handler needs what the core lacks), whatever SET_TRAP_HANDLER installed: its
+/// s_trap stays the queue error ROCr reports as an exception.
+#[test]
+fn an_aql_dispatch_s_trap_is_the_queue_error_even_with_a_handler_installed() {
+    let Some(co) = code_object::assemble("trap-aql", &kernel("  s_trap 2")) else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let mut a = SetTrapHandlerArgs { tba_addr: code.mem.addr(0), tma_addr: 0, gpu_id: rig.gpu, pad: 0 };
+    rig.call(AMDKFD_IOC_SET_TRAP_HANDLER, &mut a).unwrap();
+    let run = dispatch(&rig, &co, 0, 64, 64);
+    let err = rig.wait_error(run.q.id).error.unwrap();
+    assert_eq!(err.code, ERROR_TRAP, "{}", err.reason);
+    drop(code);
 }
 
 #[test]

@@ -202,10 +202,12 @@ fn scratch_backing_va_and_trap_handler_are_recorded() {
     let mut t = SetTrapHandlerArgs { tba_addr: 0x1_2345_6000, tma_addr: 0x1_2345_7000, gpu_id: rig.gpu(), pad: 0 };
     c.call(AMDKFD_IOC_SET_TRAP_HANDLER, &mut t).unwrap();
     let p = rig.emb().device().process(c.pid()).unwrap();
-    let inner = p.inner();
-    let d = &inner.devices[&rig.gpu()];
-    assert_eq!(d.scratch_backing_va, 0x7f00_0000_0000);
-    assert_eq!((d.tba_addr, d.tma_addr), (0x1_2345_6000, 0x1_2345_7000));
+    assert_eq!(p.inner().devices[&rig.gpu()].scratch_backing_va, 0x7f00_0000_0000);
+    assert_eq!(p.trap_handler(rig.gpu()), Some((0x1_2345_6000, 0x1_2345_7000)));
+    // A TBA of 0 takes the handler away.
+    let mut t = SetTrapHandlerArgs { tba_addr: 0, tma_addr: 0x1_2345_7000, gpu_id: rig.gpu(), pad: 0 };
+    c.call(AMDKFD_IOC_SET_TRAP_HANDLER, &mut t).unwrap();
+    assert_eq!(p.trap_handler(rig.gpu()), None);
 }
 
 #[test]

@@ -12,7 +12,7 @@
 
 mod support;
 
-use cuse_kfd::engine::{EngineConfig, ERROR_INVALID_PACKET_FORMAT};
+use cuse_kfd::engine::{EngineConfig, ERROR_INVALID_PACKET_FORMAT, ERROR_TRAP};
 use cuse_kfd::memory::vm::GpuVa;
 use std::sync::atomic::Ordering;
 use support::client::{wait_for, Rig, TIMEOUT};
@@ -20,6 +20,7 @@ use support::code_object;
 use support::pm4;
 use thunk::memory::{GpuMemory, Kind};
 use thunk::queue::{RingKind, RingQueue};
+use uapi::ioctl::AMDKFD_IOC_SET_TRAP_HANDLER;
 use uapi::kfd::*;
 
 // Registers (Linux gc_9_0_offset.h; RSRC3 at 0x2e2d as kfdtest writes it for gfx90a).
@@ -494,4 +495,99 @@ fn a_pm4_dispatch_of_endless_workgroups_leaves_the_engine_to_other_queues_until_
     let before = rig.stats().queues;
     drop(endless);
     assert_eq!(rig.stats().queues, before - 1, "DESTROY_QUEUE of the queue running the dispatch");
+}
+
+/// A trap handler: stores the saved PC (ttmp0, ttmp1[15:0]) and the trap id (ttmp1[23:16]) at
+/// its TMA (ttmp14:15), then returns past the s_trap.
+const HANDLER: &str = "
+.globl handler
+.p2align 8
+handler:
+  v_mov_b32 v6, ttmp0
+  v_mov_b32 v7, ttmp1
+  v_mov_b32 v5, 0
+  global_store_dwordx2 v5, v[6:7], ttmp[14:15]
+  s_waitcnt vmcnt(0)
+  s_add_u32 ttmp0, ttmp0, 4
+  s_addc_u32 ttmp1, ttmp1, 0
+  s_rfe_b64 ttmp[0:1]
+";
+
+fn set_trap_handler(rig: &Rig, tba: u64, tma: u64) {
+    let mut a = SetTrapHandlerArgs { tba_addr: tba, tma_addr: tma, gpu_id: rig.gpu, pad: 0 };
+    rig.call(AMDKFD_IOC_SET_TRAP_HANDLER, &mut a).unwrap();
+}
+
+/// dst[wg] = wg + 1 after an s_trap 7 at the program's start.
+fn trapping_program(name: &str) -> Option<code_object::CodeObject> {
+    program(
+        name,
+        &format!(
+            "  s_trap 7
+  s_add_u32 s6, s4, 1
+  s_lshl_b32 s5, s4, 2
+  v_mov_b32 v0, s6
+  v_mov_b32 v1, s5
+  global_store_dword v1, v0, s[2:3]
+  s_endpgm
+{HANDLER}"
+        ),
+    )
+}
+
+/// kfdtest's RSRC2 sets TRAP_PRESENT: with a handler installed (SET_TRAP_HANDLER), s_trap
+/// enters it with the saved PC and trap id, s_rfe_b64 returns, and every work-group goes on
+/// (two of them: on the workers too).
+#[test]
+fn s_trap_runs_the_installed_handler_and_the_dispatch_goes_on() {
+    let Some(co) = trapping_program("pm4-trap") else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let tma = rig.alloc(4096, Kind::Gtt);
+    let dst = rig.alloc(4096, Kind::Gtt);
+    set_trap_handler(&rig, code.mem.addr(co.symbol("handler")), tma.addr(0));
+    let pgm = code.mem.addr(co.symbol("shader"));
+    let (q, ev) = run(&rig, &dispatch_ib(pgm, 2, 0, dst.addr(0)));
+    rig.assert_fires(ev, "the end-of-pipe event after the trapping dispatch");
+    assert_eq!(rig.status(q.id).error, None);
+    assert_eq!(u32s(&dst, 2), [1, 2], "both work-groups ran past the s_trap");
+    let t = u32s(&tma, 2);
+    assert_eq!(u64::from(t[0]) | u64::from(t[1] & 0xffff) << 32, pgm, "ttmp0/ttmp1: the PC of the s_trap");
+    assert_eq!(t[1] >> 16 & 0xff, 7, "ttmp1[23:16]: the trap id");
+}
+
+/// Without TRAP_PRESENT in RSRC2, or with no handler installed (a TBA of 0 removes it), s_trap
+/// is the queue error; a handler at an unmapped TBA is a VM fault at the TBA.
+#[test]
+fn s_trap_without_a_handler_is_the_queue_error_and_an_unmapped_handler_a_vm_fault() {
+    let Some(co) = trapping_program("pm4-trap-none") else { return };
+    let rig = Rig::new();
+    let code = co.load(&rig.kfd, rig.gpu);
+    let dst = rig.alloc(4096, Kind::Gtt);
+    let pgm = code.mem.addr(co.symbol("shader"));
+    let trap_error = |ib: &[u32], what: &str| {
+        let (q, _) = run(&rig, ib);
+        let err = rig.wait_error(q.id).error.expect("a queue error");
+        assert_eq!(err.code, ERROR_TRAP, "{what}: {}", err.reason);
+        assert!(err.reason.contains("s_trap 7"), "{what}: {}", err.reason);
+    };
+    trap_error(&dispatch_ib(pgm, 1, 0, dst.addr(0)), "no handler installed");
+    set_trap_handler(&rig, code.mem.addr(co.symbol("handler")), dst.addr(0));
+    let mut no_trap_present = registers(pgm, 0, dst.addr(0));
+    no_trap_present.extend(pm4::set_sh_reg(COMPUTE_PGM_RSRC1, &[RSRC1, RSRC2 & !(1 << 6)]));
+    no_trap_present.extend(pm4::dispatch_direct([1, 1, 1], INITIATOR));
+    trap_error(&no_trap_present, "RSRC2 without TRAP_PRESENT");
+    set_trap_handler(&rig, 0, 0);
+    trap_error(&dispatch_ib(pgm, 1, 0, dst.addr(0)), "a TBA of 0");
+
+    let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, false);
+    let tba = 0x5_0000_0000u64;
+    set_trap_handler(&rig, tba, 0);
+    let (q, _) = run(&rig, &dispatch_ib(pgm, 1, 0, dst.addr(0)));
+    let w = rig.assert_fires(mem_ev, "the MEMORY event");
+    let data = &uapi::IntoBytes::as_bytes(&w.data[0].payload)[..32];
+    let fault = <HsaMemoryExceptionData as uapi::FromBytes>::read_from_bytes(data).unwrap();
+    assert_eq!((fault.va, fault.gpu_id, fault.failure.not_present), (tba, rig.gpu, 1));
+    assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(tba));
+    assert_eq!(u32s(&dst, 1), [0], "the faulting dispatch wrote nothing");
 }

@@ -21,6 +21,7 @@ use shader::group::{self, Workgroup};
 use shader::isa::Target;
 use shader::launch::{Dispatch, KernelCode, LaunchError, AMD_KERNEL_CODE_SIZE, KERNEL_DESCRIPTOR_SIZE};
 use shader::mem::{AtomicOp, MemFault, Memory};
+use shader::wave::TrapHandler;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -191,10 +192,12 @@ pub fn start(
         scratch_size: 0,
         apertures: apertures(mem.gpu_id),
         user_data: None,
-        // The TBA/TMA of SET_TRAP_HANDLER are not given to dispatches yet: ROCr 5.2.3 always
-        // installs its handler, which needs what the core lacks (s_sendmsg MSG_GET_DOORBELL,
-        // s_setreg of IB_STS, halted waves), so s_trap stays ERROR_TRAP, which ROCr reports as
-        // HSA_STATUS_ERROR_EXCEPTION as it does for the real handler's outcome.
+        // The CP sets TRAP_PRESENT for an AQL dispatch when the runtime installed a handler
+        // (AMDGPUUsage, compute_pgm_rsrc2 ENABLE_TRAP_HANDLER). Ours does not yet: ROCr 5.2.3
+        // always installs its own (ROCR-Runtime rocm-5.2.3 amd_gpu_agent.cpp BindTrapHandler),
+        // whose s_trap path needs what the core lacks (s_sendmsg MSG_GET_DOORBELL, s_setreg of
+        // IB_STS, halted waves). So s_trap stays ERROR_TRAP, which ROCr reports as
+        // HSA_STATUS_ERROR_EXCEPTION, as it reports the real handler's outcome.
         trap_handler: None,
     };
     read_scratch(mem, &mut dispatch);
@@ -254,11 +257,18 @@ fn read_scratch(mem: &mut Mem, d: &mut Dispatch) {
     d.scratch_size = q.scratch_backing_memory_byte_size;
 }
 
+/// COMPUTE_PGM_RSRC2.TRAP_PRESENT (AMDGPUUsage, compute_pgm_rsrc2 bit 6 ENABLE_TRAP_HANDLER).
+const RSRC2_TRAP_PRESENT: u32 = 1 << 6;
+
 impl Work {
-    /// The work of `dispatch`, checked as a whole before any workgroup runs (a PM4 dispatch: its
-    /// scratch is what the registers say).
-    pub fn new(dispatch: Dispatch) -> Result<Work, QueueFault> {
+    /// The work of a PM4 dispatch, checked as a whole before any workgroup runs (its scratch is
+    /// what the registers say). With COMPUTE_PGM_RSRC2.TRAP_PRESENT set by the client its waves
+    /// get the trap handler the process installed for the GPU with SET_TRAP_HANDLER, if any.
+    pub fn new(mem: &Mem, mut dispatch: Dispatch) -> Result<Work, QueueFault> {
         dispatch.check().map_err(|e| launch_fault(dispatch.kernel_object, e))?;
+        if dispatch.code.rsrc2 & RSRC2_TRAP_PRESENT != 0 {
+            dispatch.trap_handler = mem.process.trap_handler(mem.gpu_id).map(|(tba, tma)| TrapHandler { tba, tma });
+        }
         Ok(Work::unchecked(dispatch))
     }
 

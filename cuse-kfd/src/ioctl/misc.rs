@@ -70,11 +70,13 @@ pub fn set_scratch_backing_va(ctx: &Ctx, a: &mut SetScratchBackingVaArgs) -> Res
     Ok(())
 }
 
+/// amdkfd kfd_chardev.c kfd_ioctl_set_trap_handler: EINVAL for an unknown GPU, otherwise the
+/// addresses are recorded unchecked; a wave entering a TBA that is not mapped code faults then.
 pub fn set_trap_handler(ctx: &Ctx, a: &mut SetTrapHandlerArgs) -> Result<(), Errno> {
-    let mut inner = ctx.process.inner();
-    let dev = inner.devices.get_mut(&a.gpu_id).ok_or(Errno::EINVAL)?;
-    dev.tba_addr = a.tba_addr;
-    dev.tma_addr = a.tma_addr;
+    if !ctx.process.inner().devices.contains_key(&a.gpu_id) {
+        return Err(Errno::EINVAL);
+    }
+    ctx.process.set_trap_handler(a.gpu_id, a.tba_addr, a.tma_addr);
     Ok(())
 }
 

@@ -190,7 +190,7 @@ impl Compute {
             let Some(dispatch) = self.dispatch("DISPATCH_DIRECT", mem.gpu_id, [p[1], p[2], p[3]], p[4])? else {
                 return Ok(Action::Done);
             };
-            self.running = Some(Box::new(Work::new(dispatch)?));
+            self.running = Some(Box::new(Work::new(mem, dispatch)?));
         }
         self.run(mem, deadline, offload)
     }
@@ -238,7 +238,7 @@ impl Compute {
             let Some(dispatch) = self.dispatch("DISPATCH_INDIRECT", mem.gpu_id, dims, initiator)? else {
                 return Ok(Action::Done);
             };
-            self.running = Some(Box::new(Work::new(dispatch)?));
+            self.running = Some(Box::new(Work::new(mem, dispatch)?));
         }
         self.run(mem, deadline, offload)
     }
