@@ -239,6 +239,8 @@ pub fn implemented(op: Op) -> bool {
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod probe_tests;
 
 #[cfg(test)]
 mod gfx10_tests;
