@@ -255,6 +255,18 @@ fn whole_in_mem(map: Map, lane: usize, bytes: usize) -> Option<u64> {
     }
 }
 
+/// `dst.copy_from_slice(src)` for one lane's access (1 to 16 bytes), with the common sizes as
+/// constant-length copies: a library call per lane costs more than the copy.
+#[inline(always)]
+fn copy_small(dst: &mut [u8], src: &[u8]) {
+    match src.len() {
+        4 => dst[..4].copy_from_slice(&src[..4]),
+        8 => dst[..8].copy_from_slice(&src[..8]),
+        16 => dst[..16].copy_from_slice(&src[..16]),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
 /// Reads the accesses of `run` into `got` (one read; lane by lane when that faults, so the
 /// fault is the first faulting lane's, as without coalescing).
 fn read_run(cx: &mut Cx, map: Map, kind: Kind, run: &Run, got: &mut [[u8; 16]; LANES]) -> ExecResult<()> {
@@ -266,7 +278,7 @@ fn read_run(cx: &mut Cx, map: Map, kind: Kind, run: &Run, got: &mut [[u8; 16]; L
     let span = &mut buf[..run.n * bytes];
     if cx.mem.read(run.va, span).is_ok() {
         for (i, l) in run.lanes().enumerate() {
-            got[l][..bytes].copy_from_slice(&span[i * bytes..(i + 1) * bytes]);
+            copy_small(&mut got[l][..bytes], &span[i * bytes..(i + 1) * bytes]);
         }
         return Ok(());
     }
@@ -298,6 +310,16 @@ pub fn load(w: &mut Wave, cx: &mut Cx, kind: Kind, dst: Regs, map: Map) -> ExecR
     }
     read_run(cx, map, kind, &run, &mut data)?;
     // Every lane has been read: write the registers, each from its own old value (d16).
+    if let Kind::Dwords(n) = kind {
+        // Whole dwords replace the registers (Kind::loaded without its per-lane dispatch).
+        let file = if dst.agpr { &mut w.a } else { &mut w.v };
+        for (k, reg) in file[dst.first..dst.first + usize::from(n)].iter_mut().enumerate() {
+            for l in Wave::lanes(exec) {
+                reg[l] = u32::from_le_bytes(data[l][4 * k..4 * k + 4].try_into().expect("4 bytes"));
+            }
+        }
+        return Ok(Flow::Next);
+    }
     for l in Wave::lanes(exec) {
         for k in 0..kind.regs() {
             let old = if keep { dst.get(w, k, l) } else { 0 };
@@ -333,8 +355,19 @@ fn write_run(w: &Wave, cx: &mut Cx, map: Map, kind: Kind, data: Regs, run: &Run)
         return Ok(());
     }
     let mut buf = [0u8; 16 * LANES];
-    for (i, l) in run.lanes().enumerate() {
-        buf[i * bytes..(i + 1) * bytes].copy_from_slice(&store_bytes(w, kind, data, l)[..bytes]);
+    if let Kind::Dwords(n) = kind {
+        // Whole registers, little-endian, straight into the run's bytes.
+        let file = if data.agpr { &w.a } else { &w.v };
+        let regs = &file[data.first..data.first + usize::from(n)];
+        for (i, l) in run.lanes().enumerate() {
+            for (k, reg) in regs.iter().enumerate() {
+                buf[i * bytes + 4 * k..i * bytes + 4 * k + 4].copy_from_slice(&reg[l].to_le_bytes());
+            }
+        }
+    } else {
+        for (i, l) in run.lanes().enumerate() {
+            copy_small(&mut buf[i * bytes..(i + 1) * bytes], &store_bytes(w, kind, data, l)[..bytes]);
+        }
     }
     if cx.mem.write(run.va, &buf[..run.n * bytes]).is_ok() {
         return Ok(());

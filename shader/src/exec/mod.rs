@@ -133,22 +133,36 @@ impl Hasher for PcHasher {
     }
 }
 
-/// The decoded instructions of one kernel, by PC: code is fetched through [`Memory`] once.
+/// The decoded instructions of one kernel, by PC: code is fetched through [`Memory`] once, and
+/// a VALU instruction's handler is looked up then, not at every run.
 #[derive(Debug)]
 pub struct Code {
     pub target: Target,
-    cache: HashMap<u64, Instruction, BuildHasherDefault<PcHasher>>,
+    /// The index in `decoded` of the instruction at a PC (one hash lookup per step).
+    index: HashMap<u64, usize, BuildHasherDefault<PcHasher>>,
+    decoded: Vec<Decoded>,
+}
+
+/// An instruction and, for the VALU, its handler (`None`: another family, or not implemented).
+#[derive(Debug)]
+struct Decoded {
+    inst: Instruction,
+    valu: Option<valu::Handler>,
 }
 
 impl Code {
     pub fn new(target: Target) -> Code {
-        Code { target, cache: HashMap::default() }
+        Code { target, index: HashMap::default(), decoded: Vec::new() }
     }
 
     /// The instruction at `pc`.
     pub fn fetch(&mut self, pc: u64, mem: &mut dyn Memory) -> Result<&Instruction, Fault> {
-        if self.cache.contains_key(&pc) {
-            return Ok(&self.cache[&pc]);
+        self.decoded(pc, mem).map(|d| &d.inst)
+    }
+
+    fn decoded(&mut self, pc: u64, mem: &mut dyn Memory) -> Result<&Decoded, Fault> {
+        if let Some(&i) = self.index.get(&pc) {
+            return Ok(&self.decoded[i]);
         }
         // The longest instruction is 12 bytes (gfx10 VOP3 with a literal); near the end of a
         // mapping, fewer bytes may be readable.
@@ -166,7 +180,10 @@ impl Code {
             return Err(Fault::Memory { pc, inst: "(instruction fetch)".into(), fault });
         }
         let inst = isa::decode(self.target, &bytes[..len], 0).map_err(|error| Fault::Decode { pc, error })?;
-        Ok(self.cache.entry(pc).or_insert(inst))
+        let valu = if valu::encodes(inst.encoding) { valu::handler(inst.op) } else { None };
+        self.index.insert(pc, self.decoded.len());
+        self.decoded.push(Decoded { inst, valu });
+        Ok(self.decoded.last().expect("just pushed"))
     }
 }
 
@@ -181,13 +198,16 @@ pub struct Cx<'a> {
 /// Runs the instruction at the wave's PC.
 pub fn step(w: &mut Wave, code: &mut Code, cx: &mut Cx) -> Result<Flow, Fault> {
     let pc = w.pc;
-    let inst = code.fetch(pc, cx.mem)?;
+    let Decoded { inst, valu } = code.decoded(pc, cx.mem)?;
     w.pc = pc.wrapping_add(u64::from(inst.size));
     let r = match inst.encoding {
         Encoding::Sop1 | Encoding::Sop2 | Encoding::Sopk | Encoding::Sopc => salu::exec(w, inst, cx),
         Encoding::Sopp => sopp::exec(w, inst, pc),
         Encoding::Smem => smem::exec(w, inst, cx),
-        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p => valu::exec(w, inst, cx),
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p => match valu {
+            Some(h) => h(w, inst, cx),
+            None => Err(unimplemented()),
+        },
         Encoding::Ds => lds::exec(w, inst, cx),
         Encoding::Flat | Encoding::Global | Encoding::Scratch => flat::exec(w, inst, cx),
         Encoding::Mubuf => buffer::exec(w, inst, cx),
@@ -219,6 +239,9 @@ pub fn implemented(op: Op) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod probe_tests;
 
 #[cfg(test)]
 mod gfx10_tests;

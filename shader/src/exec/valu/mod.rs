@@ -12,27 +12,28 @@ mod int;
 mod packed;
 
 use super::operand::{constant, special, vreg_range, Ty};
-use super::{unimplemented, Cx, ExecError, ExecResult, Flow};
+use super::{Cx, ExecError, ExecResult, Flow};
 use crate::isa::table::Field;
-use crate::isa::{Instruction, Op, Operand};
+use crate::isa::{Encoding, Instruction, Op, Operand};
 use crate::wave::{Wave, LANES, VCC};
 
 /// Runs one VALU instruction of the wave.
 pub type Handler = fn(&mut Wave, &Instruction, &mut Cx) -> ExecResult;
 
-/// The handler of `op`, from the family that implements it.
-fn handler(op: Op) -> Option<Handler> {
+/// Whether `encoding` is a VALU encoding (whose instructions [`handler`] runs).
+pub fn encodes(encoding: Encoding) -> bool {
+    matches!(encoding, Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p)
+}
+
+/// The handler of `op`, from the family that implements it ([`super::Code`] looks it up once
+/// per decoded instruction).
+pub fn handler(op: Op) -> Option<Handler> {
     int::handler(op).or_else(|| float::handler(op)).or_else(|| cmp::handler(op)).or_else(|| packed::handler(op))
 }
 
 /// Whether the VALU runs `op`.
 pub fn implements(op: Op) -> bool {
     handler(op).is_some()
-}
-
-pub fn exec(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult {
-    let h = handler(inst.op).ok_or_else(unimplemented)?;
-    h(w, inst, cx)
 }
 
 /// One value per lane (64-bit wide so one type serves every operand width).
