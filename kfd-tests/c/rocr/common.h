@@ -67,6 +67,18 @@ static hsa_status_t find_gpu_cb(hsa_agent_t agent, void *data) {
     return HSA_STATUS_SUCCESS;
 }
 
+/* hsa_iterate_agents callback: the CPU agent (whose pools hold system memory). */
+static inline hsa_status_t find_cpu_cb(hsa_agent_t agent, void *data) {
+    hsa_device_type_t type;
+    if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) != HSA_STATUS_SUCCESS)
+        return HSA_STATUS_ERROR;
+    if (type == HSA_DEVICE_TYPE_CPU) {
+        *(hsa_agent_t *)data = agent;
+        return HSA_STATUS_INFO_BREAK;
+    }
+    return HSA_STATUS_SUCCESS;
+}
+
 static int find_hsakmt_cb(struct dl_phdr_info *info, size_t size, void *out) {
     (void)size;
     if (strstr(info->dlpi_name, "libhsakmt.so")) {

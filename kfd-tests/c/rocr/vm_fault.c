@@ -11,16 +11,6 @@
 
 #define SIZE (64u << 10)
 
-static hsa_status_t find_cpu_cb(hsa_agent_t agent, void *data) {
-    hsa_device_type_t type;
-    HSA(hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type));
-    if (type == HSA_DEVICE_TYPE_CPU) {
-        *(hsa_agent_t *)data = agent;
-        return HSA_STATUS_INFO_BREAK;
-    }
-    return HSA_STATUS_SUCCESS;
-}
-
 static hsa_status_t system_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
     hsa_amd_segment_t segment;
     uint32_t flags = 0;

@@ -48,16 +48,6 @@ static hsa_status_t cpu_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
     return HSA_STATUS_SUCCESS;
 }
 
-static hsa_status_t find_cpu_cb(hsa_agent_t agent, void *data) {
-    hsa_device_type_t type;
-    HSA(hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type));
-    if (type == HSA_DEVICE_TYPE_CPU) {
-        *(hsa_agent_t *)data = agent;
-        return HSA_STATUS_INFO_BREAK;
-    }
-    return HSA_STATUS_SUCCESS;
-}
-
 /* A word of the pattern the copies carry: different in every word and every byte lane. */
 static uint32_t pattern(uint32_t i) {
     uint32_t x = i * 2654435761u ^ 0x5bd1e995u;
