@@ -384,6 +384,15 @@ impl Device {
         }
     }
 
+    /// The event set count of the context `file` gives `pid` (None if it gives none): what a
+    /// front end notes when a WAIT_EVENTS enters before its arguments arrive
+    /// ([`Request::entered`]).
+    pub fn event_set_count(&self, file: FileId, pid: u32) -> Option<u64> {
+        let process = self.clients.lock().context(file, pid)?;
+        let count = process.events().set_count();
+        Some(count)
+    }
+
     /// The caller of request `tag` was interrupted: its parked wait answers EINTR. Returns
     /// whether a parked wait was found.
     pub fn interrupt(&self, tag: u64) -> bool {

@@ -39,18 +39,22 @@ impl Capture {
     }
 }
 
-/// Every thread is its own process in this fake kernel; memory at `unreadable` (if any) is
-/// not mapped in any of them.
+/// Every thread is its own process in this fake kernel, but for the made-up tids from
+/// [`FAKE_THREADS`] on, which are threads of this test process; memory at `unreadable` (if any)
+/// is not mapped in any of them.
 struct FakeProcfs {
     unreadable: Option<u64>,
 }
 
+/// Made-up tids of further threads of this test process (above any real pid_max).
+const FAKE_THREADS: u32 = 0x4000_0000;
+
 impl Procfs for FakeProcfs {
     fn tgid(&self, tid: u32) -> Option<u32> {
-        Some(tid)
+        Some(if tid >= FAKE_THREADS { pid() } else { tid })
     }
     fn is_thread_of(&self, pid: u32, tid: u32) -> bool {
-        pid == tid
+        pid == tid || (tid >= FAKE_THREADS && pid == self::pid())
     }
     fn readable(&self, _pid: u32, addr: u64, len: u64) -> bool {
         self.unreadable.is_none_or(|bad| bad < addr || bad >= addr + len)
@@ -340,6 +344,62 @@ fn wait_events_takes_two_hops_and_copies_event_data_back() {
     let back = EventData::read_from_bytes(&out[24..]).unwrap();
     assert_eq!(back.event_id, id);
     assert_eq!(back.payload[0], 2, "event age after one set");
+}
+
+/// ROCr's AQL queue destructor sets the queue_inactive_signal's auto-reset event and then
+/// waits on it itself for the async-events thread's answer. If the async thread's WAIT_EVENTS
+/// entered the kernel before that set but its rounds brought the event array only after the
+/// destroyer's own wait had consumed the signal, the set must still wake it, as amdkfd's waiter
+/// registered on entry is woken: otherwise both threads sleep on the event for ever.
+#[test]
+fn a_set_between_the_rounds_of_a_wait_wakes_it_though_another_thread_consumed_it() {
+    let mut k = Kernel::new();
+    k.init();
+    let fh = k.open(pid());
+    let id = create_signal_event(&mut k, fh, true);
+    let async_thread = FAKE_THREADS + 1;
+    let (arg, ptr) = (0x1000u64, 0x2000u64);
+    let ev = EventData { event_id: id, ..Default::default() };
+    // Timeout 0: a wait the set does not reach answers TIMEOUT instead of parking.
+    let mem = Mem::default().with(arg, wait_args(ptr, 1, 0).as_bytes()).with(ptr, ev.as_bytes());
+    let all = [mem.read(arg, 24), mem.read(ptr, 48)].concat();
+    let round = |k: &mut Kernel, data: &[u8], out_size| {
+        let u = k.unique();
+        k.session.handle(&k.ioctl_frame(u, async_thread, fh, AMDKFD_IOC_WAIT_EVENTS, arg, data, out_size));
+        k.sink.one()
+    };
+
+    // The async thread's wait enters: round 1 asks for the argument struct.
+    let r = round(&mut k, &[], 0);
+    assert_ne!(FuseIoctlOut::read_from_prefix(&r[16..]).unwrap().0.flags & FUSE_IOCTL_RETRY, 0);
+    // The destroyer sets the event and its own wait consumes the signal.
+    let set_arg = 0x3000;
+    let set = Mem::default().with(set_arg, SetEventArgs { event_id: id, pad: 0 }.as_bytes());
+    assert_eq!(ioctl_result(&k.ioctl(pid(), fh, AMDKFD_IOC_SET_EVENT, set_arg, &set)).0, 0);
+    let r = k.ioctl(pid(), fh, AMDKFD_IOC_WAIT_EVENTS, arg, &mem);
+    let (res, out) = ioctl_result(&r);
+    assert_eq!(res, 0);
+    assert_eq!(WaitEventsArgs::read_from_bytes(&out[..24]).unwrap().wait_result, KFD_IOC_WAIT_RESULT_COMPLETE);
+    // The async thread's next rounds: the struct, then the array; the set it entered before
+    // completes it.
+    let r = round(&mut k, &mem.read(arg, 24), 24);
+    assert_ne!(FuseIoctlOut::read_from_prefix(&r[16..]).unwrap().0.flags & FUSE_IOCTL_RETRY, 0);
+    let r = round(&mut k, &all, 72);
+    let (res, out) = ioctl_result(&r);
+    assert_eq!(res, 0);
+    assert_eq!(
+        WaitEventsArgs::read_from_bytes(&out[..24]).unwrap().wait_result,
+        KFD_IOC_WAIT_RESULT_COMPLETE,
+        "the set made between its rounds wakes the async thread's wait"
+    );
+    // Its next wait enters after the set: nothing wakes it.
+    for (data, out_size) in [(&[][..], 0), (&mem.read(arg, 24)[..], 24)] {
+        round(&mut k, data, out_size);
+    }
+    let r = round(&mut k, &all, 72);
+    let (res, out) = ioctl_result(&r);
+    assert_eq!(res, 0);
+    assert_eq!(WaitEventsArgs::read_from_bytes(&out[..24]).unwrap().wait_result, KFD_IOC_WAIT_RESULT_TIMEOUT);
 }
 
 /// Starts an infinite wait on `id` and returns the unique of its last (parked) round.

@@ -33,6 +33,8 @@ pub struct Event {
     pub signaled: bool,
     /// Incremented on each set (KFD 1.14 event age); starts at 1 so that 0 means "not used".
     pub age: u64,
+    /// The table's set count at this event's last set (0: never set).
+    pub last_set: u64,
     /// Waiters parked on this event.
     pub waiters: Vec<WaitId>,
     /// The last memory exception reported through this event (MEMORY events).
@@ -61,6 +63,9 @@ pub struct EventTable {
     /// Every slot below this one is taken: the search for the lowest free slot starts here, so
     /// that filling the page is linear, not quadratic.
     first_maybe_free_slot: u32,
+    /// Sets so far, of every event: a wait that entered the device at count N counts the sets
+    /// after N (see [`Waiter::entered`]).
+    set_count: u64,
 }
 
 /// What CREATE_EVENT hands back.
@@ -95,6 +100,12 @@ impl EventTable {
 
     pub fn waiter_count(&self) -> usize {
         self.waiters.len()
+    }
+
+    /// Sets so far: what a front end that receives a WAIT_EVENTS in rounds notes when the call
+    /// enters (see [`Waiter::entered`]).
+    pub fn set_count(&self) -> u64 {
+        self.set_count
     }
 
     pub fn get(&self, id: u32) -> Option<&Event> {
@@ -141,6 +152,7 @@ impl EventTable {
                 auto_reset,
                 signaled: false,
                 age: 1,
+                last_set: 0,
                 waiters: Vec::new(),
                 memory_exception: HsaMemoryExceptionData::default(),
                 hw_exception: HsaHwExceptionData::default(),
@@ -203,6 +215,8 @@ impl EventTable {
     /// waiters and stays unsignaled; otherwise it stays signaled until consumed or reset.
     pub fn set(&mut self, id: u32, done: &mut Vec<Completion>) {
         let Some(ev) = self.events.get_mut(&id) else { return };
+        self.set_count += 1;
+        ev.last_set = self.set_count;
         ev.age = ev.age.wrapping_add(1).max(1);
         ev.signaled = !ev.auto_reset || ev.waiters.is_empty();
         let woken: Vec<WaitId> = ev.waiters.clone();
@@ -284,10 +298,13 @@ impl EventTable {
     /// current state and returns it complete, timed out (timeout 0), or parked.
     /// Every event id must exist (the caller checked, under this lock).
     pub fn begin_wait(&mut self, mut waiter: Waiter, done: &mut Vec<Completion>) -> Option<WaitId> {
+        let entered = waiter.entered;
+        let set_since_entry = |ev: &Event| entered.is_some_and(|n| ev.last_set > n);
         for slot in waiter.slots.iter_mut() {
             let Some(ev) = self.events.get_mut(&slot.event_id) else { continue };
-            slot.activated =
-                ev.signaled || (ev.event_type == KFD_IOC_EVENT_SIGNAL && slot.last_age != 0 && slot.last_age != ev.age);
+            slot.activated = ev.signaled
+                || set_since_entry(ev)
+                || (ev.event_type == KFD_IOC_EVENT_SIGNAL && slot.last_age != 0 && slot.last_age != ev.age);
             // A waiter consumes an auto-reset event's signal.
             if ev.signaled && ev.auto_reset {
                 ev.signaled = false;

@@ -31,6 +31,11 @@ impl Fixture {
     /// Starts a wait on `ids` (any of them) with the ages the caller last saw (0: none);
     /// returns whether it parked and what completed at once.
     fn wait(&mut self, ids: &[(u32, u64)]) -> (bool, Vec<Completion>) {
+        self.wait_entered(ids, None)
+    }
+
+    /// [`Fixture::wait`] for a call that entered the device when the set count was `entered`.
+    fn wait_entered(&mut self, ids: &[(u32, u64)], entered: Option<u64>) -> (bool, Vec<Completion>) {
         let id = self.next_wait;
         self.next_wait += 1;
         let data: Vec<EventData> = ids
@@ -42,6 +47,7 @@ impl Fixture {
             slots: ids.iter().map(|&(event_id, last_age)| WaitSlot { event_id, activated: false, last_age }).collect(),
             wait_for_all: false,
             timeout_ms: KFD_EVENT_TIMEOUT_INFINITE,
+            entered,
             args: WaitEventsArgs { events_ptr: 0x1000, num_events: ids.len() as u32, ..WaitEventsArgs::default() },
             data,
             reply: Pending::new(Responder::new(id, |_| {}), std::mem::size_of::<WaitEventsArgs>(), true),
@@ -109,6 +115,35 @@ fn an_auto_reset_event_is_consumed_by_the_waiter_it_wakes() {
     f.table.set(manual, &mut done);
     assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
     assert!(f.table.get(manual).unwrap().signaled);
+}
+
+/// ROCr's queue destructor sets an auto-reset event and then waits on it itself, for the async
+/// thread's answer. A wait of the async thread that entered before the set (its arguments still
+/// in CUSE's RETRY rounds) must be woken by it, as amdkfd's waiter registered at entry is, even
+/// though the destroyer's own wait consumed the signal first. A set before entry does not count.
+#[test]
+fn a_set_after_a_wait_entered_wakes_it_though_another_wait_consumed_the_signal() {
+    let mut f = Fixture::new();
+    let shared = f.signal_event(true);
+    let before = f.signal_event(true);
+    let mut done = Vec::new();
+    f.table.set(before, &mut done);
+    let (parked, _) = f.wait(&[(before, 0)]);
+    assert!(!parked);
+    let entered = f.table.set_count();
+    f.table.set(shared, &mut done);
+    assert!(done.is_empty());
+    let (parked, done) = f.wait(&[(shared, 0)]);
+    assert!(!parked && completed(&done) == [KFD_IOC_WAIT_RESULT_COMPLETE], "the destroyer's wait consumes the set");
+    assert!(!f.table.get(shared).unwrap().signaled);
+
+    let (parked, _) = f.wait_entered(&[(before, 0)], Some(entered));
+    assert!(parked, "a set before entry, consumed, does not wake a wait that entered after it");
+    let (parked, done) = f.wait_entered(&[(shared, 0)], Some(entered));
+    assert!(!parked, "the set came after this wait entered");
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    let (parked, _) = f.wait(&[(shared, 0)]);
+    assert!(parked, "without an entry count a consumed auto-reset event parks the waiter");
 }
 
 #[test]

@@ -36,6 +36,12 @@ pub struct Waiter {
     pub slots: Vec<WaitSlot>,
     pub wait_for_all: bool,
     pub timeout_ms: u32,
+    /// The table's set count when the call entered the device, if its front end took it before
+    /// the arguments arrived (CUSE: the first of the RETRY rounds). Events set since then
+    /// activate the wait, as they would a waiter amdkfd registers on entry to
+    /// kfd_wait_on_events: without it, a set between the rounds would be consumed by another
+    /// thread's wait and this one would sleep through it.
+    pub entered: Option<u64>,
     /// The caller's arguments, returned with `wait_result` filled in.
     pub args: WaitEventsArgs,
     /// The caller's event data array as read at the start.

@@ -124,6 +124,7 @@ pub fn wait(ctx: &Ctx, a: &mut WaitEventsArgs) -> Handled {
             .collect(),
         wait_for_all: a.wait_for_all != 0,
         timeout_ms: a.timeout,
+        entered: ctx.entered,
         args: *a,
         data,
         reply,

@@ -63,6 +63,8 @@ pub struct Ctx<'a> {
     pub process: &'a Arc<Process>,
     pub caller: Caller,
     pub user: &'a dyn UserMemory,
+    /// [`Request::entered`].
+    pub entered: Option<u64>,
     writes: RefCell<Vec<UserWrite>>,
     pending: RefCell<Option<Pending>>,
 }
@@ -116,6 +118,9 @@ pub struct Request<'a> {
     pub data: &'a [u8],
     /// The front end's id for the request (FUSE unique), used to interrupt a parked wait.
     pub tag: u64,
+    /// For a WAIT_EVENTS whose arguments came after the call entered (CUSE's RETRY rounds): the
+    /// process's event set count at entry (see [`crate::event::wait::Waiter::entered`]).
+    pub entered: Option<u64>,
 }
 
 /// Runs `req` for `process` (the file-to-process check is the device's).
@@ -154,6 +159,7 @@ pub(crate) unsafe fn dispatch(
         process,
         caller: req.caller,
         user,
+        entered: req.entered,
         writes: RefCell::new(Vec::new()),
         pending: RefCell::new(Some(Pending::new(responder, usize_, copy_out))),
     };

@@ -20,11 +20,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use uapi::fuse::*;
-use uapi::ioctl::{ioc_dir, ioc_size, IOC_READ, IOC_WRITE};
+use uapi::ioctl::{ioc_dir, ioc_size, AMDKFD_IOC_WAIT_EVENTS, IOC_READ, IOC_WRITE};
 use uapi::FromBytes;
 
 /// Largest transfer in each direction (CUSE negotiates no max_pages: 32 pages).
 pub const MAX_TRANSFER: u32 = 128 * 1024;
+
+/// WAIT_EVENTS calls of one file between their first and last round that the session notes
+/// the entry of (one per thread; see [`Entered`]). Beyond it a call waits as if it entered with
+/// its last round.
+const MAX_ENTERED_PER_FILE: usize = 1024;
 
 /// Where reply frames go: the /dev/cuse fd, or a test's capture.
 pub trait FrameSink: Send + Sync {
@@ -114,6 +119,12 @@ impl FrameSink for Tracked {
     }
 }
 
+/// Where each WAIT_EVENTS in its RETRY rounds entered: fh -> calling thread -> (arg, the
+/// process's event set count at the first round). A thread has one ioctl at a time and every
+/// call starts with a round without data, which replaces its thread's entry, so an entry left by
+/// a call that failed between rounds is never used.
+type Entered = HashMap<u64, HashMap<u32, (u64, u64)>>;
+
 pub struct Session {
     device: Arc<Device>,
     sink: Arc<dyn FrameSink>,
@@ -123,6 +134,7 @@ pub struct Session {
     /// Open files: fh -> the process that opened it.
     files: Mutex<HashMap<u64, u32>>,
     interrupts: Arc<Interrupts>,
+    entered: Mutex<Entered>,
 }
 
 fn iov(base: u64, len: u64) -> FuseIoctlIovec {
@@ -151,6 +163,7 @@ impl Session {
             initialized: AtomicBool::new(false),
             files: Mutex::new(HashMap::new()),
             interrupts,
+            entered: Mutex::new(HashMap::new()),
         }
     }
 
@@ -218,6 +231,7 @@ impl Session {
             Op::Open(_) => self.open(req),
             Op::Release(r) => {
                 if let Some(_owner) = self.files.lock().remove(&r.fh) {
+                    self.entered.lock().remove(&r.fh);
                     self.device.release(FileId(r.fh));
                 }
                 self.sink.send(frame::reply(unique, 0, &[]));
@@ -316,6 +330,13 @@ impl Session {
             self.sink.send(frame::reply_ioctl(unique, -(Errno::ENOTTY as i32), &[]));
             return;
         };
+        // amdkfd registers a WAIT_EVENTS' waiter on entry; ours registers when the event array
+        // arrives, two rounds later. The set count at entry lets the wait count the sets made
+        // in between (another thread's SET_EVENT consumed by a third thread's wait, say).
+        let waits = desc.cmd == AMDKFD_IOC_WAIT_EVENTS;
+        if waits && data.is_empty() {
+            self.note_entry(io.fh, pid, h.pid, io.arg);
+        }
         let size = ioc_size(io.cmd) as u64;
         let kdir = ioc_dir(desc.cmd);
         let args_in = if kdir & IOC_WRITE != 0 { size } else { 0 };
@@ -380,7 +401,8 @@ impl Session {
         let responder = Responder::new(unique, move |reply: Reply| {
             sink.send(final_reply(unique, reply, args_out as usize, out_ranges));
         });
-        let request = ioctl::Request { caller, cmd: io.cmd, data: &data[..args_in as usize], tag: unique };
+        let entered = if waits { self.take_entry(io.fh, h.pid, io.arg) } else { None };
+        let request = ioctl::Request { caller, cmd: io.cmd, data: &data[..args_in as usize], tag: unique, entered };
         // SAFETY: the caller is the process the kernel names for this ioctl(2), and the file's
         // context is bound (`Device::open`) to the process that opened it, which alone may use
         // it (EBADF otherwise). Another process's memory is no soundness concern; if it is this
@@ -395,9 +417,27 @@ impl Session {
         }
     }
 
+    fn note_entry(&self, fh: u64, pid: u32, tid: u32, arg: u64) {
+        let Some(count) = self.device.event_set_count(FileId(fh), pid) else { return };
+        let mut entered = self.entered.lock();
+        let calls = entered.entry(fh).or_default();
+        if calls.len() < MAX_ENTERED_PER_FILE || calls.contains_key(&tid) {
+            calls.insert(tid, (arg, count));
+        }
+    }
+
+    /// The set count noted at the first round of thread `tid`'s WAIT_EVENTS on `arg`.
+    fn take_entry(&self, fh: u64, tid: u32, arg: u64) -> Option<u64> {
+        let mut entered = self.entered.lock();
+        let calls = entered.get_mut(&fh)?;
+        let (at, count) = calls.remove(&tid)?;
+        (at == arg).then_some(count)
+    }
+
     /// Answers every parked request with its failure and forgets all files (shutdown).
     pub fn shutdown(&self) {
         self.files.lock().clear();
+        self.entered.lock().clear();
         self.device.shutdown();
     }
 }
