@@ -179,10 +179,18 @@ impl BackingStore {
 
     /// A fresh directory of this process's own, mode 0700, with an unpredictable name in
     /// /dev/shm (or the temporary directory when there is none); it is removed with the store.
+    /// Its name carries its process (see [`StoreOwner`]), so that the stores of processes that
+    /// died without dropping theirs (killed by a timeout, say: tmpfs memory no one frees) are
+    /// removed when a later process of the same user makes its own.
     pub fn private() -> io::Result<BackingStore> {
         let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        let me = StoreOwner::this_process();
+        if me.is_some() {
+            remove_stores_of_dead_processes(&base);
+        }
+        let tag = me.map(|o| o.tag()).unwrap_or_default();
         // mkdtemp creates the directory exclusively with mode 0700: a name someone planted fails.
-        let root = nix::unistd::mkdtemp(&base.join("cuse-kfd-XXXXXX"))?;
+        let root = nix::unistd::mkdtemp(&base.join(format!("{PRIVATE_PREFIX}{tag}XXXXXX")))?;
         let root_fd = open_own_dir(None, &root)?;
         let store = BackingStore {
             root,
@@ -529,6 +537,76 @@ fn list(dir: RawFd) -> nix::Result<Vec<Vec<u8>>> {
         }
     }
     Ok(names)
+}
+
+/// Private stores are `<base>/cuse-kfd-<owner tag>XXXXXX`.
+const PRIVATE_PREFIX: &str = "cuse-kfd-";
+
+/// The process a private store belongs to, as its name says: `<pid namespace>.<pid>.<start
+/// time>-`. The start time tells a reused pid from the owner; the namespace keeps a process from
+/// judging pids of another pid namespace (a program `cuse-kfd run` started in its own), which it
+/// cannot see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StoreOwner {
+    pid_ns: u64,
+    pid: u32,
+    start: u64,
+}
+
+impl StoreOwner {
+    fn this_process() -> Option<StoreOwner> {
+        let pid = std::process::id();
+        Some(StoreOwner { pid_ns: pid_namespace()?, pid, start: crate::owner::start_time(pid).ok()? })
+    }
+
+    fn tag(&self) -> String {
+        format!("{}.{}.{}-", self.pid_ns, self.pid, self.start)
+    }
+
+    /// The owner a store's directory name gives, if it has one.
+    fn parse(name: &[u8]) -> Option<StoreOwner> {
+        let tag = std::str::from_utf8(name.strip_prefix(PRIVATE_PREFIX.as_bytes())?).ok()?;
+        let (tag, _random) = tag.rsplit_once('-')?;
+        let mut parts = tag.split('.');
+        let owner = StoreOwner {
+            pid_ns: parts.next()?.parse().ok()?,
+            pid: parts.next()?.parse().ok()?,
+            start: parts.next()?.parse().ok()?,
+        };
+        parts.next().is_none().then_some(owner)
+    }
+
+    fn is_alive(&self) -> bool {
+        crate::owner::start_time(self.pid).is_ok_and(|t| t == self.start)
+    }
+}
+
+/// The inode of this process's pid namespace (`/proc/self/ns/pid` reads `pid:[N]`).
+fn pid_namespace() -> Option<u64> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    link.to_str()?.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Removes the private stores in `base` of this user whose process, in this pid namespace, has
+/// died. Only this user's directories are touched (`/dev/shm` is sticky: no one else can swap
+/// them), and only through descriptors.
+fn remove_stores_of_dead_processes(base: &Path) {
+    let Some(ns) = pid_namespace() else { return };
+    let Ok(base_fd) = open_dir(None, base) else { return };
+    let Ok(names) = list(base_fd.as_raw_fd()) else { return };
+    for name in names {
+        let Some(owner) = StoreOwner::parse(&name) else { continue };
+        let name = OsStr::from_bytes(&name);
+        if owner.pid_ns != ns || owner.is_alive() || open_own_dir(Some(base_fd.as_raw_fd()), Path::new(name)).is_err() {
+            continue;
+        }
+        log::info!(
+            "removing {}: the private backing store of pid {}, which has died",
+            base.join(name).display(),
+            owner.pid
+        );
+        remove_beneath(base_fd.as_raw_fd(), name, 0);
+    }
 }
 
 /// Removes entry `name` of `parent` and, if it is a directory, everything in it, through

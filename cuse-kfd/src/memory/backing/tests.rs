@@ -230,3 +230,41 @@ fn client_directory_names() {
         assert!(!is_client_dir(no.as_bytes()), "{no}");
     }
 }
+
+#[test]
+fn a_private_store_names_its_process_and_removes_those_of_dead_processes() {
+    let me = StoreOwner::this_process().expect("/proc/self is readable");
+    let store = BackingStore::private().unwrap();
+    let name = store.root().file_name().unwrap().as_bytes().to_vec();
+    assert_eq!(StoreOwner::parse(&name), Some(me), "{:?}", store.root());
+    assert_eq!(StoreOwner::parse(b"cuse-kfd-Ab12Cd"), None, "an older store's name gives no owner");
+    assert_eq!(StoreOwner::parse(b"cuse-kfd-1.2.3.4-Ab12Cd"), None);
+
+    // Stores as a killed process leaves them (this pid with another start time: a reused pid),
+    // one of this live process, and one of a pid namespace this process cannot judge.
+    let base = store.root().parent().unwrap().to_owned();
+    let dead = StoreOwner { start: me.start + 1, ..me };
+    let other_ns = StoreOwner { pid_ns: me.pid_ns + 1, ..dead };
+    let make = |owner: StoreOwner, suffix: &str| {
+        let dir = base.join(format!("{PRIVATE_PREFIX}{}{suffix}", owner.tag()));
+        fs::create_dir_all(dir.join("42/kfd")).unwrap();
+        fs::write(dir.join("42/kfd/0000000000001000"), [1u8; 64]).unwrap();
+        dir
+    };
+    let made = Made(vec![make(dead, "tst001"), make(me, "tst002"), make(other_ns, "tst003")]);
+    let later = BackingStore::private().unwrap();
+    assert!(!made.0[0].exists(), "the dead process's store is removed");
+    assert!(made.0[1].exists() && made.0[2].exists(), "a live process's store and another namespace's stay");
+    assert!(store.root().exists() && later.root().exists());
+}
+
+/// Directories a test made, removed when it ends, passed or not.
+struct Made(Vec<std::path::PathBuf>);
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = fs::remove_dir_all(d);
+        }
+    }
+}
