@@ -125,16 +125,20 @@ pub struct Device {
 /// only while the gate is open. A thread holding an upgraded reference when the device's owner
 /// let go of its own would hold the last one, and tear the device down later, on that thread,
 /// behind the owner's back. So the owner dropping the last reference first closes the gate
-/// ([`Device::letting_go`]), which waits out a thread inside it.
+/// ([`Device::let_go`]), which waits out a thread inside it.
 struct Gate {
-    open: std::sync::RwLock<bool>,
+    state: std::sync::RwLock<GateState>,
+}
+
+struct GateState {
+    open: bool,
 }
 
 impl Gate {
     /// Runs `f` on the device unless it is gone or going.
     fn with<R>(&self, device: &Weak<Device>, f: impl FnOnce(&Device) -> R) -> Option<R> {
-        let open = self.open.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !*open {
+        let open = self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !open.open {
             return None;
         }
         let device = device.upgrade()?;
@@ -164,7 +168,7 @@ impl Device {
         let trace = Arc::new(Trace::default());
         let vram = topology.gpus().iter().map(|g| (g.gpu_id, g.profile.vram_size)).collect();
         let ledger = Arc::new(Ledger::new(&config.quotas, vram, gtt_limit()));
-        let gate = Arc::new(Gate { open: std::sync::RwLock::new(true) });
+        let gate = Arc::new(Gate { state: std::sync::RwLock::new(GateState { open: true }) });
         Ok(Arc::new_cyclic(|weak: &Weak<Device>| {
             let (w, g) = (weak.clone(), gate.clone());
             let timer = Timer::new(Box::new(move |pid, wait| {
@@ -214,14 +218,21 @@ impl Device {
         &self.engine
     }
 
-    /// Called by an owner (an [`crate::Embedded`] handle or file) about to drop its reference:
-    /// when it is the last, the gate closes first, so the drop that follows tears the device
-    /// down on the owner's thread, synchronously, and never on one of the device's threads.
-    pub fn letting_go(this: &Arc<Device>) {
-        let mut open = this.gate.open.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        // No device thread holds a reference while the gate is held.
-        if Arc::strong_count(this) == 1 {
-            *open = false;
+    /// How an owner (an [`crate::Embedded`] handle or file) drops its reference: the last one
+    /// closes the gate first, so the device is torn down on an owner's thread, synchronously,
+    /// and never on one of the device's threads. Owners serialize here and a reference that is
+    /// not the last drops with the gate held, so of two owners leaving at the same instant the
+    /// second sees the first's reference gone.
+    pub fn let_go(this: Arc<Device>) {
+        let gate = this.gate.clone();
+        let mut state = gate.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // No device thread holds a reference while the gate is held. Another holder (a CUSE
+        // session, a test) may drop its own meanwhile: `into_inner` says atomically whether
+        // this one was the last.
+        if let Some(device) = Arc::into_inner(this) {
+            state.open = false;
+            drop(state);
+            drop(device);
         }
     }
 
@@ -484,5 +495,43 @@ impl Drop for Device {
         self.shutdown();
         let _ = std::fs::remove_dir_all(self.backing.root().join("topology"));
         let _ = std::fs::remove_dir(self.backing.root());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    /// Two owners let go at the same instant while a device thread keeps entering the gate (as
+    /// the timer and owner watch do): the device is torn down by one of the owners, before its
+    /// `let_go` returns, never later on the device thread. This catches an owner that drops
+    /// past the gate. The narrower race of the old check (two owners each seeing the other's
+    /// reference, then both dropping with the gate open) is closed by construction, check and
+    /// drop under one lock, and is too narrow to provoke here.
+    #[test]
+    fn owners_leaving_together_tear_the_device_down_themselves() {
+        for round in 0..40 {
+            let device = Device::new(&DeviceConfig::default()).unwrap();
+            let root = device.backing().root().to_owned();
+            let (weak, gate) = (device.weak(), device.gate.clone());
+            // In the gate most of the time, as a slow timer tick would be.
+            let tick = || std::thread::sleep(std::time::Duration::from_micros(500));
+            let entering = std::thread::spawn(move || while gate.with(&weak, |_| tick()).is_some() {});
+            let start = Arc::new(Barrier::new(2));
+            let owners: Vec<_> = [device.clone(), device]
+                .into_iter()
+                .map(|d| {
+                    let start = start.clone();
+                    std::thread::spawn(move || {
+                        start.wait();
+                        Device::let_go(d);
+                    })
+                })
+                .collect();
+            owners.into_iter().for_each(|o| o.join().unwrap());
+            assert!(!root.exists(), "round {round}: the device outlived its owners' let_go");
+            entering.join().unwrap();
+        }
     }
 }

@@ -43,22 +43,9 @@ impl UserMemory for ProcessMemory {
 }
 
 /// A device living in this process.
+#[derive(Clone)]
 pub struct Embedded {
-    device: Arc<Device>,
-    /// The fork epoch of the process that made the device: only there may its last handle drop.
-    epoch: u64,
-}
-
-impl Clone for Embedded {
-    fn clone(&self) -> Embedded {
-        Embedded { device: self.device.clone(), epoch: self.epoch }
-    }
-}
-
-impl Drop for Embedded {
-    fn drop(&mut self) {
-        let_go(&self.device, self.epoch);
-    }
+    device: OwnerRef,
 }
 
 /// Whether handles of fork epoch `epoch` belong to this process (not to a process it was forked
@@ -67,15 +54,37 @@ fn ours(epoch: u64) -> bool {
     crate::fork::epoch() == epoch
 }
 
-/// A handle about to drop its reference. In a forked child, a handle on the parent's device
+/// An owner's reference to the device (an [`Embedded`] handle's or an [`EmbeddedFile`]'s),
+/// given back through [`Device::let_go`]. In a forked child, a handle on the parent's device
 /// must never be the last one dropped (dropping the device joins threads the child does not
-/// have): leak one reference. Else the device learns that an owner lets go (see
-/// [`Device::letting_go`]).
-fn let_go(device: &Arc<Device>, epoch: u64) {
-    if ours(epoch) {
-        Device::letting_go(device);
-    } else {
-        std::mem::forget(Arc::clone(device));
+/// have): the reference is leaked there.
+struct OwnerRef {
+    /// Always there but while dropping.
+    device: Option<Arc<Device>>,
+    /// The fork epoch of the process that made the device: only there may its last handle drop.
+    epoch: u64,
+}
+
+impl OwnerRef {
+    fn get(&self) -> &Arc<Device> {
+        self.device.as_ref().expect("taken only when dropped")
+    }
+}
+
+impl Clone for OwnerRef {
+    fn clone(&self) -> OwnerRef {
+        OwnerRef { device: self.device.clone(), epoch: self.epoch }
+    }
+}
+
+impl Drop for OwnerRef {
+    fn drop(&mut self) {
+        let Some(device) = self.device.take() else { return };
+        if ours(self.epoch) {
+            Device::let_go(device);
+        } else {
+            std::mem::forget(device);
+        }
     }
 }
 
@@ -83,11 +92,11 @@ impl Embedded {
     pub fn new(config: &DeviceConfig) -> Result<Embedded, DeviceError> {
         crate::fork::install();
         let epoch = crate::fork::epoch();
-        Ok(Embedded { device: Device::new(config)?, epoch })
+        Ok(Embedded { device: OwnerRef { device: Some(Device::new(config)?), epoch } })
     }
 
     pub fn device(&self) -> &Arc<Device> {
-        &self.device
+        self.device.get()
     }
 
     /// Opens the device as this process. ENODEV in a forked child of the process that made
@@ -110,12 +119,12 @@ impl Embedded {
     }
 
     fn open_bound(&self, caller: Caller, owner_pid: u32) -> Result<EmbeddedFile, Errno> {
-        if !ours(self.epoch) {
+        if !ours(self.device.epoch) {
             return Err(Errno::ENODEV);
         }
-        let file = self.device.open_bound(caller, owner_pid)?;
+        let file = self.device().open_bound(caller, owner_pid)?;
         let memory_pid = std::process::id();
-        Ok(EmbeddedFile { device: self.device.clone(), file, caller, memory_pid, epoch: self.epoch })
+        Ok(EmbeddedFile { device: self.device.clone(), file, caller, memory_pid })
     }
 }
 
@@ -147,11 +156,10 @@ impl PendingIoctl {
 
 /// One open file of the embedded device.
 pub struct EmbeddedFile {
-    device: Arc<Device>,
+    device: OwnerRef,
     file: FileId,
     caller: Caller,
     memory_pid: u32,
-    epoch: u64,
 }
 
 impl EmbeddedFile {
@@ -164,7 +172,7 @@ impl EmbeddedFile {
     }
 
     pub fn device(&self) -> &Arc<Device> {
-        &self.device
+        self.device.get()
     }
 
     /// ioctl(2): `arg` holds the caller's struct (`_IOC_SIZE(cmd)` bytes) and receives the reply.
@@ -224,7 +232,7 @@ impl EmbeddedFile {
     unsafe fn start_as(&self, caller: Caller, cmd: u32, arg: &[u8]) -> PendingIoctl {
         let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
-        if !ours(self.epoch) {
+        if !ours(self.device.epoch) {
             // An inherited file in a forked child (amdkfd: "Using KFD FD in child process not
             // allowed"): answered here, the device's threads and locks are the parent's.
             let _ = tx.send(Reply::error(Errno::EBADF));
@@ -241,23 +249,22 @@ impl EmbeddedFile {
         // contract covers them and the ranges the request registers, which are in the memory of
         // the context's owner: this process (`open`, `open_as`, covered by the contract) or
         // another real process (`open_process`), no soundness concern.
-        unsafe { self.device.ioctl(self.file, &req, &ProcessMemory(self.memory_pid), responder) };
+        unsafe { self.device().ioctl(self.file, &req, &ProcessMemory(self.memory_pid), responder) };
         PendingIoctl { tag, rx, memory_pid: self.memory_pid }
     }
 
     /// Interrupts a started ioctl (as a signal to the caller would).
     pub fn interrupt(&self, pending: &PendingIoctl) -> bool {
-        ours(self.epoch) && self.device.interrupt(pending.tag)
+        ours(self.device.epoch) && self.device().interrupt(pending.tag)
     }
 }
 
 impl Drop for EmbeddedFile {
     fn drop(&mut self) {
         // In a forked child the file is the parent's: closing it there changes nothing.
-        if ours(self.epoch) {
-            self.device.release(self.file);
+        if ours(self.device.epoch) {
+            self.device().release(self.file);
         }
-        let_go(&self.device, self.epoch);
     }
 }
 
