@@ -256,8 +256,13 @@ fn cmpswap_data_is_the_new_value_then_the_compare_value() {
 fn sixty_four_bit_atomics_use_register_pairs() {
     let f = |x: f64| x.to_bits();
     // (instruction, old, data v[4:7], new)
-    let cases: [(&str, u64, [u64; 2], u64); 6] = [
+    let cases: [(&str, u64, [u64; 2], u64); 10] = [
         ("global_atomic_add_x2 v[0:1], v[2:3], v[4:5], off glc", 0xffff_ffff, [1, 0], 0x1_0000_0000),
+        // Signed and counting at 64 bits: the high word decides.
+        ("global_atomic_smin_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 40, [u64::MAX, 0], u64::MAX),
+        ("global_atomic_smax_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 63, [1 << 32, 0], 1 << 32),
+        ("global_atomic_inc_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 40, [1 << 41, 0], (1 << 40) + 1),
+        ("global_atomic_dec_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 40, [1 << 41, 0], (1 << 40) - 1),
         ("global_atomic_cmpswap_x2 v[0:1], v[2:3], v[4:7], off glc", 1 << 40, [5, 1 << 40], 5),
         ("global_atomic_cmpswap_x2 v[0:1], v[2:3], v[4:7], off glc", 1 << 41, [5, 1 << 40], 1 << 41),
         ("global_atomic_add_f64 v[0:1], v[2:3], v[4:5], off glc", f(1.5), [f(2.25), 0], f(3.75)),

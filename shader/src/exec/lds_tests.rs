@@ -230,8 +230,14 @@ fn atomics_apply_and_the_rtn_forms_return_the_old_value() {
 fn sixty_four_bit_atomics_and_wrxchg2() {
     let f = |x: f64| x.to_bits();
     // (instruction, old, DATA0, DATA1, new)
-    let cases: [(&str, u64, u64, u64, u64); 5] = [
+    let cases: [(&str, u64, u64, u64, u64); 10] = [
         ("ds_add_rtn_u64 v[0:1], v1, v[4:5]", 0xffff_ffff, 1, 0, 1 << 32),
+        // Signed and counting at 64 bits: the high word decides.
+        ("ds_min_rtn_i64 v[0:1], v1, v[4:5]", 1 << 40, u64::MAX, 0, u64::MAX),
+        ("ds_max_rtn_i64 v[0:1], v1, v[4:5]", 1 << 63, 1 << 32, 0, 1 << 32),
+        ("ds_inc_rtn_u64 v[0:1], v1, v[4:5]", 1 << 40, 1 << 40, 0, 0),
+        ("ds_dec_rtn_u64 v[0:1], v1, v[4:5]", 1 << 40, 1 << 41, 0, (1 << 40) - 1),
+        ("ds_min_rtn_f64 v[0:1], v1, v[4:5]", f(-0.0), f(0.0), 0, f(-0.0)),
         ("ds_cmpst_rtn_b64 v[0:1], v1, v[4:5], v[6:7]", 1 << 40, 1 << 40, 5, 5),
         ("ds_max_rtn_f64 v[0:1], v1, v[4:5]", f(1.5), f(2.0), 0, f(2.0)),
         ("ds_add_rtn_f64 v[0:1], v1, v[4:5]", f(1.5), f(0.25), 0, f(1.75)),
