@@ -10,44 +10,19 @@
 mod support;
 
 use cuse_kfd::engine::{ERROR_ILLEGAL_INSTRUCTION, ERROR_TRAP};
+use std::mem::offset_of;
 use std::sync::atomic::Ordering;
 use support::client::*;
-use support::code_object::{self, CodeObject};
+use support::code_object::{self, kernel, kernel_with, CodeObject};
 use thunk::memory::Kind;
 use thunk::queue::packet;
 use thunk::signal::Signals;
 use uapi::ioctl::AMDKFD_IOC_SET_TRAP_HANDLER;
 use uapi::kfd::*;
-use uapi::queue::AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE;
+use uapi::queue::{AmdQueue, AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE};
 use uapi::soft::SOFT_KERNEL_NOP;
 use uapi::FromBytes;
 use uapi::IntoBytes;
-
-/// One gfx90a kernel `k` with `body`, its kernarg pointer in s[4:5] (after the private segment
-/// buffer) and its work-group id X in s6.
-fn kernel(body: &str) -> String {
-    format!(
-        r#"
-.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-{body}
-  s_endpgm
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_user_sgpr_private_segment_buffer 1
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_next_free_vgpr 8
-  .amdhsa_next_free_sgpr 8
-  .amdhsa_accum_offset 8
-.end_amdhsa_kernel
-"#
-    )
-}
 
 /// Each work-item of 64-wide work-groups stores its global id at kernarg + 4 * id: the
 /// address and id come from v0 (work-item id) and s6 (work-group id) by doubling.
@@ -280,14 +255,8 @@ fn an_opencl_kernel_for_gfx1030_runs_in_wave32_and_wave64() {
 /// A kernel with 16 bytes of scratch per work-item that stores its private segment buffer V#
 /// (s[0:3]) and its scratch wave offset (s7, after the kernarg pointer and work-group id) at
 /// kernarg + its wave offset.
-const SCRATCH_KERNEL: &str = r#"
-.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-  v_mov_b32 v1, s7
+fn scratch_kernel() -> String {
+    let body = "  v_mov_b32 v1, s7
   v_mov_b32 v2, s0
   global_store_dword v1, v2, s[4:5]
   v_mov_b32 v2, s1
@@ -296,130 +265,150 @@ k:
   global_store_dword v1, v2, s[4:5] offset:8
   v_mov_b32 v2, s3
   global_store_dword v1, v2, s[4:5] offset:12
-  global_store_dword v1, v1, s[4:5] offset:16
-  s_endpgm
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_user_sgpr_private_segment_buffer 1
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_system_sgpr_private_segment_wavefront_offset 1
-  .amdhsa_private_segment_fixed_size 16
-  .amdhsa_next_free_vgpr 4
-  .amdhsa_next_free_sgpr 8
-  .amdhsa_accum_offset 4
-.end_amdhsa_kernel
-"#;
+  global_store_dword v1, v1, s[4:5] offset:16";
+    kernel_with(
+        body,
+        "  .amdhsa_system_sgpr_private_segment_wavefront_offset 1\n  .amdhsa_private_segment_fixed_size 16",
+    )
+}
+
+/// A dispatch of the scratch kernel at `kd`: one work-group of `items` work-items, each with 16
+/// bytes of private segment.
+fn scratch_dispatch(kd: u64, kernarg: u64, items: u16, signal: u64) -> [u8; 64] {
+    let mut p = packet::dispatch(kd, kernarg, [items.into(), 1, 1], [items, 1, 1], signal, false);
+    p[24..28].copy_from_slice(&16u32.to_le_bytes());
+    p
+}
+
+/// Byte offsets in amd_queue_t of the scratch ROCr gives a queue and of its properties.
+const SCRATCH_VSHARP: u64 = offset_of!(AmdQueue, scratch_resource_descriptor) as u64;
+const SCRATCH_SIZE: u64 = offset_of!(AmdQueue, scratch_backing_memory_byte_size) as u64;
+const QUEUE_PROPERTIES: u64 = offset_of!(AmdQueue, queue_properties) as u64;
+
+/// The signals of a [`ScratchQueue`].
+const DONE: u64 = 0;
+const INACTIVE: u64 = 1;
+
+/// A queue set up as ROCr sets one up for [`scratch_kernel`]: a queue_inactive_signal (with an
+/// event) through which the device asks for scratch, a completion signal at 1, memory for the
+/// kernel's output and scratch to give the queue.
+struct ScratchQueue {
+    ev: u32,
+    s: Signals,
+    q: thunk::queue::AqlQueue,
+    scratch: thunk::memory::GpuMemory,
+    out: thunk::memory::GpuMemory,
+    kd: u64,
+    _code: code_object::Loaded,
+    rig: Rig,
+}
+
+impl ScratchQueue {
+    fn new(name: &str) -> Option<ScratchQueue> {
+        let co = code_object::assemble(name, &scratch_kernel())?;
+        let rig = Rig::new();
+        let code = co.load(&rig.kfd, rig.gpu);
+        let kd = code.mem.addr(co.symbol("k.kd"));
+        let out = rig.alloc(4096, Kind::Gtt);
+        let scratch = rig.alloc(1 << 16, Kind::Vram);
+        let q = rig.queue(64);
+        let s = Signals::new(&rig.kfd, rig.gpu, 2).unwrap();
+        s.value(DONE).store(1, Ordering::Release);
+        s.value(INACTIVE).store(0, Ordering::Release);
+        q.set_inactive_signal(s.handle(INACTIVE));
+        let ev = s.attach_event(&rig.kfd, INACTIVE).unwrap();
+        Some(ScratchQueue { ev, s, q, scratch, out, kd, _code: code, rig })
+    }
+
+    /// Gives the queue its scratch as ROCr does (a V# over it and its size); returns the V#.
+    fn give_scratch(&self) -> [u32; 4] {
+        let base = self.scratch.va();
+        let vsharp = [base as u32, (base >> 32) as u32 & 0xffff, 1 << 16, 0x0002_7fac];
+        self.set_scratch(vsharp, 1 << 16);
+        vsharp
+    }
+
+    fn set_scratch(&self, vsharp: [u32; 4], size: u64) {
+        for (i, w) in (0..).zip(vsharp) {
+            self.q.desc.u32_at(SCRATCH_VSHARP + 4 * i).store(w, Ordering::Relaxed);
+        }
+        self.q.desc.u64_at(SCRATCH_SIZE).store(size, Ordering::Relaxed);
+    }
+
+    /// Submits the kernel over two waves (16 bytes per work-item) storing to `out`.
+    fn dispatch(&self) {
+        submit(&self.q, &scratch_dispatch(self.kd, self.out.va(), 128, self.s.handle(DONE)));
+    }
+
+    fn wait_done(&self, what: &str) {
+        if let Err(v) = self.s.wait(DONE, TIMEOUT, |v| v == 0) {
+            panic!("{what}: signal {v}");
+        }
+    }
+
+    fn value(&self, i: u64) -> i64 {
+        self.s.value(i).load(Ordering::Acquire)
+    }
+}
 
 #[test]
 fn a_dispatch_short_of_scratch_asks_the_runtime_and_runs_once_it_answers() {
-    let Some(co) = code_object::assemble("scratch", SCRATCH_KERNEL) else { return };
-    let rig = Rig::new();
-    let code = co.load(&rig.kfd, rig.gpu);
-    let out = rig.alloc(4096, Kind::Gtt);
-    let scratch = rig.alloc(1 << 16, Kind::Vram);
-    let q = rig.queue(64);
-    let s = Signals::new(&rig.kfd, rig.gpu, 2).unwrap();
-    let (done, inactive) = (0, 1);
-    s.value(done).store(1, Ordering::Release);
-    s.value(inactive).store(0, Ordering::Release);
-    q.set_inactive_signal(s.handle(inactive));
-    let ev = s.attach_event(&rig.kfd, inactive).unwrap();
-    // Two waves, 16 bytes per work-item.
-    let mut p =
-        packet::dispatch(code.mem.addr(co.symbol("k.kd")), out.va(), [128, 1, 1], [128, 1, 1], s.handle(done), false);
-    p[24..28].copy_from_slice(&16u32.to_le_bytes());
-    submit(&q, &p);
+    let Some(t) = ScratchQueue::new("scratch") else { return };
+    t.dispatch();
     // The queue has no scratch: the device asks for it, as the CP asks ROCr.
-    rig.assert_fires(ev, "the queue_inactive_signal's event");
-    assert_eq!(s.value(inactive).load(Ordering::Acquire), 1, "insufficient scratch (wave64)");
-    stays(QUIET, "the dispatch waits for scratch", || s.value(done).load(Ordering::Acquire) == 1);
+    t.rig.assert_fires(t.ev, "the queue_inactive_signal's event");
+    assert_eq!(t.value(INACTIVE), 1, "insufficient scratch (wave64)");
+    stays(QUIET, "the dispatch waits for scratch", || t.value(DONE) == 1);
     // ROCr's answer: a V# over the new scratch, its size, then 0 to restart the queue.
-    let base = scratch.va();
-    let vsharp = [base as u32, (base >> 32) as u32 & 0xffff, 1 << 16, 0x0002_7fac];
-    for (i, w) in vsharp.iter().enumerate() {
-        q.desc.u32_at(144 + 4 * i as u64).store(*w, Ordering::Relaxed);
-    }
-    q.desc.u64_at(168).store(1 << 16, Ordering::Relaxed);
-    s.value(inactive).store(0, Ordering::Release);
-    if let Err(v) = s.wait(done, TIMEOUT, |v| v == 0) {
-        panic!("the dispatch after the scratch answer: signal {v}");
-    }
+    let vsharp = t.give_scratch();
+    t.s.value(INACTIVE).store(0, Ordering::Release);
+    t.wait_done("the dispatch after the scratch answer");
     for wave in 0..2u64 {
         let at = wave * 1024 / 4;
-        let got: Vec<u32> = (at..at + 5).map(|i| word(&out, i)).collect();
+        let got: Vec<u32> = (at..at + 5).map(|i| word(&t.out, i)).collect();
         assert_eq!(&got[..4], &vsharp, "wave {wave}'s private segment buffer");
         // 64 lanes of 16 bytes: 1 KiB per wave.
         assert_eq!(got[4], wave as u32 * 1024, "wave {wave}'s scratch offset");
     }
-    assert_eq!(s.value(inactive).load(Ordering::Acquire), 0, "scratch that is not single use stays");
-    assert!(rig.status(q.id).error.is_none());
+    assert_eq!(t.value(INACTIVE), 0, "scratch that is not single use stays");
+    assert!(t.rig.status(t.q.id).error.is_none());
 }
-
-/// Byte offset of `queue_properties` in amd_queue_t (after the scratch fields at 144..180).
-const QUEUE_PROPERTIES: u64 = 180;
 
 /// ROCr marks a large scratch allocation single use (AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE):
 /// after the dispatch the device raises 512 through the queue_inactive_signal and completes the
 /// dispatch only once the runtime has released the scratch and stored 0.
 #[test]
 fn single_use_scratch_is_given_back_before_the_dispatch_completes() {
-    let Some(co) = code_object::assemble("scratch_once", SCRATCH_KERNEL) else { return };
-    let rig = Rig::new();
-    let code = co.load(&rig.kfd, rig.gpu);
-    let out = rig.alloc(4096, Kind::Gtt);
-    let scratch = rig.alloc(1 << 16, Kind::Vram);
-    let q = rig.queue(64);
-    let s = Signals::new(&rig.kfd, rig.gpu, 2).unwrap();
-    let (done, inactive) = (0, 1);
-    s.value(done).store(1, Ordering::Release);
-    s.value(inactive).store(0, Ordering::Release);
-    q.set_inactive_signal(s.handle(inactive));
-    let ev = s.attach_event(&rig.kfd, inactive).unwrap();
+    let Some(t) = ScratchQueue::new("scratch_once") else { return };
     // The runtime has already given this queue single-use scratch.
-    let base = scratch.va();
-    let vsharp = [base as u32, (base >> 32) as u32 & 0xffff, 1 << 16, 0x0002_7fac];
-    for (i, w) in vsharp.iter().enumerate() {
-        q.desc.u32_at(144 + 4 * i as u64).store(*w, Ordering::Relaxed);
-    }
-    q.desc.u64_at(168).store(1 << 16, Ordering::Relaxed);
-    let properties = q.desc.u32_at(QUEUE_PROPERTIES).load(Ordering::Relaxed);
-    q.desc.u32_at(QUEUE_PROPERTIES).store(properties | AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE, Ordering::Release);
-    let mut p =
-        packet::dispatch(code.mem.addr(co.symbol("k.kd")), out.va(), [128, 1, 1], [128, 1, 1], s.handle(done), false);
-    p[24..28].copy_from_slice(&16u32.to_le_bytes());
-    submit(&q, &p);
-    rig.assert_fires(ev, "the queue_inactive_signal's event");
-    assert_eq!(s.value(inactive).load(Ordering::Acquire), 512, "large scratch reclaim");
-    assert_eq!(got_offsets(&out), [0, 1024], "the workgroup ran before the scratch went back");
-    stays(QUIET, "the dispatch waits for the runtime", || s.value(done).load(Ordering::Acquire) == 1);
+    t.give_scratch();
+    let properties = t.q.desc.u32_at(QUEUE_PROPERTIES).load(Ordering::Relaxed);
+    t.q.desc.u32_at(QUEUE_PROPERTIES).store(properties | AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE, Ordering::Release);
+    t.dispatch();
+    t.rig.assert_fires(t.ev, "the queue_inactive_signal's event");
+    assert_eq!(t.value(INACTIVE), 512, "large scratch reclaim");
+    assert_eq!(got_offsets(&t.out), [0, 1024], "the workgroup ran before the scratch went back");
+    stays(QUIET, "the dispatch waits for the runtime", || t.value(DONE) == 1);
     // ROCr's answer: the scratch fields zeroed, 0 to the signal, the property cleared.
-    for i in 0..4 {
-        q.desc.u32_at(144 + 4 * i).store(0, Ordering::Relaxed);
-    }
-    q.desc.u64_at(168).store(0, Ordering::Relaxed);
-    s.value(inactive).store(0, Ordering::Release);
-    q.desc.u32_at(QUEUE_PROPERTIES).store(properties, Ordering::Release);
-    if let Err(v) = s.wait(done, TIMEOUT, |v| v == 0) {
-        panic!("the dispatch after the runtime took its scratch back: signal {v}");
-    }
-    assert!(rig.status(q.id).error.is_none());
+    t.set_scratch([0; 4], 0);
+    t.s.value(INACTIVE).store(0, Ordering::Release);
+    t.q.desc.u32_at(QUEUE_PROPERTIES).store(properties, Ordering::Release);
+    t.wait_done("the dispatch after the runtime took its scratch back");
+    assert!(t.rig.status(t.q.id).error.is_none());
 }
 
-/// The scratch wave offsets the two waves of [`SCRATCH_KERNEL`] stored.
+/// The scratch wave offsets the two waves of [`scratch_kernel`] stored.
 fn got_offsets(out: &thunk::memory::GpuMemory) -> [u32; 2] {
     [word(out, 4), word(out, 1024 / 4 + 4)]
 }
 
 #[test]
 fn a_dispatch_short_of_scratch_on_a_queue_without_an_inactive_signal_is_an_error() {
-    let Some(co) = code_object::assemble("noscratch", SCRATCH_KERNEL) else { return };
+    let Some(co) = code_object::assemble("noscratch", &scratch_kernel()) else { return };
     let rig = Rig::new();
     let code = co.load(&rig.kfd, rig.gpu);
     let q = rig.queue(64);
-    let mut p = packet::dispatch(code.mem.addr(co.symbol("k.kd")), 0, [64, 1, 1], [64, 1, 1], 0, false);
-    p[24..28].copy_from_slice(&16u32.to_le_bytes());
-    submit(&q, &p);
+    submit(&q, &scratch_dispatch(code.mem.addr(co.symbol("k.kd")), 0, 64, 0));
     let err = rig.wait_error(q.id).error.unwrap();
     assert_eq!(err.code, cuse_kfd::engine::ERROR_INVALID_ARGUMENT);
     assert!(

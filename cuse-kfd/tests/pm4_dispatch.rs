@@ -415,29 +415,11 @@ fn unreadable_dimensions_are_a_vm_fault_at_their_address() {
     }
 }
 
-/// Each work-group adds 1 to the count at s[2:3], then polls it until it reaches 2 (the other
-/// work-group runs at the same time) or 20,000 polls have passed (more than a worker's slice),
-/// in which case it adds 1 to the timeouts at s[2:3] + 4.
-const RENDEZVOUS: &str = "  v_mov_b32 v0, 0
-  v_mov_b32 v1, 1
-  global_atomic_add v0, v1, s[2:3]
-  s_mov_b32 s8, 0
-poll:
-  global_load_dword v2, v0, s[2:3] glc
-  s_waitcnt vmcnt(0)
-  v_readfirstlane_b32 s9, v2
-  s_cmp_ge_u32 s9, 2
-  s_cbranch_scc1 met
-  s_add_u32 s8, s8, 1
-  s_cmp_lt_u32 s8, 20000
-  s_cbranch_scc1 poll
-  global_atomic_add v0, v1, s[2:3] offset:4
-met:";
-
-/// Runs RENDEZVOUS over two work-groups from a PM4 queue of an engine with `workers` shader
-/// workers; returns the count and the timeouts.
+/// Runs [`code_object::rendezvous`] (its count at USER_DATA_2..3, s[2:3]) over two work-groups
+/// from a PM4 queue of an engine with `workers` shader workers; returns the count and the
+/// timeouts.
 fn rendezvous(workers: usize) -> Option<(u32, u32)> {
-    let co = program(&format!("pm4-rendezvous{workers}"), RENDEZVOUS)?;
+    let co = program(&format!("pm4-rendezvous{workers}"), &code_object::rendezvous("s[2:3]"))?;
     let rig = Rig::with_engine(EngineConfig { shader_workers: workers, ..EngineConfig::default() });
     let code = co.load(&rig.kfd, rig.gpu);
     let out = rig.alloc(4096, Kind::Gtt);

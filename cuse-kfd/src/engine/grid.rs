@@ -10,7 +10,7 @@ use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use super::gfx::{self, GpuMemory, Progress};
 use super::mem::{Mem, Tlb};
 use super::runner::Interrupt;
-use super::workers::{Job, Pool};
+use super::workers::{Job, Pool, Slice};
 use crate::faults::Faults;
 use crate::process::Process;
 use shader::exec::Code;
@@ -153,24 +153,18 @@ impl Job for Grid {
         self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason));
     }
 
-    fn run_slice(&self) -> bool {
+    fn run_slice(&self) -> Slice {
         if self.cancelled.load(Ordering::Acquire) {
-            return false;
+            return Slice::Ended;
         }
         let mut s = match self.take() {
-            None => {
-                // Nothing to take now: the work-groups left are running on other workers (or
-                // hold every scratch slot). The job stays until all have ended (a running one
-                // may pause and need a worker again); this worker steps back a moment.
-                let unfinished = self.done.load(Ordering::Acquire) < self.total;
-                if unfinished {
-                    std::thread::sleep(std::time::Duration::from_micros(100));
-                }
-                return unfinished;
-            }
+            // The work-groups left are in other workers' slices (and hold every scratch slot):
+            // the pool tries the job again when a slice ends, as one may pause or free a slot.
+            None if self.done.load(Ordering::Acquire) < self.total => return Slice::Idle,
+            None => return Slice::Ended,
             Some(Err(f)) => {
                 self.fail(f);
-                return false;
+                return Slice::Ended;
             }
             Some(Ok(s)) => s,
         };
@@ -196,9 +190,13 @@ impl Job for Grid {
             Ok(group::Progress::Paused) => lock(&self.paused).push_back(s),
             Err(f) => {
                 self.fail(gfx::fault(&self.dispatch, s.index, f, vm));
-                return false;
+                return Slice::Ended;
             }
         }
-        self.done.load(Ordering::Acquire) < self.total
+        if self.done.load(Ordering::Acquire) < self.total {
+            Slice::Ran
+        } else {
+            Slice::Ended
+        }
     }
 }

@@ -61,6 +61,63 @@ pub struct Loaded {
     pub mem: GpuMemory,
 }
 
+/// One gfx90a kernel `k` with `body`, then s_endpgm: its kernarg pointer in s[4:5] (after the
+/// private segment buffer), its work-group id X in s6, room for v0..v7 and s0..s9, and
+/// `directives` (more `.amdhsa_` lines) in its descriptor.
+pub fn kernel_with(body: &str, directives: &str) -> String {
+    format!(
+        r#"
+.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+{body}
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_user_sgpr_private_segment_buffer 1
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+{directives}
+  .amdhsa_next_free_vgpr 8
+  .amdhsa_next_free_sgpr 10
+  .amdhsa_accum_offset 8
+.end_amdhsa_kernel
+"#
+    )
+}
+
+/// [`kernel_with`] with no more directives.
+pub fn kernel(body: &str) -> String {
+    kernel_with(body, "")
+}
+
+/// The body of a kernel whose work-groups (one work-item each) meet: each adds 1 to the count
+/// at the address in the SGPR pair `count`, then polls it until it reaches 2 (another
+/// work-group runs at the same time) or 20,000 polls (160,000 instructions, more than a shader
+/// worker's slice) have passed, in which case it adds 1 to the timeouts at `count` + 4.
+pub fn rendezvous(count: &str) -> String {
+    format!(
+        "  v_mov_b32 v0, 0
+  v_mov_b32 v1, 1
+  global_atomic_add v0, v1, {count}
+  s_mov_b32 s8, 0
+poll:
+  global_load_dword v2, v0, {count} glc
+  s_waitcnt vmcnt(0)
+  v_readfirstlane_b32 s9, v2
+  s_cmp_ge_u32 s9, 2
+  s_cbranch_scc1 met
+  s_add_u32 s8, s8, 1
+  s_cmp_lt_u32 s8, 20000
+  s_cbranch_scc1 poll
+  global_atomic_add v0, v1, {count} offset:4
+met:"
+    )
+}
+
 fn work_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cuse-kfd-co-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

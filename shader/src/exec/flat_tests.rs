@@ -1,7 +1,7 @@
 //! FLAT, GLOBAL and SCRATCH: every width, d16 halves, misaligned accesses, EXEC masking,
 //! atomics with and without glc, aperture routing, flat scratch interleave and faults.
 
-use super::super::memtest::{bytes_at, put, run, run_ok, set_addr64};
+use super::super::memtest::{bytes_at, put, run, run_ok, set_addr64, STORED, STORE_DATA};
 use super::super::{Apertures, Fault};
 use crate::testing::DATA;
 use crate::wave::{FLAT_SCRATCH, LANES};
@@ -52,6 +52,17 @@ fn global_loads_of_every_width_extend_as_named() {
     }
 }
 
+/// v4 of a lane after `src` loads from DATA = 81 82 83 84 into v4 = 0x1234_5678 (`None` without
+/// llvm-mc-15).
+fn d16_load(src: &str, ap: Apertures) -> Option<u32> {
+    let r = run_ok(src, ap, |w, ram, _| {
+        put(ram, DATA, &[0x81, 0x82, 0x83, 0x84]);
+        set_addr64(w, 2, |_| DATA);
+        w.v[4] = [0x1234_5678; LANES];
+    })?;
+    Some(r.wave.v[4][5])
+}
+
 #[test]
 fn d16_loads_write_one_half_and_keep_the_other() {
     let cases = [
@@ -63,14 +74,10 @@ fn d16_loads_write_one_half_and_keep_the_other() {
         ("global_load_short_d16_hi v4, v[2:3], off", 0x8281_5678),
     ];
     for (src, want) in cases {
-        let Some(r) = run_ok(src, Apertures::default(), |w, ram, _| {
-            put(ram, DATA, &[0x81, 0x82, 0x83, 0x84]);
-            set_addr64(w, 2, |_| DATA);
-            w.v[4] = [0x1234_5678; LANES];
-        }) else {
+        let Some(v4) = d16_load(src, Apertures::default()) else {
             return;
         };
-        assert_eq!(r.wave.v[4][5], want, "{src}: {:#x}", r.wave.v[4][5]);
+        assert_eq!(v4, want, "{src}: {v4:#x}");
     }
 }
 
@@ -83,44 +90,33 @@ fn under_sram_ecc_d16_loads_zero_the_other_half() {
     ];
     let ecc = Apertures { sramecc: true, ..Apertures::default() };
     for (src, want) in cases {
-        let Some(r) = run_ok(src, ecc, |w, ram, _| {
-            put(ram, DATA, &[0x81, 0x82, 0x83, 0x84]);
-            set_addr64(w, 2, |_| DATA);
-            w.v[4] = [0x1234_5678; LANES];
-        }) else {
+        let Some(v4) = d16_load(src, ecc) else {
             return;
         };
-        assert_eq!(r.wave.v[4][5], want, "{src}: {:#x}", r.wave.v[4][5]);
+        assert_eq!(v4, want, "{src}: {v4:#x}");
     }
 }
 
 #[test]
 fn stores_of_every_width_write_only_their_bytes() {
-    let cases: [(&str, &[u8]); 8] = [
-        ("global_store_byte v[2:3], v4, off", &[0x44]),
-        ("global_store_byte_d16_hi v[2:3], v4, off", &[0x22]),
-        ("global_store_short v[2:3], v4, off", &[0x44, 0x33]),
-        ("global_store_short_d16_hi v[2:3], v4, off", &[0x22, 0x11]),
-        ("global_store_dword v[2:3], v4, off", &[0x44, 0x33, 0x22, 0x11]),
-        ("global_store_dwordx2 v[2:3], v[4:5], off", &[0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55]),
-        (
-            "global_store_dwordx3 v[2:3], v[4:6], off",
-            &[0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55, 0xcc, 0xbb, 0xaa, 0x99],
-        ),
-        (
-            "global_store_dwordx4 v[2:3], v[4:7], off",
-            &[0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55, 0xcc, 0xbb, 0xaa, 0x99, 0x00, 0xff, 0xee, 0xdd],
-        ),
+    let stores = [
+        "global_store_byte v[2:3], v4, off",
+        "global_store_byte_d16_hi v[2:3], v4, off",
+        "global_store_short v[2:3], v4, off",
+        "global_store_short_d16_hi v[2:3], v4, off",
+        "global_store_dword v[2:3], v4, off",
+        "global_store_dwordx2 v[2:3], v[4:5], off",
+        "global_store_dwordx3 v[2:3], v[4:6], off",
+        "global_store_dwordx4 v[2:3], v[4:7], off",
     ];
-    for (src, want) in cases {
+    for (src, want) in stores.into_iter().zip(STORED) {
         let Some(r) = run_ok(src, Apertures::default(), |w, ram, _| {
             put(ram, DATA, &[0x5a; 24]);
             w.set_exec(1);
             set_addr64(w, 2, |_| DATA + 2);
-            w.v[4][0] = 0x1122_3344;
-            w.v[5][0] = 0x5566_7788;
-            w.v[6][0] = 0x99aa_bbcc;
-            w.v[7][0] = 0xddee_ff00;
+            for (k, d) in STORE_DATA.into_iter().enumerate() {
+                w.v[4 + k][0] = d;
+            }
         }) else {
             return;
         };
@@ -256,8 +252,13 @@ fn cmpswap_data_is_the_new_value_then_the_compare_value() {
 fn sixty_four_bit_atomics_use_register_pairs() {
     let f = |x: f64| x.to_bits();
     // (instruction, old, data v[4:7], new)
-    let cases: [(&str, u64, [u64; 2], u64); 6] = [
+    let cases: [(&str, u64, [u64; 2], u64); 10] = [
         ("global_atomic_add_x2 v[0:1], v[2:3], v[4:5], off glc", 0xffff_ffff, [1, 0], 0x1_0000_0000),
+        // Signed and counting at 64 bits: the high word decides.
+        ("global_atomic_smin_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 40, [u64::MAX, 0], u64::MAX),
+        ("global_atomic_smax_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 63, [1 << 32, 0], 1 << 32),
+        ("global_atomic_inc_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 40, [1 << 41, 0], (1 << 40) + 1),
+        ("global_atomic_dec_x2 v[0:1], v[2:3], v[4:5], off glc", 1 << 40, [1 << 41, 0], (1 << 40) - 1),
         ("global_atomic_cmpswap_x2 v[0:1], v[2:3], v[4:7], off glc", 1 << 40, [5, 1 << 40], 5),
         ("global_atomic_cmpswap_x2 v[0:1], v[2:3], v[4:7], off glc", 1 << 41, [5, 1 << 40], 1 << 41),
         ("global_atomic_add_f64 v[0:1], v[2:3], v[4:5], off glc", f(1.5), [f(2.25), 0], f(3.75)),

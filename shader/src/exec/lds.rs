@@ -9,9 +9,9 @@
 use super::memop::{self, Kind, Place, Regs};
 use super::operand::vreg_range;
 use super::{Cx, ExecError, ExecResult, Flow};
-use crate::fp;
 use crate::isa::table::Field;
 use crate::isa::{Instruction, Op, Operand};
+use crate::mem::Word;
 use crate::wave::{Wave, LANES, M0};
 
 /// A DS read-modify-write: the new value from the old one and DATA0/DATA1 (the ISA manuals'
@@ -55,28 +55,18 @@ impl Rmw {
         matches!(self, Rmw::Mskor | Rmw::Cmpst | Rmw::CmpstF | Rmw::Wrap)
     }
 
-    fn apply32(self, old: u32, d0: u32, d1: u32) -> u32 {
-        let f = f32::from_bits;
+    /// The new value from `old` and DATA0/DATA1, at either width (Wrap exists at 32 bits only;
+    /// the table pairs it with no other).
+    #[inline]
+    fn apply<W: Word>(self, old: W, d0: W, d1: W) -> W {
         match self {
             Rmw::Add => old.wrapping_add(d0),
             Rmw::Sub => old.wrapping_sub(d0),
             Rmw::Rsub => d0.wrapping_sub(old),
-            Rmw::Inc => {
-                if old >= d0 {
-                    0
-                } else {
-                    old + 1
-                }
-            }
-            Rmw::Dec => {
-                if old == 0 || old > d0 {
-                    d0
-                } else {
-                    old - 1
-                }
-            }
-            Rmw::MinI => (old as i32).min(d0 as i32) as u32,
-            Rmw::MaxI => (old as i32).max(d0 as i32) as u32,
+            Rmw::Inc => old.inc(d0),
+            Rmw::Dec => old.dec(d0),
+            Rmw::MinI => old.min_signed(d0),
+            Rmw::MaxI => old.max_signed(d0),
             Rmw::MinU => old.min(d0),
             Rmw::MaxU => old.max(d0),
             Rmw::And => old & d0,
@@ -92,74 +82,22 @@ impl Rmw {
                 }
             }
             Rmw::CmpstF => {
-                if f(old) == f(d0) {
+                if old.eq_float(d0) {
                     d1
                 } else {
                     old
                 }
             }
-            // f32 -> f64 is exact, so the f64 IEEE min/max decides for f32 too.
-            Rmw::MinF => (fp::min_f64(f(old).into(), f(d0).into()) as f32).to_bits(),
-            Rmw::MaxF => (fp::max_f64(f(old).into(), f(d0).into()) as f32).to_bits(),
-            Rmw::AddF => (f(old) + f(d0)).to_bits(),
+            Rmw::MinF => old.min_float(d0),
+            Rmw::MaxF => old.max_float(d0),
+            Rmw::AddF => old.add_float(d0),
             Rmw::Wrap => {
                 if old >= d0 {
-                    old - d0
+                    old.wrapping_sub(d0)
                 } else {
                     old.wrapping_add(d1)
                 }
             }
-        }
-    }
-
-    fn apply64(self, old: u64, d0: u64, d1: u64) -> u64 {
-        let f = f64::from_bits;
-        match self {
-            Rmw::Add => old.wrapping_add(d0),
-            Rmw::Sub => old.wrapping_sub(d0),
-            Rmw::Rsub => d0.wrapping_sub(old),
-            Rmw::Inc => {
-                if old >= d0 {
-                    0
-                } else {
-                    old + 1
-                }
-            }
-            Rmw::Dec => {
-                if old == 0 || old > d0 {
-                    d0
-                } else {
-                    old - 1
-                }
-            }
-            Rmw::MinI => (old as i64).min(d0 as i64) as u64,
-            Rmw::MaxI => (old as i64).max(d0 as i64) as u64,
-            Rmw::MinU => old.min(d0),
-            Rmw::MaxU => old.max(d0),
-            Rmw::And => old & d0,
-            Rmw::Or => old | d0,
-            Rmw::Xor => old ^ d0,
-            Rmw::Mskor => (old & !d0) | d1,
-            Rmw::Wrxchg => d0,
-            Rmw::Cmpst => {
-                if old == d0 {
-                    d1
-                } else {
-                    old
-                }
-            }
-            Rmw::CmpstF => {
-                if f(old) == f(d0) {
-                    d1
-                } else {
-                    old
-                }
-            }
-            Rmw::MinF => fp::min_f64(f(old), f(d0)).to_bits(),
-            Rmw::MaxF => fp::max_f64(f(old), f(d0)).to_bits(),
-            Rmw::AddF => (f(old) + f(d0)).to_bits(),
-            // No 64-bit wrap exists; the table never pairs them.
-            Rmw::Wrap => old,
         }
     }
 }
@@ -500,7 +438,7 @@ fn rmw_lds(lds: &mut [u8], a: u64, rmw: Rmw, wide: bool, d0: u64, d1: u64) -> u6
     let mut b = [0u8; 8];
     b[..size].copy_from_slice(&lds[start..start + size]);
     let old = u64::from_le_bytes(b);
-    let new = if wide { rmw.apply64(old, d0, d1) } else { u64::from(rmw.apply32(old as u32, d0 as u32, d1 as u32)) };
+    let new = if wide { rmw.apply(old, d0, d1) } else { u64::from(rmw.apply(old as u32, d0 as u32, d1 as u32)) };
     lds[start..start + size].copy_from_slice(&new.to_le_bytes()[..size]);
     old
 }

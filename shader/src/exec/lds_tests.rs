@@ -1,7 +1,7 @@
 //! DS: reads and writes of every width, read2/write2 (st64), atomics with and without return,
 //! the cross-lane operations, append/consume, and out-of-range LDS addresses.
 
-use super::super::memtest::{run, run_ok};
+use super::super::memtest::{run, run_ok, STORED, STORE_DATA};
 use super::super::{Apertures, Fault};
 use crate::wave::{LANES, M0};
 
@@ -69,28 +69,24 @@ fn reads_of_every_width_extend_as_named() {
 
 #[test]
 fn writes_of_every_width_write_only_their_bytes() {
-    let cases: [(&str, &[u8]); 8] = [
-        ("ds_write_b8 v1, v4 offset:2", &[0x44]),
-        ("ds_write_b8_d16_hi v1, v4 offset:2", &[0x22]),
-        ("ds_write_b16 v1, v4 offset:2", &[0x44, 0x33]),
-        ("ds_write_b16_d16_hi v1, v4 offset:2", &[0x22, 0x11]),
-        ("ds_write_b32 v1, v4 offset:2", &[0x44, 0x33, 0x22, 0x11]),
-        ("ds_write_b64 v1, v[4:5] offset:2", &[0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55]),
-        ("ds_write_b96 v1, v[4:6] offset:2", &[0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55, 0xcc, 0xbb, 0xaa, 0x99]),
-        (
-            "ds_write_b128 v1, v[4:7] offset:2",
-            &[0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55, 0xcc, 0xbb, 0xaa, 0x99, 0x00, 0xff, 0xee, 0xdd],
-        ),
+    let writes = [
+        "ds_write_b8 v1, v4 offset:2",
+        "ds_write_b8_d16_hi v1, v4 offset:2",
+        "ds_write_b16 v1, v4 offset:2",
+        "ds_write_b16_d16_hi v1, v4 offset:2",
+        "ds_write_b32 v1, v4 offset:2",
+        "ds_write_b64 v1, v[4:5] offset:2",
+        "ds_write_b96 v1, v[4:6] offset:2",
+        "ds_write_b128 v1, v[4:7] offset:2",
     ];
-    for (src, want) in cases {
+    for (src, want) in writes.into_iter().zip(STORED) {
         let Some(r) = run_ok(src, Apertures::default(), |w, _, lds| {
             lds[..32].fill(0x5a);
             w.set_exec(1);
             w.v[1][0] = 1;
-            w.v[4][0] = 0x1122_3344;
-            w.v[5][0] = 0x5566_7788;
-            w.v[6][0] = 0x99aa_bbcc;
-            w.v[7][0] = 0xddee_ff00;
+            for (k, d) in STORE_DATA.into_iter().enumerate() {
+                w.v[4 + k][0] = d;
+            }
         }) else {
             return;
         };
@@ -230,8 +226,14 @@ fn atomics_apply_and_the_rtn_forms_return_the_old_value() {
 fn sixty_four_bit_atomics_and_wrxchg2() {
     let f = |x: f64| x.to_bits();
     // (instruction, old, DATA0, DATA1, new)
-    let cases: [(&str, u64, u64, u64, u64); 5] = [
+    let cases: [(&str, u64, u64, u64, u64); 10] = [
         ("ds_add_rtn_u64 v[0:1], v1, v[4:5]", 0xffff_ffff, 1, 0, 1 << 32),
+        // Signed and counting at 64 bits: the high word decides.
+        ("ds_min_rtn_i64 v[0:1], v1, v[4:5]", 1 << 40, u64::MAX, 0, u64::MAX),
+        ("ds_max_rtn_i64 v[0:1], v1, v[4:5]", 1 << 63, 1 << 32, 0, 1 << 32),
+        ("ds_inc_rtn_u64 v[0:1], v1, v[4:5]", 1 << 40, 1 << 40, 0, 0),
+        ("ds_dec_rtn_u64 v[0:1], v1, v[4:5]", 1 << 40, 1 << 41, 0, (1 << 40) - 1),
+        ("ds_min_rtn_f64 v[0:1], v1, v[4:5]", f(-0.0), f(0.0), 0, f(-0.0)),
         ("ds_cmpst_rtn_b64 v[0:1], v1, v[4:5], v[6:7]", 1 << 40, 1 << 40, 5, 5),
         ("ds_max_rtn_f64 v[0:1], v1, v[4:5]", f(1.5), f(2.0), 0, f(2.0)),
         ("ds_add_rtn_f64 v[0:1], v1, v[4:5]", f(1.5), f(0.25), 0, f(1.75)),

@@ -20,6 +20,13 @@ struct Kd {
     props: u16,
 }
 
+impl Default for Kd {
+    /// Nothing enabled, the code 256 bytes past the descriptor (where LLVM puts it).
+    fn default() -> Kd {
+        Kd { group: 0, private: 0, kernarg: 0, entry: 0x100, rsrc3: 0, rsrc1: 0, rsrc2: 0, props: 0 }
+    }
+}
+
 impl Kd {
     fn bytes(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
@@ -112,14 +119,10 @@ fn a_kernel_descriptor_gives_its_sizes_registers_and_entry() {
 #[test]
 fn bits_reserved_in_the_descriptor_are_not_the_legacy_grid_counts() {
     let kd = Kd {
-        group: 0,
-        private: 0,
-        kernarg: 0,
         entry: 0,
-        rsrc3: 0,
-        rsrc1: 0,
         rsrc2: rsrc2(2, 0),
         props: (KERNARG_SEGMENT_PTR | GRID_WORKGROUP_COUNT_X) as u16,
+        ..Kd::default()
     };
     let k = KernelCode::from_descriptor(Target::Gfx90a, &kd.bytes()).unwrap();
     assert_eq!(k.user_sgprs_enabled(), 2);
@@ -159,16 +162,7 @@ fn legacy_grid_workgroup_counts_are_user_sgprs() {
 
 #[test]
 fn malformed_kernel_objects_are_errors() {
-    let base = Kd {
-        group: 0,
-        private: 0,
-        kernarg: 0,
-        entry: 256,
-        rsrc3: 0,
-        rsrc1: 0,
-        rsrc2: rsrc2(2, 0),
-        props: KERNARG_SEGMENT_PTR as u16,
-    };
+    let base = Kd { entry: 256, rsrc2: rsrc2(2, 0), props: KERNARG_SEGMENT_PTR as u16, ..Kd::default() };
     let parse = |kd: Kd| KernelCode::parse(Target::Gfx90a, &kd.bytes());
     assert_eq!(parse(Kd { rsrc2: rsrc2(1, 0), ..base }), Err(LaunchError::UserSgprs { rsrc2: 1, enabled: 2 }));
     assert_eq!(parse(Kd { props: WAVEFRONT_SIZE32 as u16, ..base }), Err(LaunchError::Wave32(Target::Gfx90a)));
@@ -203,7 +197,7 @@ fn every_user_and_system_sgpr_lands_in_order() {
         | FLAT_SCRATCH_INIT
         | PRIVATE_SEGMENT_SIZE;
     let r2 = rsrc2(15, RSRC2_PRIVATE_SEGMENT_WAVE_OFFSET | 0x7 << 7 | RSRC2_WORKGROUP_INFO);
-    let kd = Kd { group: 0, private: 6, kernarg: 0, entry: 0x100, rsrc3: 0, rsrc1: 0, rsrc2: r2, props: all as u16 };
+    let kd = Kd { private: 6, rsrc2: r2, props: all as u16, ..Kd::default() };
     let mut d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
     d.grid = [128, 6, 4];
     d.workgroup_size = [64, 2, 1];
@@ -233,16 +227,7 @@ fn every_user_and_system_sgpr_lands_in_order() {
 #[test]
 fn system_sgprs_start_at_user_sgpr_count_even_past_the_enabled() {
     // `.amdhsa_user_sgpr_count` may reserve more user SGPRs than the enables fill.
-    let kd = Kd {
-        group: 0,
-        private: 0,
-        kernarg: 0,
-        entry: 0x100,
-        rsrc3: 0,
-        rsrc1: 0,
-        rsrc2: rsrc2(6, 1 << 8),
-        props: KERNARG_SEGMENT_PTR as u16,
-    };
+    let kd = Kd { rsrc2: rsrc2(6, 1 << 8), props: KERNARG_SEGMENT_PTR as u16, ..Kd::default() };
     let mut d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
     d.grid = [64, 5, 1];
     d.workgroup_size = [64, 1, 1];
@@ -252,8 +237,7 @@ fn system_sgprs_start_at_user_sgpr_count_even_past_the_enabled() {
 
 #[test]
 fn work_item_ids_are_packed_and_partial_waves_have_fewer_lanes() {
-    let kd =
-        Kd { group: 0, private: 0, kernarg: 0, entry: 0x100, rsrc3: 0, rsrc1: 0, rsrc2: rsrc2(0, 2 << 11), props: 0 };
+    let kd = Kd { rsrc2: rsrc2(0, 2 << 11), ..Kd::default() };
     let mut d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
     // The last work-group in X has 10 - 8 = 2 columns: 2 * 3 * 4 = 24 work-items.
     d.grid = [10, 3, 4];
@@ -282,15 +266,9 @@ fn work_item_ids_are_packed_and_partial_waves_have_fewer_lanes() {
 #[test]
 fn mode_takes_rsrc1_float_mode_clamp_and_ieee() {
     let kd = Kd {
-        group: 0,
-        private: 0,
-        kernarg: 0,
-        entry: 0x100,
-        rsrc3: 0,
         // round 32 = 1, round 16/64 = 2, denorm 32 = 0, denorm 16/64 = 3, IEEE, FP16_OVFL.
         rsrc1: 1 << 12 | 2 << 14 | 3 << 18 | 1 << 23 | 1 << 26,
-        rsrc2: 0,
-        props: 0,
+        ..Kd::default()
     };
     let d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
     let g = d.workgroup([0, 0, 0]).unwrap();
@@ -301,16 +279,7 @@ fn mode_takes_rsrc1_float_mode_clamp_and_ieee() {
 
 #[test]
 fn dispatch_limits_are_errors() {
-    let kd = Kd {
-        group: 1024,
-        private: 16,
-        kernarg: 0,
-        entry: 0x100,
-        rsrc3: 0,
-        rsrc1: 0,
-        rsrc2: rsrc2(4, 0),
-        props: PRIVATE_SEGMENT_BUFFER as u16,
-    };
+    let kd = Kd { group: 1024, private: 16, rsrc2: rsrc2(4, 0), props: PRIVATE_SEGMENT_BUFFER as u16, ..Kd::default() };
     let mut d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
     d.workgroup_size = [256, 1, 1];
     d.grid = [256, 1, 1];
@@ -424,6 +393,34 @@ fn llvm_mc_descriptors_read_as_llvm_wrote_them() {
     assert_eq!(&w.s[4..11], &[0x2000, 0xBBBB, 0x1000, 0xAAAA, 0, 1, 0]);
 }
 
+/// Runs work-group 2 of a grid of three 100-item groups, kernarg at DATA, to its end: the
+/// kernels here store each work-item's id at kernarg + 4 * id and its work-group id at +1024.
+/// Checks those stores and that item 100's slot (a masked lane of the last wave) kept its
+/// 0xdead; returns the work-group.
+fn run_group_two(code: &[u8], kc: KernelCode) -> Workgroup {
+    let mut d = dispatch(kc);
+    d.kernarg = DATA;
+    d.grid = [300, 1, 1];
+    d.workgroup_size = [100, 1, 1];
+    let mut ram = testing::ram(code);
+    for i in 0..256 {
+        ram.set_u32(DATA + 4 * i, 0xdead);
+        ram.set_u32(DATA + 1024 + 4 * i, 0xdead);
+    }
+    let mut g = d.workgroup([2, 0, 0]).unwrap();
+    let target = d.code.target;
+    let mut cache = Code::new(target);
+    let mut irq = Vec::new();
+    let r = g.run(&mut cache, &mut ram as &mut Ram, d.apertures, 10_000, &mut irq).unwrap();
+    assert_eq!(r, Progress::Finished);
+    for i in 0..100 {
+        assert_eq!(ram.u32_at(DATA + 4 * i), i as u32, "{target:?} item {i}");
+        assert_eq!(ram.u32_at(DATA + 1024 + 4 * i), 2, "{target:?} item {i}");
+    }
+    assert_eq!(ram.u32_at(DATA + 400), 0xdead, "{target:?}: masked lanes stored nothing");
+    g
+}
+
 #[test]
 fn a_workgroup_runs_its_waves_from_the_entry() {
     // Each work-item stores its packed id at kernarg + 4 * id: s[4:5] is the kernarg pointer
@@ -437,35 +434,13 @@ fn a_workgroup_runs_its_waves_from_the_entry() {
     ";
     let Some(code) = testing::assemble(&format!("{src}\ns_endpgm\n")) else { return };
     let kd = Kd {
-        group: 0,
-        private: 0,
         kernarg: 8,
-        entry: 0x100,
-        rsrc3: 0,
-        rsrc1: 0,
         rsrc2: rsrc2(6, RSRC2_WORKGROUP_ID_X),
         props: (PRIVATE_SEGMENT_BUFFER | KERNARG_SEGMENT_PTR) as u16,
+        ..Kd::default()
     };
-    let mut d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
-    d.kernarg = DATA;
-    d.grid = [300, 1, 1];
-    d.workgroup_size = [100, 1, 1];
-    let mut ram = testing::ram(&code);
-    for i in 0..200 {
-        ram.set_u32(DATA + 4 * i, 0xdead);
-        ram.set_u32(DATA + 1024 + 4 * i, 0xdead);
-    }
-    let mut g = d.workgroup([2, 0, 0]).unwrap();
-    let mut cache = Code::new(Target::Gfx90a);
-    let mut irq = Vec::new();
-    let r = g.run(&mut cache, &mut ram as &mut Ram, d.apertures, 10_000, &mut irq).unwrap();
-    assert_eq!(r, Progress::Finished);
-    for i in 0..100 {
-        assert_eq!(ram.u32_at(DATA + 4 * i), i as u32, "item {i}");
-        assert_eq!(ram.u32_at(DATA + 1024 + 4 * i), 2, "item {i}");
-    }
-    // The second wave's masked lanes stored nothing.
-    assert_eq!(ram.u32_at(DATA + 400), 0xdead);
+    let g = run_group_two(&code, KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
+    // The second wave's lanes past item 99 are masked.
     assert_eq!(g.waves[1].sreg64(EXEC), (1 << 36) - 1);
 }
 
@@ -492,14 +467,11 @@ fn a_pm4_dispatch_takes_its_user_sgprs_from_user_data_and_its_code_from_pgm() {
 
 fn gfx10_kd(rsrc1: u32, props: u32) -> Kd {
     Kd {
-        group: 0,
-        private: 0,
         kernarg: 8,
-        entry: 0x100,
-        rsrc3: 0,
         rsrc1,
         rsrc2: rsrc2(6, RSRC2_WORKGROUP_ID_X | 2 << 11),
         props: (PRIVATE_SEGMENT_BUFFER | KERNARG_SEGMENT_PTR | props) as u16,
+        ..Kd::default()
     }
 }
 
@@ -570,26 +542,8 @@ fn gfx10_workgroups_run_in_wave32_and_wave64() {
     ";
     for (target, props) in [(Target::Gfx1030, WAVEFRONT_SIZE32), (Target::Gfx1030W64, 0)] {
         let Some(code) = testing::assemble_for(target, src) else { return };
-        let mut d = dispatch(KernelCode::parse(Target::Gfx1030, &gfx10_kd(0, props).bytes()).unwrap());
-        d.kernarg = DATA;
-        d.grid = [300, 1, 1];
-        d.workgroup_size = [100, 1, 1];
-        let mut ram = testing::ram(&code);
-        for i in 0..256 {
-            ram.set_u32(DATA + 4 * i, 0xdead);
-            ram.set_u32(DATA + 1024 + 4 * i, 0xdead);
-        }
-        let mut g = d.workgroup([2, 0, 0]).unwrap();
+        let g = run_group_two(&code, KernelCode::parse(Target::Gfx1030, &gfx10_kd(0, props).bytes()).unwrap());
         assert_eq!(g.waves.len(), 100usize.div_ceil(target.wave_size() as usize));
-        let mut cache = Code::new(d.code.target);
-        let mut irq = Vec::new();
-        let r = g.run(&mut cache, &mut ram as &mut Ram, d.apertures, 10_000, &mut irq).unwrap();
-        assert_eq!(r, Progress::Finished);
-        for i in 0..100 {
-            assert_eq!(ram.u32_at(DATA + 4 * i), i as u32, "{target:?} item {i}");
-            assert_eq!(ram.u32_at(DATA + 1024 + 4 * i), 2, "{target:?} item {i}");
-        }
-        assert_eq!(ram.u32_at(DATA + 400), 0xdead, "{target:?}: masked lanes stored nothing");
     }
 }
 
@@ -597,14 +551,10 @@ fn gfx10_workgroups_run_in_wave32_and_wave64() {
 fn workgroups_running_at_once_get_scratch_slots_of_their_own() {
     // 16 bytes per lane, 128 work-items per group (two waves), room for three groups.
     let kd = Kd {
-        group: 0,
         private: 16,
-        kernarg: 0,
-        entry: 0x100,
-        rsrc3: 0,
-        rsrc1: 0,
         rsrc2: rsrc2(6, RSRC2_WORKGROUP_ID_X | RSRC2_PRIVATE_SEGMENT_WAVE_OFFSET),
         props: (PRIVATE_SEGMENT_BUFFER | KERNARG_SEGMENT_PTR) as u16,
+        ..Kd::default()
     };
     let mut d = dispatch(KernelCode::parse(Target::Gfx90a, &kd.bytes()).unwrap());
     d.grid = [1024, 1, 1];

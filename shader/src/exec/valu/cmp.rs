@@ -210,89 +210,71 @@ macro_rules! float_table {
     };
 }
 
-/// Generates the table rows of one integer type: (op names for F..T, cmpx names for F..T).
+/// Generates the table rows of the integer types: per type, its signedness, the op names for
+/// F..T and the cmpx names for F..T.
 macro_rules! int_rows {
-    ($op:ident, $ty:ident, $signed:expr, [$f:ident $lt:ident $eq:ident $le:ident $gt:ident $ne:ident $ge:ident $t:ident],
-     [$xf:ident $xlt:ident $xeq:ident $xle:ident $xgt:ident $xne:ident $xge:ident $xt:ident]) => {
-        int_table!($op;
+    ($op:ident; $($ty:ident, $signed:expr,
+     [$f:ident $lt:ident $eq:ident $le:ident $gt:ident $ne:ident $ge:ident $t:ident],
+     [$xf:ident $xlt:ident $xeq:ident $xle:ident $xgt:ident $xne:ident $xge:ident $xt:ident];)*) => {
+        int_table!($op; $(
             $f => $ty, $signed, F, false; $lt => $ty, $signed, Lt, false; $eq => $ty, $signed, Eq, false;
             $le => $ty, $signed, Le, false; $gt => $ty, $signed, Gt, false; $ne => $ty, $signed, Ne, false;
             $ge => $ty, $signed, Ge, false; $t => $ty, $signed, T, false;
             $xf => $ty, $signed, F, true; $xlt => $ty, $signed, Lt, true; $xeq => $ty, $signed, Eq, true;
             $xle => $ty, $signed, Le, true; $xgt => $ty, $signed, Gt, true; $xne => $ty, $signed, Ne, true;
             $xge => $ty, $signed, Ge, true; $xt => $ty, $signed, T, true;
-        )
+        )*)
     };
 }
 
 fn int_cmp(op: Op) -> Option<Handler> {
-    let rows: [fn(Op) -> Option<Handler>; 6] = [
-        |op| {
-            Some(int_rows!(op, B16, true,
-            [VCmpFI16 VCmpLtI16 VCmpEqI16 VCmpLeI16 VCmpGtI16 VCmpNeI16 VCmpGeI16 VCmpTI16],
-            [VCmpxFI16 VCmpxLtI16 VCmpxEqI16 VCmpxLeI16 VCmpxGtI16 VCmpxNeI16 VCmpxGeI16 VCmpxTI16]))
-        },
-        |op| {
-            Some(int_rows!(op, B16, false,
-            [VCmpFU16 VCmpLtU16 VCmpEqU16 VCmpLeU16 VCmpGtU16 VCmpNeU16 VCmpGeU16 VCmpTU16],
-            [VCmpxFU16 VCmpxLtU16 VCmpxEqU16 VCmpxLeU16 VCmpxGtU16 VCmpxNeU16 VCmpxGeU16 VCmpxTU16]))
-        },
-        |op| {
-            Some(int_rows!(op, B32, true,
-            [VCmpFI32 VCmpLtI32 VCmpEqI32 VCmpLeI32 VCmpGtI32 VCmpNeI32 VCmpGeI32 VCmpTI32],
-            [VCmpxFI32 VCmpxLtI32 VCmpxEqI32 VCmpxLeI32 VCmpxGtI32 VCmpxNeI32 VCmpxGeI32 VCmpxTI32]))
-        },
-        |op| {
-            Some(int_rows!(op, B32, false,
-            [VCmpFU32 VCmpLtU32 VCmpEqU32 VCmpLeU32 VCmpGtU32 VCmpNeU32 VCmpGeU32 VCmpTU32],
-            [VCmpxFU32 VCmpxLtU32 VCmpxEqU32 VCmpxLeU32 VCmpxGtU32 VCmpxNeU32 VCmpxGeU32 VCmpxTU32]))
-        },
-        |op| {
-            Some(int_rows!(op, I64, true,
-            [VCmpFI64 VCmpLtI64 VCmpEqI64 VCmpLeI64 VCmpGtI64 VCmpNeI64 VCmpGeI64 VCmpTI64],
-            [VCmpxFI64 VCmpxLtI64 VCmpxEqI64 VCmpxLeI64 VCmpxGtI64 VCmpxNeI64 VCmpxGeI64 VCmpxTI64]))
-        },
-        |op| {
-            Some(int_rows!(op, I64, false,
-            [VCmpFU64 VCmpLtU64 VCmpEqU64 VCmpLeU64 VCmpGtU64 VCmpNeU64 VCmpGeU64 VCmpTU64],
-            [VCmpxFU64 VCmpxLtU64 VCmpxEqU64 VCmpxLeU64 VCmpxGtU64 VCmpxNeU64 VCmpxGeU64 VCmpxTU64]))
-        },
-    ];
-    rows.iter().find_map(|r| r(op))
+    Some(int_rows!(op;
+        B16, true,
+        [VCmpFI16 VCmpLtI16 VCmpEqI16 VCmpLeI16 VCmpGtI16 VCmpNeI16 VCmpGeI16 VCmpTI16],
+        [VCmpxFI16 VCmpxLtI16 VCmpxEqI16 VCmpxLeI16 VCmpxGtI16 VCmpxNeI16 VCmpxGeI16 VCmpxTI16];
+        B16, false,
+        [VCmpFU16 VCmpLtU16 VCmpEqU16 VCmpLeU16 VCmpGtU16 VCmpNeU16 VCmpGeU16 VCmpTU16],
+        [VCmpxFU16 VCmpxLtU16 VCmpxEqU16 VCmpxLeU16 VCmpxGtU16 VCmpxNeU16 VCmpxGeU16 VCmpxTU16];
+        B32, true,
+        [VCmpFI32 VCmpLtI32 VCmpEqI32 VCmpLeI32 VCmpGtI32 VCmpNeI32 VCmpGeI32 VCmpTI32],
+        [VCmpxFI32 VCmpxLtI32 VCmpxEqI32 VCmpxLeI32 VCmpxGtI32 VCmpxNeI32 VCmpxGeI32 VCmpxTI32];
+        B32, false,
+        [VCmpFU32 VCmpLtU32 VCmpEqU32 VCmpLeU32 VCmpGtU32 VCmpNeU32 VCmpGeU32 VCmpTU32],
+        [VCmpxFU32 VCmpxLtU32 VCmpxEqU32 VCmpxLeU32 VCmpxGtU32 VCmpxNeU32 VCmpxGeU32 VCmpxTU32];
+        I64, true,
+        [VCmpFI64 VCmpLtI64 VCmpEqI64 VCmpLeI64 VCmpGtI64 VCmpNeI64 VCmpGeI64 VCmpTI64],
+        [VCmpxFI64 VCmpxLtI64 VCmpxEqI64 VCmpxLeI64 VCmpxGtI64 VCmpxNeI64 VCmpxGeI64 VCmpxTI64];
+        I64, false,
+        [VCmpFU64 VCmpLtU64 VCmpEqU64 VCmpLeU64 VCmpGtU64 VCmpNeU64 VCmpGeU64 VCmpTU64],
+        [VCmpxFU64 VCmpxLtU64 VCmpxEqU64 VCmpxLeU64 VCmpxGtU64 VCmpxNeU64 VCmpxGeU64 VCmpxTU64];
+    ))
 }
 
-/// Generates the table rows of one float type.
+/// Generates the table rows of the float types: per type, (condition, op name, cmpx name).
 macro_rules! float_rows {
-    ($op:ident, $ty:ident, [$($c:ident $n:ident $xn:ident),*]) => {
-        float_table!($op; $($n => $ty, $c, false; $xn => $ty, $c, true;)*)
+    ($op:ident; $($ty:ident: [$($c:ident $n:ident $xn:ident),*];)*) => {
+        float_table!($op; $($($n => $ty, $c, false; $xn => $ty, $c, true;)*)*)
     };
 }
 
 fn float_cmp(op: Op) -> Option<Handler> {
-    let rows: [fn(Op) -> Option<Handler>; 3] = [
-        |op| {
-            Some(float_rows!(op, B16, [
-            F VCmpFF16 VCmpxFF16, Lt VCmpLtF16 VCmpxLtF16, Eq VCmpEqF16 VCmpxEqF16, Le VCmpLeF16 VCmpxLeF16,
-            Gt VCmpGtF16 VCmpxGtF16, Lg VCmpLgF16 VCmpxLgF16, Ge VCmpGeF16 VCmpxGeF16, O VCmpOF16 VCmpxOF16,
-            U VCmpUF16 VCmpxUF16, Nge VCmpNgeF16 VCmpxNgeF16, Nlg VCmpNlgF16 VCmpxNlgF16, Ngt VCmpNgtF16 VCmpxNgtF16,
-            Nle VCmpNleF16 VCmpxNleF16, Neq VCmpNeqF16 VCmpxNeqF16, Nlt VCmpNltF16 VCmpxNltF16, Tru VCmpTruF16 VCmpxTruF16]))
-        },
-        |op| {
-            Some(float_rows!(op, B32, [
-            F VCmpFF32 VCmpxFF32, Lt VCmpLtF32 VCmpxLtF32, Eq VCmpEqF32 VCmpxEqF32, Le VCmpLeF32 VCmpxLeF32,
-            Gt VCmpGtF32 VCmpxGtF32, Lg VCmpLgF32 VCmpxLgF32, Ge VCmpGeF32 VCmpxGeF32, O VCmpOF32 VCmpxOF32,
-            U VCmpUF32 VCmpxUF32, Nge VCmpNgeF32 VCmpxNgeF32, Nlg VCmpNlgF32 VCmpxNlgF32, Ngt VCmpNgtF32 VCmpxNgtF32,
-            Nle VCmpNleF32 VCmpxNleF32, Neq VCmpNeqF32 VCmpxNeqF32, Nlt VCmpNltF32 VCmpxNltF32, Tru VCmpTruF32 VCmpxTruF32]))
-        },
-        |op| {
-            Some(float_rows!(op, F64, [
-            F VCmpFF64 VCmpxFF64, Lt VCmpLtF64 VCmpxLtF64, Eq VCmpEqF64 VCmpxEqF64, Le VCmpLeF64 VCmpxLeF64,
-            Gt VCmpGtF64 VCmpxGtF64, Lg VCmpLgF64 VCmpxLgF64, Ge VCmpGeF64 VCmpxGeF64, O VCmpOF64 VCmpxOF64,
-            U VCmpUF64 VCmpxUF64, Nge VCmpNgeF64 VCmpxNgeF64, Nlg VCmpNlgF64 VCmpxNlgF64, Ngt VCmpNgtF64 VCmpxNgtF64,
-            Nle VCmpNleF64 VCmpxNleF64, Neq VCmpNeqF64 VCmpxNeqF64, Nlt VCmpNltF64 VCmpxNltF64, Tru VCmpTruF64 VCmpxTruF64]))
-        },
-    ];
-    rows.iter().find_map(|r| r(op))
+    Some(float_rows!(op;
+        B16: [
+        F VCmpFF16 VCmpxFF16, Lt VCmpLtF16 VCmpxLtF16, Eq VCmpEqF16 VCmpxEqF16, Le VCmpLeF16 VCmpxLeF16,
+        Gt VCmpGtF16 VCmpxGtF16, Lg VCmpLgF16 VCmpxLgF16, Ge VCmpGeF16 VCmpxGeF16, O VCmpOF16 VCmpxOF16,
+        U VCmpUF16 VCmpxUF16, Nge VCmpNgeF16 VCmpxNgeF16, Nlg VCmpNlgF16 VCmpxNlgF16, Ngt VCmpNgtF16 VCmpxNgtF16,
+        Nle VCmpNleF16 VCmpxNleF16, Neq VCmpNeqF16 VCmpxNeqF16, Nlt VCmpNltF16 VCmpxNltF16, Tru VCmpTruF16 VCmpxTruF16];
+        B32: [
+        F VCmpFF32 VCmpxFF32, Lt VCmpLtF32 VCmpxLtF32, Eq VCmpEqF32 VCmpxEqF32, Le VCmpLeF32 VCmpxLeF32,
+        Gt VCmpGtF32 VCmpxGtF32, Lg VCmpLgF32 VCmpxLgF32, Ge VCmpGeF32 VCmpxGeF32, O VCmpOF32 VCmpxOF32,
+        U VCmpUF32 VCmpxUF32, Nge VCmpNgeF32 VCmpxNgeF32, Nlg VCmpNlgF32 VCmpxNlgF32, Ngt VCmpNgtF32 VCmpxNgtF32,
+        Nle VCmpNleF32 VCmpxNleF32, Neq VCmpNeqF32 VCmpxNeqF32, Nlt VCmpNltF32 VCmpxNltF32, Tru VCmpTruF32 VCmpxTruF32];
+        F64: [
+        F VCmpFF64 VCmpxFF64, Lt VCmpLtF64 VCmpxLtF64, Eq VCmpEqF64 VCmpxEqF64, Le VCmpLeF64 VCmpxLeF64,
+        Gt VCmpGtF64 VCmpxGtF64, Lg VCmpLgF64 VCmpxLgF64, Ge VCmpGeF64 VCmpxGeF64, O VCmpOF64 VCmpxOF64,
+        U VCmpUF64 VCmpxUF64, Nge VCmpNgeF64 VCmpxNgeF64, Nlg VCmpNlgF64 VCmpxNlgF64, Ngt VCmpNgtF64 VCmpxNgtF64,
+        Nle VCmpNleF64 VCmpxNleF64, Neq VCmpNeqF64 VCmpxNeqF64, Nlt VCmpNltF64 VCmpxNltF64, Tru VCmpTruF64 VCmpxTruF64];
+    ))
 }
 
 fn class_cmp(op: Op) -> Option<Handler> {

@@ -47,33 +47,40 @@ fn float_pairs(ty: &str) -> Vec<(u64, u64, u32)> {
     ]
 }
 
-fn float_conditions(ty: &str) {
-    let pairs = float_pairs(ty);
-    let wide = ty == "f64";
-    let (a, b) = if wide { ("v[0:1]", "v[2:3]") } else { ("v0", "v2") };
-    let src: String = FLOAT_CONDS
+/// Runs `v_cmp_{c}_{ty}_e64 s[10+2k:11+2k]` for every condition `c` of `conds` (k its index),
+/// lane `l` comparing `pairs[l]`, and checks every lane the pairs fill: condition k accepts
+/// outcome o when bit o of k is set. Returns the wave (`None` without llvm-mc-15).
+fn conditions(ty: &str, conds: &[&str], pairs: &[(u64, u64, u32)]) -> Option<Wave> {
+    let (a, b) = if ty.ends_with("64") { ("v[0:1]", "v[2:3]") } else { ("v0", "v2") };
+    let src: String = conds
         .iter()
         .enumerate()
         .map(|(k, c)| format!("v_cmp_{c}_{ty}_e64 s[{}:{}], {a}, {b}\n", 10 + 2 * k, 11 + 2 * k))
         .collect();
-    let Some(w) = go(&src, |w| {
+    let w = go(&src, |w| {
         for (l, p) in pairs.iter().enumerate() {
             w.v[0][l] = p.0 as u32;
             w.v[1][l] = (p.0 >> 32) as u32;
             w.v[2][l] = p.1 as u32;
             w.v[3][l] = (p.1 >> 32) as u32;
         }
-    }) else {
-        return;
-    };
-    for (k, c) in FLOAT_CONDS.iter().enumerate() {
+    })?;
+    for (k, c) in conds.iter().enumerate() {
         let got = w.sreg64(10 + 2 * k as u8);
         for (l, p) in pairs.iter().enumerate() {
-            let want = k >> p.2 & 1 != 0;
-            assert_eq!(got >> l & 1 != 0, want, "v_cmp_{c}_{ty} {:#x} {:#x}", p.0, p.1);
+            assert_eq!(got >> l & 1 != 0, k >> p.2 & 1 != 0, "v_cmp_{c}_{ty} {:#x} {:#x}", p.0, p.1);
         }
-        // Lanes past the table compare zero with zero: equal.
-        assert_eq!(got >> 63 & 1 != 0, k & 2 != 0, "v_cmp_{c}_{ty} 0 0");
+    }
+    Some(w)
+}
+
+fn float_conditions(ty: &str) {
+    let Some(w) = conditions(ty, &FLOAT_CONDS, &float_pairs(ty)) else {
+        return;
+    };
+    // Lanes past the table compare zero with zero: equal.
+    for (k, c) in FLOAT_CONDS.iter().enumerate() {
+        assert_eq!(w.sreg64(10 + 2 * k as u8) >> 63 & 1 != 0, k & 2 != 0, "v_cmp_{c}_{ty} 0 0");
     }
 }
 
@@ -110,29 +117,7 @@ fn float_compare_source_modifiers() {
 const INT_CONDS: [&str; 8] = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"];
 
 fn int_conditions(ty: &str, pairs: &[(u64, u64, u32)]) {
-    let wide = ty.ends_with("64");
-    let (a, b) = if wide { ("v[0:1]", "v[2:3]") } else { ("v0", "v2") };
-    let src: String = INT_CONDS
-        .iter()
-        .enumerate()
-        .map(|(k, c)| format!("v_cmp_{c}_{ty}_e64 s[{}:{}], {a}, {b}\n", 10 + 2 * k, 11 + 2 * k))
-        .collect();
-    let Some(w) = go(&src, |w| {
-        for (l, p) in pairs.iter().enumerate() {
-            w.v[0][l] = p.0 as u32;
-            w.v[1][l] = (p.0 >> 32) as u32;
-            w.v[2][l] = p.1 as u32;
-            w.v[3][l] = (p.1 >> 32) as u32;
-        }
-    }) else {
-        return;
-    };
-    for (k, c) in INT_CONDS.iter().enumerate() {
-        let got = w.sreg64(10 + 2 * k as u8);
-        for (l, p) in pairs.iter().enumerate() {
-            assert_eq!(got >> l & 1 != 0, k >> p.2 & 1 != 0, "v_cmp_{c}_{ty} {:#x} {:#x}", p.0, p.1);
-        }
-    }
+    conditions(ty, &INT_CONDS, pairs);
 }
 
 #[test]
