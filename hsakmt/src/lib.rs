@@ -1,8 +1,9 @@
 //! libhsakmt.so.1: the hsaKmt C ABI of libhsakmt 5.2.3 (`hsakmt.h`) over the thunk.
 //!
-//! The library exports exactly the 42 `hsaKmt*` functions ROCr 5.2.3 imports, versioned
-//! `HSAKMT_1`, under the soname `libhsakmt.so.1` (see `build.rs` and `hsakmt.ver`), so that an
-//! unmodified `libhsa-runtime64.so.1` loads it through `LD_LIBRARY_PATH`. Each function is a thin
+//! The library exports exactly the 67 `hsaKmt*` functions of Debian's libhsakmt 5.2.3 (the 42
+//! ROCr 5.2.3 imports among them), versioned `HSAKMT_1`, under the soname `libhsakmt.so.1` (see
+//! `build.rs` and `hsakmt.ver`), so that an unmodified `libhsa-runtime64.so.1`, or any other
+//! client of libhsakmt, loads it through `LD_LIBRARY_PATH`. Each function is a thin
 //! layer over [`thunk::hsakmt`]: it checks the caller's pointers (`ptr`), converts the packed C
 //! structs ([`types`]) and returns the `HSAKMT_STATUS` the thunk decided.
 //!

@@ -453,6 +453,48 @@ impl From<&HSA_SVM_ATTRIBUTE> for SvmAttribute {
     }
 }
 
+c_struct!(
+    /// `HsaMemoryRange` (the ranges of hsaKmtProcessVMRead/Write).
+    HsaMemoryRange = 16 { MemoryAddress: u64, SizeInBytes: u64 }
+);
+
+c_struct!(
+    /// `HsaDbgWaveMessage`: the memory address, then the 8-byte `HsaDbgWaveMessageAMD`.
+    HsaDbgWaveMessage = 16 { MemoryVA: u64, DbgWaveMsg: u64 }
+);
+
+c_struct!(
+    /// `HsaCounter`.
+    HsaCounter = 32 {
+        Type: u32,
+        CounterId: u64,
+        CounterSizeInBits: u32,
+        CounterMask: u64,
+        Flags: u32,
+        BlockIndex: u32,
+    }
+);
+
+c_struct!(
+    /// `HsaCounterBlockProperties`: its `Counters` run on past the one declared.
+    HsaCounterBlockProperties = 56 {
+        BlockId: [u8; 16],
+        NumCounters: u32,
+        NumConcurrent: u32,
+        Counters: [HsaCounter; 1],
+    }
+);
+
+c_struct!(
+    /// `HsaCounterProperties`: its `Blocks` run on past the one declared.
+    HsaCounterProperties = 64 { NumBlocks: u32, NumConcurrent: u32, Blocks: [HsaCounterBlockProperties; 1] }
+);
+
+c_struct!(
+    /// `HsaPmcTraceRoot`.
+    HsaPmcTraceRoot = 20 { TraceBufferMinSizeBytes: u64, NumberOfPasses: u32, TraceId: u64 }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

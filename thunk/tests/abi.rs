@@ -9,7 +9,9 @@
 //!   (`HsaMemFlags`, `HSA_ENGINE_ID`, ...) to 1 and to all ones; the Rust accessors must produce the
 //!   same words;
 //! * symbols: `libhsakmt.so` has the soname `libhsakmt.so.1` and exports exactly the functions of
-//!   `hsakmt.ver`, each `@@HSAKMT_1`, which are the ones ROCr's `libhsa-runtime64.so.1` imports.
+//!   `hsakmt.ver`, each `@@HSAKMT_1`, which are exactly the `hsaKmt*` functions Debian's
+//!   libhsakmt.so.1 (5.2.3) exports, and among them every one ROCr's `libhsa-runtime64.so.1`
+//!   imports.
 
 use hsakmt::types::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -149,6 +151,12 @@ fn layouts() -> Vec<Layout> {
         }),
         layout!(HsaGraphicsResourceInfo { MemoryAddress, SizeInBytes, Metadata, MetadataSizeInBytes, Reserved }),
         layout!(HSA_SVM_ATTRIBUTE { r#type = "type", value }),
+        layout!(HsaMemoryRange { MemoryAddress, SizeInBytes }),
+        layout!(HsaDbgWaveMessage { MemoryVA, DbgWaveMsg }),
+        layout!(HsaCounter { Type, CounterId, CounterSizeInBits, CounterMask, Flags, BlockIndex }),
+        layout!(HsaCounterBlockProperties { BlockId, NumCounters, NumConcurrent, Counters }),
+        layout!(HsaCounterProperties { NumBlocks, NumConcurrent, Blocks }),
+        layout!(HsaPmcTraceRoot { TraceBufferMinSizeBytes, NumberOfPasses, TraceId }),
     ]
 }
 
@@ -336,7 +344,7 @@ fn structs_match_hsakmttypes_h() {
         }
     }
     assert!(errors.is_empty(), "{} mismatches:\n{}", errors.len(), errors.join("\n"));
-    assert!(compared >= 125, "compared only {compared} members");
+    assert!(compared >= 145, "compared only {compared} members");
 }
 
 /// The names of `hsakmt.ver`'s HSAKMT_1 node.
@@ -368,7 +376,7 @@ fn the_library_exports_exactly_the_hsakmt_1_symbols() {
     let dynamic = tool("readelf", &["-d"], &so);
     assert!(dynamic.contains("Library soname: [libhsakmt.so.1]"), "{dynamic}");
     let names = version_script_names();
-    assert_eq!(names.len(), 42);
+    assert_eq!(names.len(), 67);
     let mut exported = BTreeSet::new();
     for line in tool("nm", &["-D", "--defined-only"], &so).lines() {
         let sym = line.split_whitespace().last().unwrap();
@@ -379,7 +387,25 @@ fn the_library_exports_exactly_the_hsakmt_1_symbols() {
     }
     assert_eq!(exported, names);
 
-    // ROCr's imports, where the runtime is installed.
+    // Debian's libhsakmt 5.2.3 (libhsakmt1): the same hsaKmt* functions, no more, no fewer.
+    let debian = Path::new(DEBIAN_LIBHSAKMT);
+    assert!(debian.exists(), "{DEBIAN_LIBHSAKMT} missing: apt-get install libhsakmt1");
+    let theirs: BTreeSet<String> = tool("nm", &["-D", "--defined-only"], debian)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|s| s.starts_with("hsaKmt"))
+        .map(|s| {
+            let (name, version) = s.split_once('@').unwrap_or((s, ""));
+            assert_eq!(version, "@HSAKMT_1", "Debian's {name} is versioned {version}");
+            name.to_string()
+        })
+        .collect();
+    assert_eq!(theirs.len(), 67, "Debian's libhsakmt 5.2.3 exports 67 hsaKmt* functions");
+    let missing: Vec<_> = theirs.difference(&exported).collect();
+    let extra: Vec<_> = exported.difference(&theirs).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "missing from ours: {missing:?}; ours only: {extra:?}");
+
+    // ROCr's imports, where the runtime is installed: all of them are there.
     let rocr = Path::new("/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1");
     if rocr.exists() {
         let imports: BTreeSet<String> = tool("nm", &["-D", "--undefined-only"], rocr)
@@ -388,6 +414,11 @@ fn the_library_exports_exactly_the_hsakmt_1_symbols() {
             .filter(|s| s.starts_with("hsaKmt"))
             .map(|s| s.split('@').next().unwrap().to_string())
             .collect();
-        assert_eq!(imports, exported, "ROCr imports exactly what the library exports");
+        assert_eq!(imports.len(), 42, "ROCr 5.2.3 imports 42 hsaKmt* functions");
+        let unmet: Vec<_> = imports.difference(&exported).collect();
+        assert!(unmet.is_empty(), "ROCr imports what the library lacks: {unmet:?}");
     }
 }
+
+/// Debian's libhsakmt.so.1, the library ours stands in for.
+const DEBIAN_LIBHSAKMT: &str = "/usr/lib/x86_64-linux-gnu/libhsakmt.so.1";

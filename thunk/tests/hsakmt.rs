@@ -331,6 +331,83 @@ fn events_wait_time_out_and_wake() {
     assert_eq!(t.wait_on_event(&mut e, 0), Err(Status::Error), "an unknown event");
 }
 
+/// The calls ROCr does not import. RegisterMemory registers user memory as
+/// RegisterMemoryWithFlags does; the features the device lacks answer libhsakmt 5.2.3's status
+/// for a driver (or host) without them.
+#[test]
+fn the_rest_of_the_api_works_or_answers_as_libhsakmt_without_the_feature() {
+    #[repr(C, align(4096))]
+    struct Page([u8; 4096]);
+    let t = thunk();
+    let page = Box::new(Page([0; 4096]));
+    let addr = page.0.as_ptr() as u64;
+    // SAFETY: the page is the test's own, lives until after the deregistration and is not
+    // borrowed meanwhile.
+    unsafe { t.register_memory(addr, 4096).unwrap() };
+    let info = t.query_pointer_info(addr).unwrap();
+    assert_eq!(info.pointer_type, PointerType::REGISTERED_USER);
+    assert_eq!(t.map_memory_to_gpu(addr, 4096).unwrap(), info.gpu_address);
+    t.unmap_memory_to_gpu(addr).unwrap();
+    t.deregister_memory(addr).unwrap();
+    drop(page);
+
+    let desc = EventDescriptor { event_type: EventType::SIGNAL, node_id: 1, ..Default::default() };
+    let e = t.create_event(&desc, true, false).unwrap();
+    assert_eq!(t.query_event_state(&e), Ok(()));
+    t.destroy_event(&e).unwrap();
+    assert_eq!(t.queue_info(QueueId(42)).err(), Some(Status::InvalidParameter));
+
+    // The deprecated debugger (EPERM from the device) and the ROCm 5.2 one (unknown request).
+    assert_eq!(t.dbg_register(1), Err(Status::Error));
+    assert_eq!(t.dbg_register(9), Err(Status::InvalidNodeUnit));
+    assert_eq!(t.dbg_unregister(1), Err(Status::Error));
+    assert_eq!(t.dbg_wavefront_control(1, 1, 0, 0, 0, 0), Err(Status::Error));
+    let point = WatchPoint { mode: 3, address: 0x1000 };
+    assert_eq!(t.dbg_address_watch(1, &[point], &[0], &[]), Err(Status::Error));
+    assert_eq!(t.dbg_address_watch(1, &[point; MAX_WATCH_POINTS + 1], &[0], &[]), Err(Status::InvalidParameter));
+    assert_eq!(t.kernel_debug_trap_version(), Err(Status::Error));
+
+    // No counter blocks; no trace can be registered, so every trace id is unknown.
+    assert_eq!(t.pmc_counter_properties(1), Ok(CounterProperties::default()));
+    assert_eq!(t.pmc_counter_properties(9), Err(Status::InvalidNodeUnit));
+    let iommu = Counter { profile_type: 0, counter_id: 1, size_in_bits: 64, mask: !0, flags: 1, block_index: 24 };
+    assert_eq!(t.pmc_register_trace(1, &[iommu]), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_register_trace(1, &[]), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_register_trace(1, &[iommu; MAX_TRACE_COUNTERS + 1]), Err(Status::NoMemory));
+    assert_eq!(t.pmc_register_trace(1, &[Counter { block_index: 25, ..iommu }]), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_acquire_trace_access(1, 0), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_acquire_trace_access(1, 0x1000), Err(Status::InvalidHandle));
+    assert_eq!(t.pmc_start_trace(0x1000, 0x2000, 64), Err(Status::InvalidHandle));
+    assert_eq!(t.pmc_start_trace(0x1000, 0, 64), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_query_trace(0x1000), Err(Status::InvalidHandle));
+    assert_eq!(t.pmc_stop_trace(0x1000), Err(Status::InvalidHandle));
+    assert_eq!(t.pmc_release_trace_access(1, 0x1000), Err(Status::InvalidHandle));
+    assert_eq!(t.pmc_unregister_trace(9, 0x1000), Err(Status::InvalidNodeUnit));
+    assert_eq!(t.pmc_unregister_trace(1, 0x1000), Err(Status::InvalidHandle));
+
+    // SPM: the request's -1, libhsakmt's status.
+    assert_eq!(Status::IoctlFailed.code(), u32::MAX);
+    assert_eq!(t.spm_acquire(1), Err(Status::IoctlFailed));
+    assert_eq!(t.spm_acquire(9), Err(Status::InvalidNodeUnit));
+    assert_eq!(t.spm_release(1), Err(Status::IoctlFailed));
+    // SAFETY: a null destination: nothing is written.
+    let (r, copy) = unsafe { t.spm_set_dest_buffer(1, 0, 7, 0) };
+    assert_eq!((r, copy), (Err(Status::IoctlFailed), SpmCopy { timeout: 7, bytes_copied: 0, data_loss: false }));
+
+    // Cross-process copies: the device lacks CROSS_MEMORY_COPY.
+    let m = t.alloc_memory(0, 4096, host_flags(), None).unwrap();
+    let range = [MemoryRange { address: m, size: 4096 }];
+    for write in [false, true] {
+        // SAFETY: `m` is the thunk's live allocation.
+        let r = unsafe { t.process_vm_copy(std::process::id(), &range, &range, write) };
+        assert_eq!(r, (Err(Status::Error), 0));
+        // SAFETY: as above.
+        assert_eq!(unsafe { t.process_vm_copy(std::process::id(), &[], &range, write) }, (Err(Status::Error), 0));
+    }
+    t.free_memory(m, 4096).unwrap();
+    assert_eq!(map_graphic_handle(1, 0, 0, 0, 4096), Err(Status::NotImplemented));
+}
+
 /// ROCr's way: an AQL ring and an amd_queue_t in system memory, a barrier packet whose
 /// completion signal has the event mailbox of a signal event; the doorbell from CreateQueue.
 #[test]

@@ -71,6 +71,33 @@ pub unsafe extern "C" fn hsaKmtSetEvent(event: *mut HsaEvent) -> HSAKMT_STATUS {
     })
 }
 
+/// `hsaKmtResetEvent`: unsignals a (non-system) event (AMDKFD_IOC_RESET_EVENT).
+///
+/// # Safety
+/// `event` is null or points to a readable `HsaEvent`.
+pub unsafe extern "C" fn hsaKmtResetEvent(event: *mut HsaEvent) -> HSAKMT_STATUS {
+    entry("hsaKmtResetEvent", || {
+        let t = thunk()?;
+        // SAFETY: the caller's contract.
+        let e = unsafe { read_event(event) }?;
+        t.reset_event(&e)
+    })
+}
+
+/// `hsaKmtQueryEventState`: success for any event, as libhsakmt 5.2.3 (it asks nothing; a
+/// wait with timeout 0 tells whether the event is signaled).
+///
+/// # Safety
+/// `event` is null or points to a readable `HsaEvent`.
+pub unsafe extern "C" fn hsaKmtQueryEventState(event: *mut HsaEvent) -> HSAKMT_STATUS {
+    entry("hsaKmtQueryEventState", || {
+        let t = thunk()?;
+        // SAFETY: the caller's contract.
+        let e = unsafe { read_event(event) }?;
+        t.query_event_state(&e)
+    })
+}
+
 /// `hsaKmtWaitOnEvent`: `HSAKMT_STATUS_WAIT_TIMEOUT` after `milliseconds`.
 ///
 /// # Safety

@@ -4,7 +4,7 @@ use super::{entry, node_array, thunk};
 use crate::ptr;
 use crate::types::*;
 use std::ffi::c_void;
-use thunk::hsakmt::{SharedMemoryHandle, Status};
+use thunk::hsakmt::{MemoryRange, SharedMemoryHandle, Status};
 
 /// `hsaKmtAllocMemory`: `*memory_address` receives the buffer (with `FixedAddress` it names
 /// the wanted address on entry).
@@ -240,4 +240,148 @@ pub unsafe extern "C" fn hsaKmtRegisterGraphicsHandleToNodes(
         // SAFETY: the caller's contract.
         unsafe { ptr::write(info, c) }
     })
+}
+
+/// `hsaKmtRegisterMemory`: as `hsaKmtRegisterMemoryWithFlags` with coarse-grained host
+/// memory, on every GPU the memory is later mapped on.
+///
+/// # Safety
+/// As [`hsaKmtRegisterMemoryWithFlags`].
+pub unsafe extern "C" fn hsaKmtRegisterMemory(memory_address: *mut c_void, size: u64) -> HSAKMT_STATUS {
+    entry("hsaKmtRegisterMemory", || {
+        let t = thunk()?;
+        // SAFETY: the caller's contract.
+        unsafe { t.register_memory(memory_address as u64, size) }
+    })
+}
+
+/// `hsaKmtRegisterMemoryToNodes`: as `hsaKmtRegisterMemory`, for the GPUs of `nodes` only.
+///
+/// # Safety
+/// As [`hsaKmtRegisterMemoryWithFlags`]; `nodes` null or pointing to `num_nodes` u32s.
+pub unsafe extern "C" fn hsaKmtRegisterMemoryToNodes(
+    memory_address: *mut c_void,
+    size: u64,
+    num_nodes: u64,
+    nodes: *mut u32,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtRegisterMemoryToNodes", || {
+        let t = thunk()?;
+        // SAFETY: the caller's contract.
+        let nodes = unsafe { node_array(nodes, num_nodes) }?;
+        // SAFETY: the caller's contract.
+        unsafe { t.register_memory_to_nodes(memory_address as u64, size, &nodes) }
+    })
+}
+
+/// The body of ProcessVMRead and ProcessVMWrite: `HSAKMT_STATUS_ERROR` on this device, which
+/// lacks ROCm's out-of-tree CROSS_MEMORY_COPY request (see `thunk`'s `process_vm_copy`).
+/// libhsakmt asks no open KFD first; neither does this (a closed one is `ERROR` too).
+///
+/// # Safety
+/// As [`hsaKmtProcessVMRead`].
+unsafe fn process_vm(
+    pid: u32,
+    local: *const HsaMemoryRange,
+    nlocal: u64,
+    remote: *const HsaMemoryRange,
+    nremote: u64,
+    copied: *mut u64,
+    write: bool,
+) -> thunk::hsakmt::Result<()> {
+    let ranges = |p: *const HsaMemoryRange, n: u64| -> Option<Vec<MemoryRange>> {
+        let n = usize::try_from(n).ok().filter(|n| *n > 0)?;
+        // SAFETY: the caller's contract.
+        let c = unsafe { ptr::read_array(p, n) }?;
+        Some(c.iter().map(|r| MemoryRange { address: r.MemoryAddress, size: r.SizeInBytes }).collect())
+    };
+    if write && !copied.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { ptr::write(copied, 0) }?;
+    }
+    let (Some(local), Some(remote)) = (ranges(local, nlocal), ranges(remote, nremote)) else {
+        return Err(Status::Error);
+    };
+    let Ok(t) = thunk() else { return Err(Status::Error) };
+    // SAFETY: the caller's contract: the local ranges are valid for the copy.
+    let (r, n) = unsafe { t.process_vm_copy(pid, &local, &remote, write) };
+    if !copied.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { ptr::write(copied, n) }?;
+    }
+    r
+}
+
+/// `hsaKmtProcessVMRead`: copies from process `pid`'s GPU memory (`remote`) into this one's
+/// (`local`). `HSAKMT_STATUS_ERROR` here, as libhsakmt 5.2.3 answers when the driver refuses
+/// the copy: the device does not have AMD's out-of-tree CROSS_MEMORY_COPY request.
+/// `*size_copied` (if given) receives the bytes copied.
+///
+/// # Safety
+/// `local` and `remote` are null or point to their counts of `HsaMemoryRange`s; the local
+/// ranges are valid GPU memory of this process for the copy; `size_copied` is null or writable.
+pub unsafe extern "C" fn hsaKmtProcessVMRead(
+    pid: u32,
+    local: *mut HsaMemoryRange,
+    local_count: u64,
+    remote: *mut HsaMemoryRange,
+    remote_count: u64,
+    size_copied: *mut u64,
+) -> HSAKMT_STATUS {
+    // SAFETY: the caller's contract.
+    entry("hsaKmtProcessVMRead", || unsafe {
+        process_vm(pid, local, local_count, remote, remote_count, size_copied, false)
+    })
+}
+
+/// `hsaKmtProcessVMWrite`: as `hsaKmtProcessVMRead`, from `local` into process `pid`'s
+/// `remote`; `HSAKMT_STATUS_ERROR` here for the same reason.
+///
+/// # Safety
+/// As [`hsaKmtProcessVMRead`].
+pub unsafe extern "C" fn hsaKmtProcessVMWrite(
+    pid: u32,
+    local: *mut HsaMemoryRange,
+    local_count: u64,
+    remote: *mut HsaMemoryRange,
+    remote_count: u64,
+    size_copied: *mut u64,
+) -> HSAKMT_STATUS {
+    // SAFETY: the caller's contract.
+    entry("hsaKmtProcessVMWrite", || unsafe {
+        process_vm(pid, local, local_count, remote, remote_count, size_copied, true)
+    })
+}
+
+/// `hsaKmtMapGraphicHandle`: `HSAKMT_STATUS_NOT_IMPLEMENTED`, as libhsakmt 5.2.3 always
+/// answers (a Kaveri-era call no upstream driver had; `hsaKmtRegisterGraphicsHandleToNodes`
+/// replaced it). `*flat_memory_address` is left untouched.
+///
+/// # Safety
+/// `flat_memory_address` is null or writable.
+pub unsafe extern "C" fn hsaKmtMapGraphicHandle(
+    node_id: u32,
+    graphic_device_handle: u64,
+    graphic_resource_handle: u64,
+    graphic_resource_offset: u64,
+    graphic_resource_size: u64,
+    flat_memory_address: *mut u64,
+) -> HSAKMT_STATUS {
+    entry("hsaKmtMapGraphicHandle", || {
+        let addr = thunk::hsakmt::map_graphic_handle(
+            node_id,
+            graphic_device_handle,
+            graphic_resource_handle,
+            graphic_resource_offset,
+            graphic_resource_size,
+        )?;
+        // SAFETY: the caller's contract.
+        unsafe { ptr::write(flat_memory_address, addr) }
+    })
+}
+
+/// `hsaKmtUnmapGraphicHandle`: unmaps the buffer at `flat_memory_address` from the GPUs, as
+/// `hsaKmtUnmapMemoryToGPU` (which libhsakmt 5.2.3 calls for it).
+pub extern "C" fn hsaKmtUnmapGraphicHandle(_node_id: u32, flat_memory_address: u64, _size: u64) -> HSAKMT_STATUS {
+    entry("hsaKmtUnmapGraphicHandle", || thunk()?.unmap_memory_to_gpu(flat_memory_address))
 }

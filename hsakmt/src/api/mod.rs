@@ -7,8 +7,10 @@
 
 #![allow(non_snake_case)]
 
+pub mod debug;
 pub mod events;
 pub mod memory;
+pub mod profiling;
 pub mod queues;
 pub mod system;
 

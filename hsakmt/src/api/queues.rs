@@ -138,3 +138,17 @@ pub unsafe extern "C" fn hsaKmtAllocQueueGWS(
         Ok(())
     })
 }
+
+/// `hsaKmtGetQueueInfo`: `HSAKMT_STATUS_ERROR` for every queue here, libhsakmt 5.2.3's answer
+/// for a queue without a context save area: the device has no compute wave save/restore, so
+/// the thunk gives queues none, and there is no wave state to report. `*queue_info` is left
+/// untouched. A null `queue_info` or an unknown queue: `HSAKMT_STATUS_INVALID_PARAMETER`.
+pub extern "C" fn hsaKmtGetQueueInfo(queue_id: HSA_QUEUEID, queue_info: *mut c_void) -> HSAKMT_STATUS {
+    entry("hsaKmtGetQueueInfo", || {
+        let t = thunk()?;
+        if queue_info.is_null() {
+            return Err(Status::InvalidParameter);
+        }
+        match t.queue_info(QueueId(queue_id))? {}
+    })
+}

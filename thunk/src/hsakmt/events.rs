@@ -161,6 +161,13 @@ impl Thunk {
             .map_err(|_| Status::Error)
     }
 
+    /// `hsaKmtQueryEventState`: libhsakmt (ROCT-Thunk-Interface rocm-5.2.3 src/events.c)
+    /// answers success for any event without asking the driver, which has no such query; so
+    /// does this thunk. Whether an event is signaled is what a wait with timeout 0 tells.
+    pub fn query_event_state(&self, _event: &Event) -> Result<()> {
+        Ok(())
+    }
+
     /// `hsaKmtWaitOnEvent`.
     pub fn wait_on_event(&self, event: &mut Event, milliseconds: u32) -> Result<()> {
         self.wait_on_multiple_events(&mut [event], true, milliseconds)

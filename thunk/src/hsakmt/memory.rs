@@ -9,6 +9,27 @@ use uapi::kfd::GetDmabufInfoArgs;
 /// upstream amdkfd never had. libhsakmt 5.2.3 sends them and reports any failure as ERROR.
 const AMDKFD_IOC_IPC_IMPORT_HANDLE: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x80, 48);
 const AMDKFD_IOC_IPC_EXPORT_HANDLE: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x81, 32);
+/// ROCm's `AMDKFD_IOC_CROSS_MEMORY_COPY` (0x83; `struct kfd_ioctl_cross_memory_copy_args`: pid,
+/// flags, then the source and destination range arrays and their lengths, and bytes_copied),
+/// which upstream amdkfd never had. Flag bit 0: the remote process is written.
+const AMDKFD_IOC_CROSS_MEMORY_COPY: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x83, 48);
+const KFD_CROSS_MEMORY_WRITE: u32 = 1;
+
+/// `HsaMemoryRange` (= `struct kfd_memory_range`): a GPU address and a size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct MemoryRange {
+    pub address: u64,
+    pub size: u64,
+}
+
+/// `hsaKmtMapGraphicHandle`: `NotImplemented`, always, as in libhsakmt (ROCT-Thunk-Interface
+/// rocm-5.2.3 src/memory.c): the call was only ever implemented in an out-of-tree KFD for
+/// Kaveri, and libhsakmt answers it without asking the driver (even before the KFD is open).
+/// `hsaKmtRegisterGraphicsHandleToNodes` replaced it.
+pub fn map_graphic_handle(_node: u32, _device: u64, _resource: u64, _offset: u64, _size: u64) -> Result<u64> {
+    Err(Status::NotImplemented)
+}
 
 /// `HsaGraphicsResourceInfo`, for the graphics interop call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,13 +147,38 @@ impl Thunk {
         unsafe { self.register(addr, size, &[], flags.coarse_grain() != 0) }
     }
 
+    /// Whether a GPU is a discrete one, whose registrations make user-pointer objects
+    /// (libhsakmt's is_dgpu; with no GPU at all it is false too).
+    fn is_dgpu(&self) -> bool {
+        self.nodes.gpus().next().is_some()
+    }
+
+    /// `hsaKmtRegisterMemory`: as [`Thunk::register_memory_with_flags`], coarse grained, on no
+    /// particular GPU (ROCT-Thunk-Interface rocm-5.2.3 src/memory.c calls fmm_register_memory
+    /// so). Without a discrete GPU it is a no-op success, as there.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Thunk::register_memory_with_flags`].
+    pub unsafe fn register_memory(&self, addr: u64, size: u64) -> Result<()> {
+        if !self.is_dgpu() {
+            return Ok(());
+        }
+        // SAFETY: this function's contract.
+        unsafe { self.register(addr, size, &[], true) }
+    }
+
     /// `hsaKmtRegisterMemoryToNodes`: as [`Thunk::register_memory_with_flags`] (coarse
-    /// grained), limited to `nodes`.
+    /// grained), limited to `nodes`. Registering again with other nodes is
+    /// `MemoryAlreadyRegistered`; without a discrete GPU, `NotSupported` (libhsakmt 5.2.3).
     ///
     /// # Safety
     ///
     /// As for [`Thunk::register_memory_with_flags`].
     pub unsafe fn register_memory_to_nodes(&self, addr: u64, size: u64, nodes: &[u32]) -> Result<()> {
+        if !self.is_dgpu() {
+            return Err(Status::NotSupported);
+        }
         let gpus = self.gpu_ids_of(nodes)?;
         // SAFETY: this function's contract.
         unsafe { self.register(addr, size, &gpus, true) }
@@ -270,6 +316,52 @@ impl Thunk {
             Ok(()) => log::warn!("the device described dma-buf {handle}, but this thunk cannot import dma-bufs"),
         }
         Err(Status::Error)
+    }
+
+    /// `hsaKmtProcessVMRead` (`write` false: remote to local) and `hsaKmtProcessVMWrite`
+    /// (local to remote): copies between this process's GPU memory `local` and that of process
+    /// `pid`, through ROCm's CROSS_MEMORY_COPY. Empty range lists are `Error` (ROCT-Thunk-Interface
+    /// rocm-5.2.3 src/memory.c); so is a failed request, which upstream amdkfd and this device answer to any
+    /// such request, for neither has it. Returns the status and the bytes copied, which
+    /// libhsakmt reports even on failure.
+    ///
+    /// # Safety
+    ///
+    /// Every range of `local` is valid for the device's reads (`write`) or writes (read) for
+    /// the call.
+    pub unsafe fn process_vm_copy(
+        &self,
+        pid: u32,
+        local: &[MemoryRange],
+        remote: &[MemoryRange],
+        write: bool,
+    ) -> (Result<()>, u64) {
+        if local.is_empty() || remote.is_empty() {
+            return (Err(Status::Error), 0);
+        }
+        let ((src, nsrc), (dst, ndst)) = {
+            let l = (local.as_ptr() as u64, local.len() as u64);
+            let r = (remote.as_ptr() as u64, remote.len() as u64);
+            if write {
+                (l, r)
+            } else {
+                (r, l)
+            }
+        };
+        let mut a = [0u8; ioc_size(AMDKFD_IOC_CROSS_MEMORY_COPY)];
+        put(&mut a, 0, &pid.to_le_bytes());
+        put(&mut a, 4, &(if write { KFD_CROSS_MEMORY_WRITE } else { 0 }).to_le_bytes());
+        put(&mut a, 8, &src.to_le_bytes());
+        put(&mut a, 16, &nsrc.to_le_bytes());
+        put(&mut a, 24, &dst.to_le_bytes());
+        put(&mut a, 32, &ndst.to_le_bytes());
+        // SAFETY: the range arrays are borrowed for the call; the local ranges by this
+        // function's contract.
+        let r = unsafe { self.raw_ioctl(AMDKFD_IOC_CROSS_MEMORY_COPY, &mut a) }.map_err(|e| {
+            log::debug!("CROSS_MEMORY_COPY with pid {pid}: {e}");
+            Status::Error
+        });
+        (r, get_u64(&a, 40))
     }
 
     /// A raw ioctl, restarted when interrupted.

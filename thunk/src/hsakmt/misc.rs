@@ -104,18 +104,25 @@ impl Thunk {
         self.raw_dbg_trap(&mut a).map_err(|_| Status::Error)
     }
 
-    /// The ROCm 5.2 debugger's version, if the device has one that can enable the runtime.
-    fn debugger_version(&self) -> Result<()> {
+    /// `hsaKmtGetKernelDebugTrapVersionInfo`: the (major, minor) version of the ROCm 5.2
+    /// debugger interface (ROCT-Thunk-Interface rocm-5.2.3 src/debug.c asks DBG_TRAP GET_VERSION and
+    /// answers any failure with `Error`). This device has no such debugger: `Error`.
+    pub fn kernel_debug_trap_version(&self) -> Result<(u32, u32)> {
         let mut a = dbg_trap_args(DBG_TRAP_OP_GET_VERSION, 0, 0, 0);
         if let Err(e) = self.raw_dbg_trap(&mut a) {
-            log::debug!("no ROCm debugger interface ({e}): runtime enable not supported");
-            return Err(Status::NotSupported);
+            log::debug!("no ROCm debugger interface: {e}");
+            return Err(Status::Error);
         }
-        let major = u32::from_le_bytes(a[24..28].try_into().expect("4 bytes"));
-        if major != RUNTIME_ENABLE_MAJOR {
-            return Err(Status::NotSupported);
+        let word = |off: usize| u32::from_le_bytes(a[off..off + 4].try_into().expect("4 bytes"));
+        Ok((word(24), word(28)))
+    }
+
+    /// The ROCm 5.2 debugger's version, if the device has one that can enable the runtime.
+    fn debugger_version(&self) -> Result<()> {
+        match self.kernel_debug_trap_version() {
+            Ok((RUNTIME_ENABLE_MAJOR, _)) => Ok(()),
+            _ => Err(Status::NotSupported),
         }
-        Ok(())
     }
 
     /// The ROCm 5.2 debug-trap request, for the operations this thunk sends (GET_VERSION and

@@ -1,4 +1,5 @@
-//! The hsaKmt API (libhsakmt 5.2.3's `hsakmt.h`) in safe Rust: the functions ROCr imports.
+//! The hsaKmt API (libhsakmt 5.2.3's `hsakmt.h`) in safe Rust: every function libhsakmt 5.2.3
+//! exports.
 //!
 //! A [`Thunk`] is one open KFD with everything libhsakmt keeps per process: the interface
 //! version, the topology read from the device's sysfs-shaped tree, the memory manager (address
@@ -14,16 +15,20 @@
 //! `InvalidParameter`, unknown nodes `InvalidNodeUnit`. Where the device lacks a feature the
 //! answer is what libhsakmt answers on a kernel without it, never a fake success.
 
+mod debug;
 mod events;
 mod fmm;
 mod memory;
 mod misc;
+mod profiling;
 mod queues;
 mod topology;
 mod topology_files;
 pub mod types;
 
-pub use memory::GraphicsResourceInfo;
+pub use debug::{WatchPoint, MAX_WATCH_POINTS};
+pub use memory::{map_graphic_handle, GraphicsResourceInfo, MemoryRange};
+pub use profiling::{Counter, CounterBlock, CounterProperties, SpmCopy, TraceRoot, MAX_TRACE_COUNTERS};
 pub use types::*;
 
 use crate::Kfd;
@@ -78,6 +83,11 @@ pub enum Status {
     MemoryNotRegistered = 36,
     #[error("memory misaligned")]
     MemoryAlignment = 37,
+    /// No `HSAKMT_STATUS` value: the -1 that libhsakmt's SPM calls (ROCT-Thunk-Interface
+    /// rocm-5.2.3 src/spm.c) return as their status when the request fails, for they return
+    /// the ioctl's own result.
+    #[error("the request failed (the ioctl's -1, returned as the status)")]
+    IoctlFailed = 0xFFFF_FFFF,
 }
 
 impl Status {

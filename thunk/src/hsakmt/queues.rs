@@ -277,7 +277,17 @@ impl Thunk {
         Ok(())
     }
 
-    /// The CU mask of a queue (what `hsaKmtGetQueueInfo` reports).
+    /// `hsaKmtGetQueueInfo`. libhsakmt (ROCT-Thunk-Interface rocm-5.2.3 src/queues.c) reads a
+    /// queue's wave state (control stack, save area) from the context save area it gave the
+    /// queue, and answers `Error` for a queue without one. This thunk gives none (the device has no compute wave
+    /// save/restore; see the module), so a known queue is `Error`, an unknown one
+    /// `InvalidParameter`: it never succeeds here, hence `Infallible`.
+    pub fn queue_info(&self, id: QueueId) -> Result<std::convert::Infallible> {
+        self.kfd_queue_id(id)?;
+        Err(Status::Error)
+    }
+
+    /// The CU mask of a queue.
     pub fn queue_cu_mask(&self, id: QueueId) -> Result<Vec<u32>> {
         self.queues.state.lock().queues.get(&id.0).map(|q| q.cu_mask.clone()).ok_or(Status::InvalidParameter)
     }

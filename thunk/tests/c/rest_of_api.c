@@ -1,0 +1,243 @@
+/* The hsaKmt calls ROCr 5.2.3 does not import, from a C client written against Debian's
+ * hsakmt.h (libhsakmt-dev 5.2.3): the ones that work on this device (ResetEvent,
+ * QueryEventState, RegisterMemory(ToNodes), UnmapGraphicHandle) and the exact status of each
+ * one it refuses as libhsakmt 5.2.3 does on a driver or host without the feature (the old
+ * debugger, the ROCm debugger's version, PMC without an IOMMU PMU, SPM, cross-process copies,
+ * MapGraphicHandle, GetQueueInfo without a context save area).
+ * Run with CUSE_KFD_EMBEDDED=1 and LD_LIBRARY_PATH at the directory of cuse-kfd's library.
+ * Prints "rest_of_api: ok" and exits 0 when every check holds. */
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <hsakmt.h>
+#include <hsa/hsa.h>
+#include <hsa/amd_hsa_queue.h>
+#include <hsa/amd_hsa_signal.h>
+
+#define CHECK(cond)                                                                     \
+	do {                                                                            \
+		if (!(cond)) {                                                          \
+			fprintf(stderr, "rest_of_api.c:%d: check failed: %s\n", __LINE__, #cond); \
+			exit(1);                                                        \
+		}                                                                       \
+	} while (0)
+
+#define OK(call) CHECK((call) == HSAKMT_STATUS_SUCCESS)
+#define IS(call, status) CHECK((call) == (status))
+
+/* libhsakmt 5.2.3's SPM calls return the ioctl's -1 as their status. */
+#define SPM_FAILED ((HSAKMT_STATUS)-1)
+
+static void *pages(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+int main(void)
+{
+	HSAuint32 gpu = 1, bad_node = 7, major = 5, minor = 5;
+	HsaCounterProperties *props = NULL;
+
+	/* Before the KFD is open, as libhsakmt answers each one then. */
+	IS(hsaKmtResetEvent(NULL), HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
+	IS(hsaKmtQueryEventState(NULL), HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
+	IS(hsaKmtMapGraphicHandle(gpu, 0, 0, 0, 4096, NULL), HSAKMT_STATUS_NOT_IMPLEMENTED);
+	IS(hsaKmtGetKernelDebugTrapVersionInfo(&major, &minor), HSAKMT_STATUS_ERROR);
+	IS(hsaKmtPmcGetCounterProperties(gpu, &props), HSAKMT_STATUS_NO_MEMORY);
+	IS(hsaKmtSPMAcquire(gpu), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	IS(hsaKmtDbgRegister(gpu), HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED);
+
+	OK(hsaKmtOpenKFD());
+	HsaSystemProperties sys;
+	OK(hsaKmtAcquireSystemProperties(&sys));
+	HsaNodeProperties np;
+	OK(hsaKmtGetNodeProperties(gpu, &np));
+	CHECK(np.NumFComputeCores > 0);
+
+	/* ResetEvent: a manual-reset event stays signaled through waits until reset. */
+	HsaEventDescriptor edesc = {0};
+	edesc.EventType = HSA_EVENTTYPE_SIGNAL;
+	edesc.NodeId = gpu;
+	HsaEvent *event = NULL;
+	OK(hsaKmtCreateEvent(&edesc, true, false, &event));
+	IS(hsaKmtWaitOnEvent(event, 0), HSAKMT_STATUS_WAIT_TIMEOUT);
+	OK(hsaKmtSetEvent(event));
+	OK(hsaKmtWaitOnEvent(event, 0));
+	OK(hsaKmtWaitOnEvent(event, 0));
+	OK(hsaKmtQueryEventState(event));
+	OK(hsaKmtResetEvent(event));
+	IS(hsaKmtWaitOnEvent(event, 0), HSAKMT_STATUS_WAIT_TIMEOUT);
+	OK(hsaKmtQueryEventState(event));
+	IS(hsaKmtResetEvent(NULL), HSAKMT_STATUS_INVALID_HANDLE);
+	IS(hsaKmtQueryEventState(NULL), HSAKMT_STATUS_INVALID_HANDLE);
+	/* System events cannot be reset, as they cannot be set. */
+	HsaEventDescriptor fdesc = {0};
+	fdesc.EventType = HSA_EVENTTYPE_MEMORY;
+	fdesc.NodeId = gpu;
+	HsaEvent *fault = NULL;
+	OK(hsaKmtCreateEvent(&fdesc, true, false, &fault));
+	IS(hsaKmtResetEvent(fault), HSAKMT_STATUS_ERROR);
+	OK(hsaKmtDestroyEvent(fault));
+	printf("rest_of_api: ResetEvent unsignals a set event\n");
+
+	/* RegisterMemory: plain anonymous pages, then mapped for the GPU, which writes them: an AQL
+	 * barrier packet's completion signal lives in the registered pages. */
+	HSAuint64 alt = 0;
+	HsaMemMapFlags mflags = {0};
+	HsaMemFlags hflags = {0};
+	hflags.ui32.HostAccess = 1;
+	hflags.ui32.ExecuteAccess = 1;
+	void *user = pages(2 * 4096);
+	OK(hsaKmtRegisterMemory(user, 2 * 4096));
+	OK(hsaKmtMapMemoryToGPU(user, 2 * 4096, &alt));
+	CHECK(alt != 0);
+	HsaPointerInfo info;
+	OK(hsaKmtQueryPointerInfo(user, &info));
+	CHECK(info.Type == HSA_POINTER_REGISTERED_USER && info.CPUAddress == user && info.GPUAddress == alt);
+	CHECK(info.NMappedNodes == 1 && info.MappedNodes[0] == gpu);
+
+	void *ring = NULL, *desc = NULL;
+	OK(hsaKmtAllocMemory(0, 4096, hflags, &ring));
+	OK(hsaKmtAllocMemory(0, 4096, hflags, &desc));
+	OK(hsaKmtMapMemoryToGPUNodes(ring, 4096, NULL, mflags, 1, &gpu));
+	OK(hsaKmtMapMemoryToGPUNodes(desc, 4096, NULL, mflags, 1, &gpu));
+	amd_queue_t *q = desc;
+	memset(q, 0, sizeof(*q));
+	for (int i = 0; i < 4096 / 64; i++)
+		((hsa_barrier_and_packet_t *)ring)[i].header = HSA_PACKET_TYPE_INVALID;
+	HsaQueueResource res = {0};
+	res.Queue_read_ptr_aql = (HSAuint64 *)&q->read_dispatch_id;
+	res.Queue_write_ptr_aql = (HSAuint64 *)&q->write_dispatch_id;
+	OK(hsaKmtCreateQueue(gpu, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL, ring, 4096, NULL, &res));
+
+	amd_signal_t *sig = (amd_signal_t *)((char *)user + 4096);
+	memset(sig, 0, sizeof(*sig));
+	sig->kind = AMD_SIGNAL_KIND_USER;
+	sig->value = 1;
+	hsa_barrier_and_packet_t *pkt = ring;
+	memset((char *)pkt + 4, 0, 60);
+	pkt->completion_signal.handle = alt + 4096;
+	uint16_t header = HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE |
+			  HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE;
+	__atomic_store_n(&pkt->header, header, __ATOMIC_RELEASE);
+	__atomic_store_n(&q->write_dispatch_id, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(res.Queue_DoorBell_aql, 0, __ATOMIC_RELEASE);
+	for (int i = 0; i < 5000 && __atomic_load_n(&sig->value, __ATOMIC_ACQUIRE) != 0; i++)
+		usleep(1000);
+	CHECK(__atomic_load_n(&sig->value, __ATOMIC_ACQUIRE) == 0);
+	printf("rest_of_api: the GPU completed a signal in RegisterMemory'd pages\n");
+
+	/* GetQueueInfo: no context save area on this device, libhsakmt's ERROR for that. */
+	HsaQueueInfo qinfo;
+	memset(&qinfo, 0x5a, sizeof(qinfo));
+	IS(hsaKmtGetQueueInfo(res.QueueId, &qinfo), HSAKMT_STATUS_ERROR);
+	CHECK(qinfo.NumCUAssigned == 0x5a5a5a5a);
+	IS(hsaKmtGetQueueInfo(res.QueueId, NULL), HSAKMT_STATUS_INVALID_PARAMETER);
+	IS(hsaKmtGetQueueInfo(0, &qinfo), HSAKMT_STATUS_INVALID_PARAMETER);
+	OK(hsaKmtDestroyQueue(res.QueueId));
+
+	/* UnmapGraphicHandle is UnmapMemoryToGPU. */
+	OK(hsaKmtUnmapGraphicHandle(gpu, (HSAuint64)user, 2 * 4096));
+	OK(hsaKmtQueryPointerInfo(user, &info));
+	CHECK(info.NMappedNodes == 0);
+	OK(hsaKmtDeregisterMemory(user));
+	IS(hsaKmtQueryPointerInfo(user, &info), HSAKMT_STATUS_ERROR);
+
+	/* RegisterMemoryToNodes: registered for the GPU node only. */
+	void *user2 = pages(4096);
+	IS(hsaKmtRegisterMemoryToNodes(user2, 4096, 1, &bad_node), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	IS(hsaKmtRegisterMemoryToNodes(user2, 4096, 0, &gpu), HSAKMT_STATUS_INVALID_PARAMETER);
+	OK(hsaKmtRegisterMemoryToNodes(user2, 4096, 1, &gpu));
+	OK(hsaKmtQueryPointerInfo(user2, &info));
+	CHECK(info.Type == HSA_POINTER_REGISTERED_USER && info.NRegisteredNodes == 1 && info.RegisteredNodes[0] == gpu);
+	OK(hsaKmtMapMemoryToGPU(user2, 4096, &alt));
+	OK(hsaKmtUnmapMemoryToGPU(user2));
+	OK(hsaKmtDeregisterMemory(user2));
+	printf("rest_of_api: RegisterMemoryToNodes registers for the nodes given\n");
+
+	/* The pre-ROCm-5 debugger, which amdkfd and this device refuse (EPERM): ERROR. */
+	IS(hsaKmtDbgRegister(gpu), HSAKMT_STATUS_ERROR);
+	IS(hsaKmtDbgRegister(bad_node), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	IS(hsaKmtDbgUnregister(gpu), HSAKMT_STATUS_ERROR);
+	HsaDbgWaveMessage msg = {0};
+	IS(hsaKmtDbgWavefrontControl(gpu, HSA_DBG_WAVEOP_HALT, HSA_DBG_WAVEMODE_SINGLE, 0, &msg), HSAKMT_STATUS_ERROR);
+	HSA_DBG_WATCH_MODE modes[101] = {HSA_DBG_WATCH_ALL};
+	void *addrs[101] = {ring};
+	HSAuint64 masks[101] = {0};
+	IS(hsaKmtDbgAddressWatch(gpu, 1, modes, addrs, masks, NULL), HSAKMT_STATUS_ERROR);
+	IS(hsaKmtDbgAddressWatch(gpu, 101, modes, addrs, masks, NULL), HSAKMT_STATUS_INVALID_PARAMETER);
+	IS(hsaKmtDbgAddressWatch(bad_node, 1, modes, addrs, masks, NULL), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	/* The ROCm 5.2 debugger is absent too. */
+	IS(hsaKmtGetKernelDebugTrapVersionInfo(&major, &minor), HSAKMT_STATUS_ERROR);
+	CHECK(major == 5 && minor == 5);
+
+	/* Performance counters: no counter block on this device, no IOMMU PMU used. */
+	OK(hsaKmtPmcGetCounterProperties(gpu, &props));
+	CHECK(props != NULL && props->NumBlocks == 0 && props->NumConcurrent == 0);
+	HsaCounterProperties *again = NULL;
+	OK(hsaKmtPmcGetCounterProperties(gpu, &again));
+	CHECK(again == props);
+	IS(hsaKmtPmcGetCounterProperties(bad_node, &props), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	IS(hsaKmtPmcGetCounterProperties(gpu, NULL), HSAKMT_STATUS_INVALID_PARAMETER);
+	HsaCounter counter = {0};
+	counter.Type = HSA_PROFILE_TYPE_PRIVILEGED_IMMEDIATE;
+	counter.BlockIndex = 24; /* libhsakmt's IOMMU block */
+	counter.CounterSizeInBits = 64;
+	HsaPmcTraceRoot root;
+	IS(hsaKmtPmcRegisterTrace(gpu, 1, &counter, &root), HSAKMT_STATUS_INVALID_PARAMETER);
+	IS(hsaKmtPmcRegisterTrace(gpu, 0, &counter, &root), HSAKMT_STATUS_INVALID_PARAMETER);
+	IS(hsaKmtPmcRegisterTrace(bad_node, 1, &counter, &root), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	HSATraceId unknown = 0x1000;
+	char trace_buf[64];
+	IS(hsaKmtPmcAcquireTraceAccess(gpu, 0), HSAKMT_STATUS_INVALID_PARAMETER);
+	IS(hsaKmtPmcAcquireTraceAccess(gpu, unknown), HSAKMT_STATUS_INVALID_HANDLE);
+	IS(hsaKmtPmcStartTrace(unknown, trace_buf, sizeof(trace_buf)), HSAKMT_STATUS_INVALID_HANDLE);
+	IS(hsaKmtPmcStartTrace(unknown, NULL, sizeof(trace_buf)), HSAKMT_STATUS_INVALID_PARAMETER);
+	IS(hsaKmtPmcQueryTrace(unknown), HSAKMT_STATUS_INVALID_HANDLE);
+	IS(hsaKmtPmcStopTrace(unknown), HSAKMT_STATUS_INVALID_HANDLE);
+	IS(hsaKmtPmcStopTrace(0), HSAKMT_STATUS_INVALID_PARAMETER);
+	IS(hsaKmtPmcReleaseTraceAccess(gpu, unknown), HSAKMT_STATUS_INVALID_HANDLE);
+	IS(hsaKmtPmcUnregisterTrace(gpu, unknown), HSAKMT_STATUS_INVALID_HANDLE);
+	IS(hsaKmtPmcUnregisterTrace(bad_node, unknown), HSAKMT_STATUS_INVALID_NODE_UNIT);
+
+	/* SPM: the driver has no RLC_SPM request; libhsakmt returns the ioctl's -1. */
+	IS(hsaKmtSPMAcquire(gpu), SPM_FAILED);
+	IS(hsaKmtSPMAcquire(bad_node), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	HSAuint32 timeout = 10, copied = 77;
+	bool loss = true;
+	IS(hsaKmtSPMSetDestBuffer(gpu, 4096, &timeout, &copied, ring, &loss), SPM_FAILED);
+	CHECK(timeout == 10 && copied == 0 && !loss);
+	IS(hsaKmtSPMRelease(gpu), SPM_FAILED);
+	IS(hsaKmtSPMRelease(bad_node), HSAKMT_STATUS_INVALID_NODE_UNIT);
+
+	/* Cross-process copies need AMD's out-of-tree CROSS_MEMORY_COPY: ERROR. */
+	HsaMemoryRange local = {ring, 4096}, remote = {desc, 4096};
+	HSAuint64 done = 99;
+	IS(hsaKmtProcessVMRead(getpid(), &local, 1, &remote, 1, &done), HSAKMT_STATUS_ERROR);
+	CHECK(done == 0);
+	done = 99;
+	IS(hsaKmtProcessVMWrite(getpid(), &local, 1, &remote, 1, &done), HSAKMT_STATUS_ERROR);
+	CHECK(done == 0);
+	IS(hsaKmtProcessVMRead(getpid(), NULL, 0, &remote, 1, &done), HSAKMT_STATUS_ERROR);
+
+	/* A Kaveri-era call no upstream driver had. */
+	HSAuint64 flat = 0;
+	IS(hsaKmtMapGraphicHandle(gpu, 1, 2, 0, 4096, &flat), HSAKMT_STATUS_NOT_IMPLEMENTED);
+	CHECK(flat == 0);
+
+	OK(hsaKmtDestroyEvent(event));
+	OK(hsaKmtUnmapMemoryToGPU(ring));
+	OK(hsaKmtUnmapMemoryToGPU(desc));
+	OK(hsaKmtFreeMemory(ring, 4096));
+	OK(hsaKmtFreeMemory(desc, 4096));
+	OK(hsaKmtCloseKFD());
+	printf("rest_of_api: ok\n");
+	return 0;
+}
