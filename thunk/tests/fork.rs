@@ -1,14 +1,15 @@
 //! Fork with the embedded device, through hsaKmtOpenKFD (issue 13): as with libhsakmt on
 //! amdkfd, a forked child's inherited instance answers EBADF and the child's own
-//! hsaKmtOpenKFD opens a device of its own, which works. Alone in its binary: the test forks
-//! and sets the process-wide environment.
+//! hsaKmtOpenKFD opens a device of its own, which works; until it does, every call answers
+//! KERNEL_IO_CHANNEL_NOT_OPENED, as libhsakmt's CHECK_KFD_OPEN does once the process forked.
+//! Alone in its binary: the test forks and sets the process-wide environment.
 
 use nix::errno::Errno;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, ForkResult};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use thunk::hsakmt::{close_kfd, current, open_kfd, Opened};
+use thunk::hsakmt::{close_kfd, current, open_kfd, Opened, Status};
 
 fn version(t: &thunk::hsakmt::Thunk) -> Result<(), Errno> {
     t.kfd().version().map(drop)
@@ -18,6 +19,10 @@ fn version(t: &thunk::hsakmt::Thunk) -> Result<(), Errno> {
 fn child(inherited: &Arc<thunk::hsakmt::Thunk>) -> i32 {
     if version(inherited) != Err(Errno::EBADF) {
         return 1;
+    }
+    // libhsakmt's CHECK_KFD_OPEN in a forked child: not opened, until the child opens.
+    if current().err() != Some(Status::KernelIoChannelNotOpened) {
+        return 6;
     }
     if open_kfd() != Ok(Opened::First) {
         return 2;

@@ -309,7 +309,10 @@ pub fn open_kfd() -> Result<Opened> {
     Ok(Opened::First)
 }
 
-/// `hsaKmtCloseKFD`: drops one reference; the last closes the device.
+/// `hsaKmtCloseKFD`: drops one reference; the last closes the device. In a forked child the
+/// count is the parent's, and libhsakmt counts it down there too (ROCT rocm-5.2.3
+/// src/openclose.c: hsaKmtCloseKFD does not check for a fork); the last one forgets the
+/// parent's instance instead of tearing down the parent's device.
 pub fn close_kfd() -> Result<()> {
     let gone = {
         let mut g = GLOBAL.lock();
@@ -318,7 +321,12 @@ pub fn close_kfd() -> Result<()> {
         }
         g.count -= 1;
         if g.count == 0 {
-            g.thunk.take()
+            let t = g.thunk.take();
+            if g.opener != std::process::id() {
+                std::mem::forget(t);
+                return Ok(());
+            }
+            t
         } else {
             None
         }
@@ -328,7 +336,13 @@ pub fn close_kfd() -> Result<()> {
     Ok(())
 }
 
-/// The instance [`open_kfd`] opened (`CHECK_KFD_OPEN`).
+/// The instance [`open_kfd`] opened (`CHECK_KFD_OPEN`). A forked child has none until it opens
+/// its own: libhsakmt's CHECK_KFD_OPEN answers KERNEL_IO_CHANNEL_NOT_OPENED once the process
+/// has forked (ROCT rocm-5.2.3 src/libhsakmt.h, `hsakmt_forked`).
 pub fn current() -> Result<Arc<Thunk>> {
-    GLOBAL.lock().thunk.clone().ok_or(Status::KernelIoChannelNotOpened)
+    let g = GLOBAL.lock();
+    match &g.thunk {
+        Some(t) if g.opener == std::process::id() => Ok(t.clone()),
+        _ => Err(Status::KernelIoChannelNotOpened),
+    }
 }
