@@ -277,6 +277,43 @@ fn registered_host_memory_is_a_user_pointer() {
     t.free_memory(m, 4096).unwrap();
 }
 
+/// Threads registering the same memory at once (kfdtest's MultiThreadRegisterUserptrTest): every
+/// registration counts on one USERPTR object, so all get one GPU address, and as many
+/// deregistrations release it.
+#[test]
+fn threads_registering_one_range_share_one_user_pointer() {
+    const THREADS: usize = 32;
+    const LEN: u64 = 1 << 27;
+    let t = thunk();
+    let flags = MemFlags(0).with_host_access(1);
+    for round in 0..10 {
+        let buf = vec![0u8; LEN as usize + 4096];
+        let addr = (buf.as_ptr() as u64).next_multiple_of(4096);
+        let barrier = std::sync::Barrier::new(THREADS);
+        let alts: Vec<u64> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        // SAFETY: the range lies inside `buf`, which outlives every registration
+                        // (all released below) and is not borrowed meanwhile.
+                        unsafe { t.register_memory_with_flags(addr, LEN, flags).unwrap() };
+                        t.map_memory_to_gpu(addr, LEN).unwrap()
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(alts.iter().all(|a| *a == alts[0]), "round {round}: GPU addresses {alts:x?}");
+        for _ in 0..THREADS {
+            t.unmap_memory_to_gpu(addr).unwrap();
+            t.deregister_memory(addr).unwrap();
+        }
+        assert_eq!(t.query_pointer_info(addr), Err(Status::Error));
+        drop(buf);
+    }
+}
+
 #[test]
 fn events_wait_time_out_and_wake() {
     let t = thunk();

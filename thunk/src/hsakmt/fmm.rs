@@ -479,9 +479,23 @@ impl Fmm {
             unsafe { vm::release(va, aligned_size as usize) };
             return Err(Status::Error);
         };
+        let mut st = self.state.lock();
+        // Another thread may have registered the same range while the lock was dropped: it
+        // counts once more there and this buffer goes, as in libhsakmt's
+        // fmm_register_user_memory (ROCT rocm-5.2.3 src/fmm.c), so every caller gets one GPU
+        // address (kfdtest MultiThreadRegisterUserptrTest).
+        if let Some(start) = find_userptr(&st, addr, size) {
+            if let Some(Kind::Userptr { registrations, .. }) = st.objects.get_mut(&start).map(|o| &mut o.kind) {
+                *registrations += 1;
+            }
+            drop(st);
+            let _ = free_bo(kfd, handle);
+            // SAFETY: the GPU-address reservation made above, never recorded or handed out.
+            unsafe { vm::release(va, aligned_size as usize) };
+            return Ok(());
+        }
         let kind = Kind::Userptr { cpu: addr, cpu_size: size, registrations: 1 };
         let obj = Object::new(va, aligned_size, handle, gpu.node_id, ioc_to_hsa_flags(ioc), kind);
-        let mut st = self.state.lock();
         st.objects.insert(va, obj);
         st.userptrs.insert(addr, va);
         Ok(())
