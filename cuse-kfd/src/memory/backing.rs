@@ -144,6 +144,8 @@ pub struct BackingStore {
     root_fd: OwnedFd,
     /// Made by this store (a fresh private directory), and removed with it.
     private: bool,
+    /// On tmpfs: its files are RAM (see [`ram_allows`]).
+    in_ram: bool,
     /// Every context from [`client`](Self::client) until [`remove_client`](Self::remove_client),
     /// with its directories once it made them.
     clients: Mutex<HashMap<ClientId, Option<ClientDirs>>>,
@@ -167,6 +169,7 @@ impl BackingStore {
         nix::sys::stat::fchmod(root_fd.as_raw_fd(), Mode::from_bits_truncate(SHARED_ROOT_MODE))?;
         let store = BackingStore {
             root,
+            in_ram: in_ram(&root_fd),
             root_fd,
             private: false,
             clients: Mutex::new(HashMap::new()),
@@ -194,6 +197,7 @@ impl BackingStore {
         let root_fd = open_own_dir(None, &root)?;
         let store = BackingStore {
             root,
+            in_ram: in_ram(&root_fd),
             root_fd,
             private: true,
             clients: Mutex::new(HashMap::new()),
@@ -205,12 +209,11 @@ impl BackingStore {
 
     fn warn_unless_tmpfs(&self) {
         // GPU memory on a disk file system would be written back to disk: tmpfs keeps it in RAM.
-        match nix::sys::statfs::fstatfs(&self.root_fd) {
-            Ok(fs) if fs.filesystem_type() != nix::sys::statfs::TMPFS_MAGIC => log::warn!(
+        if !self.in_ram {
+            log::warn!(
                 "{} is not on tmpfs: backing files of GPU memory there may be written to disk (/run and /dev/shm are tmpfs)",
                 self.root.display()
-            ),
-            _ => {}
+            );
         }
     }
 
@@ -332,6 +335,10 @@ impl BackingStore {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty backing file cannot be mapped"));
         }
         let size = libc::off_t::try_from(len).map_err(|_| io::Error::from(Errno::EFBIG))?;
+        if reserve == Space::Reserved && self.in_ram && !ram_allows(len as u64) {
+            log::warn!("refusing a backing file of {len} bytes: it would leave the machine short of memory");
+            return Err(Errno::ENOSPC.into());
+        }
         let dir = self.client_dir(client, owner, space)?;
         let name = file_name(offset);
         let how = OpenHow::new()
@@ -395,6 +402,27 @@ impl Drop for BackingStore {
             Err(e) => log::warn!("cannot remove {}: {e}", self.root.display()),
         }
     }
+}
+
+fn in_ram(dir: &OwnedFd) -> bool {
+    nix::sys::statfs::fstatfs(dir).is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
+}
+
+/// Whether `len` more bytes of tmpfs leave the machine at least 1/16 of its memory available.
+/// tmpfs takes its pages from RAM and its default size (half of RAM, /dev/shm often all of it)
+/// does not bound what several devices reserve together: without this, allocations of two
+/// programs (or two embedded devices) each within their own limits could bring in the OOM
+/// killer, which takes whatever it likes. Counting MemAvailable makes every store on the machine
+/// share one bound; an allocation it refuses is ENOMEM to its client, as on a full GPU.
+fn ram_allows(len: u64) -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else { return true };
+    let kib = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    let (Some(total), Some(available)) = (kib("MemTotal:"), kib("MemAvailable:")) else { return true };
+    available.saturating_mul(1024).saturating_sub(len) >= total.saturating_mul(1024) / 16
 }
 
 /// When a backing file's space is taken from the file system.

@@ -268,3 +268,27 @@ impl Drop for Made {
         }
     }
 }
+
+#[test]
+fn a_reserved_file_that_would_leave_the_machine_short_of_memory_is_refused_and_not_made() {
+    let store = BackingStore::private().unwrap();
+    assert!(store.in_ram, "/dev/shm is tmpfs on the machines the tests run on");
+    let meminfo = fs::read_to_string("/proc/meminfo").unwrap();
+    let total_kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    let c = store.client(42);
+    let all = usize::try_from(total_kib * 1024).unwrap();
+    let err = store.create(c, me(), MmapSpace::Render, 0x1000, all).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
+    assert!(!store.root().join("42/render/0000000000001000").exists(), "nothing is left behind");
+    // Sparse (VRAM) files are not reserved, so not refused; a small reserved one is made.
+    store.create_sparse(c, me(), MmapSpace::Render, 0x1000, all).unwrap();
+    store.create(c, me(), MmapSpace::Render, 0x2000, 4096).unwrap();
+}
