@@ -103,6 +103,18 @@ struct Row {
     errno: Errno,
 }
 
+/// A MAP_MEMORY_TO_GPU request of `handle` to the `n_devices` gpu ids at `ids`.
+fn map(handle: u64, ids: u64, n_devices: u32, n_success: u32) -> Req {
+    let args = MapMemoryToGpuArgs { handle, device_ids_array_ptr: ids, n_devices, n_success };
+    req(AMDKFD_IOC_MAP_MEMORY_TO_GPU, args)
+}
+
+/// The UNMAP_MEMORY_FROM_GPU request of the same shape.
+fn unmap(handle: u64, ids: u64, n_devices: u32, n_success: u32) -> Req {
+    let args = UnmapMemoryFromGpuArgs { handle, device_ids_array_ptr: ids, n_devices, n_success };
+    req(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, args)
+}
+
 fn row(name: &'static str, setup: fn(&mut Fx), request: fn(&mut Fx) -> Req, errno: Errno) -> Row {
     Row { name, setup, request, errno }
 }
@@ -397,35 +409,13 @@ fn rows() -> Vec<Row> {
         row(
             "MAP_MEMORY to an unknown gpu",
             with_unmapped_buf,
-            |fx| {
-                let ids = fx.mem(0x1234u32.as_bytes());
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| map(fx.buf().handle, fx.mem(0x1234u32.as_bytes()), 1, 0),
             EINVAL,
         ),
         row(
             "UNMAP_MEMORY from an unknown gpu",
             with_buf,
-            |fx| {
-                let ids = fx.mem(0x1234u32.as_bytes());
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| unmap(fx.buf().handle, fx.mem(0x1234u32.as_bytes()), 1, 0),
             EINVAL,
         ),
         // --- Unknown handles, queue ids, event ids.
@@ -441,57 +431,14 @@ fn rows() -> Vec<Row> {
             |fx| req(AMDKFD_IOC_FREE_MEMORY_OF_GPU, FreeMemoryOfGpuArgs { handle: fx.buf().handle & 0xffff_ffff }),
             EINVAL,
         ),
-        row(
-            "MAP unknown handle",
-            nothing,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.unknown_handle(),
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            ENOMEM,
-        ),
+        row("MAP unknown handle", nothing, |fx| map(fx.unknown_handle(), fx.gpu_list(), 1, 0), ENOMEM),
         row(
             "MAP handle of an unknown gpu",
             with_unmapped_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle & 0xffff_ffff,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| map(fx.buf().handle & 0xffff_ffff, fx.gpu_list(), 1, 0),
             EINVAL,
         ),
-        row(
-            "UNMAP unknown handle",
-            nothing,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.unknown_handle(),
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            ENOMEM,
-        ),
+        row("UNMAP unknown handle", nothing, |fx| unmap(fx.unknown_handle(), fx.gpu_list(), 1, 0), ENOMEM),
         row(
             "EXPORT_DMABUF unknown handle",
             nothing,
@@ -990,137 +937,22 @@ fn rows() -> Vec<Row> {
             },
             EFAULT,
         ),
-        row(
-            "MAP_MEMORY n_devices 0",
-            with_unmapped_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 0,
-                        n_success: 0,
-                    },
-                )
-            },
-            EINVAL,
-        ),
+        row("MAP_MEMORY n_devices 0", with_unmapped_buf, |fx| map(fx.buf().handle, fx.gpu_list(), 0, 0), EINVAL),
         row(
             "MAP_MEMORY n_success past n_devices",
             with_unmapped_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 2,
-                    },
-                )
-            },
+            |fx| map(fx.buf().handle, fx.gpu_list(), 1, 2),
             EINVAL,
         ),
-        row(
-            "MAP_MEMORY bad device id array",
-            with_unmapped_buf,
-            |fx| {
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: BAD_PTR,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EFAULT,
-        ),
-        row(
-            "MAP_MEMORY bad array before a bad handle",
-            nothing,
-            |_| {
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: 0x1234 << 32,
-                        device_ids_array_ptr: BAD_PTR,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EFAULT,
-        ),
-        row(
-            "UNMAP_MEMORY n_devices 0",
-            with_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 0,
-                        n_success: 0,
-                    },
-                )
-            },
-            EINVAL,
-        ),
-        row(
-            "UNMAP_MEMORY bad device id array",
-            with_buf,
-            |fx| {
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: KERNEL,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EFAULT,
-        ),
-        row(
-            "UNMAP a live queue's ring",
-            with_queue,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.queue().ring.handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EBUSY,
-        ),
+        row("MAP_MEMORY bad device id array", with_unmapped_buf, |fx| map(fx.buf().handle, BAD_PTR, 1, 0), EFAULT),
+        row("MAP_MEMORY bad array before a bad handle", nothing, |_| map(0x1234 << 32, BAD_PTR, 1, 0), EFAULT),
+        row("UNMAP_MEMORY n_devices 0", with_buf, |fx| unmap(fx.buf().handle, fx.gpu_list(), 0, 0), EINVAL),
+        row("UNMAP_MEMORY bad device id array", with_buf, |fx| unmap(fx.buf().handle, KERNEL, 1, 0), EFAULT),
+        row("UNMAP a live queue's ring", with_queue, |fx| unmap(fx.queue().ring.handle, fx.gpu_list(), 1, 0), EBUSY),
         row(
             "UNMAP a live queue's pointers",
             with_queue,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.queue().ptrs.handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| unmap(fx.queue().ptrs.handle, fx.gpu_list(), 1, 0),
             EBUSY,
         ),
         row(
