@@ -79,6 +79,37 @@ static inline hsa_status_t find_cpu_cb(hsa_agent_t agent, void *data) {
     return HSA_STATUS_SUCCESS;
 }
 
+/* Whether `pool` is a global-segment pool that programs may allocate from with `flag`
+ * (HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_*) among its flags. */
+static inline int global_pool_with(hsa_amd_memory_pool_t pool, uint32_t flag) {
+    hsa_amd_segment_t segment;
+    uint32_t flags = 0;
+    bool alloc = false;
+    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment));
+    if (segment != HSA_AMD_SEGMENT_GLOBAL)
+        return 0;
+    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags));
+    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc));
+    return alloc && (flags & flag);
+}
+
+/* hsa_amd_agent_iterate_memory_pools callback: the first allocatable fine-grained global pool
+ * (the CPU agent's system memory). */
+static inline hsa_status_t fine_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
+    if (!global_pool_with(pool, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED))
+        return HSA_STATUS_SUCCESS;
+    *(hsa_amd_memory_pool_t *)data = pool;
+    return HSA_STATUS_INFO_BREAK;
+}
+
+/* The same for the first coarse-grained one (a GPU agent's VRAM). */
+static inline hsa_status_t coarse_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
+    if (!global_pool_with(pool, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED))
+        return HSA_STATUS_SUCCESS;
+    *(hsa_amd_memory_pool_t *)data = pool;
+    return HSA_STATUS_INFO_BREAK;
+}
+
 static int find_hsakmt_cb(struct dl_phdr_info *info, size_t size, void *out) {
     (void)size;
     if (strstr(info->dlpi_name, "libhsakmt.so")) {
