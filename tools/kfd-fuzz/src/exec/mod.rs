@@ -333,11 +333,7 @@ impl Harness {
             Op::AqlSubmit { p, q, packet } => self.aql_submit(usize::from(*p), *q, packet),
             Op::AqlGarbage { p, q, slot, bytes, doorbell } => {
                 let Some(t) = self.procs[usize::from(*p)].thunk.as_mut() else { return Ok(()) };
-                if t.queues.is_empty() {
-                    return Ok(());
-                }
-                let n = t.queues.len();
-                let a = &mut t.queues[*q as usize % n];
+                let Some(a) = t.queue(*q) else { return Ok(()) };
                 a.clean = false;
                 let off = (u64::from(*slot) % a.q.slots) * 64;
                 let len = bytes.len().min(64);
@@ -350,11 +346,7 @@ impl Harness {
             }
             Op::Doorbell { p, q, value } => {
                 let Some(t) = self.procs[usize::from(*p)].thunk.as_mut() else { return Ok(()) };
-                if t.queues.is_empty() {
-                    return Ok(());
-                }
-                let n = t.queues.len();
-                let a = &mut t.queues[*q as usize % n];
+                let Some(a) = t.queue(*q) else { return Ok(()) };
                 a.clean = false;
                 a.q.ring_doorbell(*value);
                 t.kfd.kick();
