@@ -101,6 +101,12 @@ impl Daemon {
         self.child.id()
     }
 
+    /// Its object counts (the control socket's `stats` command).
+    pub fn stats(&self) -> cuse_kfd::DeviceStats {
+        let text = cuse_kfd::frontend::control::request(&self.runtime_dir, "stats").expect("stats");
+        cuse_kfd::frontend::control::parse_stats(&text).expect("a stats answer")
+    }
+
     /// The node exists with the requested mode (set after devtmpfs creates it 0600).
     fn ready(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;

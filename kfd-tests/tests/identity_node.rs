@@ -36,12 +36,6 @@ fn version(fd: &File) -> i32 {
     }
 }
 
-/// The daemon's object counts (the `stats` command: cheaper than `status`).
-fn stats(d: &Daemon) -> cuse_kfd::DeviceStats {
-    let text = cuse_kfd::frontend::control::request(&d.runtime_dir, "stats").expect("stats");
-    cuse_kfd::frontend::control::parse_stats(&text).expect("a stats answer")
-}
-
 /// Waits for `pid` to exit within `within`; its exit code.
 fn reap(pid: Pid, within: Duration) -> i32 {
     let t0 = Instant::now();
@@ -110,7 +104,7 @@ fn h3_h4_context_ends_within_100ms_of_owner_exit_while_a_child_holds_the_fd() {
     // The only context is the owner's: it ended when the daemon counts no process.
     let reaped = Instant::now();
     loop {
-        let s = stats(&d);
+        let s = d.stats();
         if s.processes == 0 {
             assert_eq!(s.files, 1, "the holder's file is still open");
             break;
@@ -143,7 +137,7 @@ fn h3_h4_context_ends_within_100ms_of_owner_exit_while_a_child_holds_the_fd() {
     let mut got = [0u8; 4];
     File::from(res_r).read_exact(&mut got).expect("the holder's result");
     assert_eq!(i32::from_ne_bytes(got), libc::EBADF, "the holder's GET_VERSION on the owner's fd");
-    assert_eq!(stats(&d).processes, 0, "the holder's ioctl made no context of its own");
+    assert_eq!(d.stats().processes, 0, "the holder's ioctl made no context of its own");
 }
 
 /// A process started through `unshare --pid --fork`: pid 1 of a pid namespace of its own
@@ -202,7 +196,7 @@ fn m7_clients_each_pid_1_of_their_own_namespace_get_a_context_each() {
         seen.push(daemon_sees);
     }
     assert_ne!(seen[0], seen[1]);
-    let s = stats(&d);
+    let s = d.stats();
     assert_eq!((s.processes, s.queues), (2, 2), "a context each, with its own queue: {s:?}");
     println!("two clients, each pid 1 of its own pid namespace, are processes {seen:?} to the daemon");
 }
