@@ -16,11 +16,22 @@ pub fn tier() -> PathBuf {
     assert!(std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(), "{}", outside_the_tier(&test));
     let bin = std::env::var_os("CUSE_KFD_BIN").map(PathBuf::from).expect("CUSE_KFD_BIN names the cuse-kfd binary");
     assert!(bin.is_file(), "{} is not a file", bin.display());
-    // Straight to stdout, past libtest's capture: the tier counts these lines and fails when a
-    // test it ran did not really run.
+    announce(&test);
+    bin
+}
+
+/// [`tier`] for a test that needs no daemon: fails outside the tier, announces that `test`
+/// really runs.
+pub fn tier_without_daemon(test: &str) {
+    assert!(std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(), "{}", outside_the_tier(test));
+    announce(test);
+}
+
+/// Prints [`RAN_MARKER`] and `test` straight to stdout, past libtest's capture: the tier counts
+/// these lines and fails when a test it ran did not really run.
+fn announce(test: &str) {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{RAN_MARKER} {test}").and_then(|()| out.flush()).expect("write to stdout");
-    bin
 }
 
 /// Why a device-tier test fails outside the tier.
