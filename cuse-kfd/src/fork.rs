@@ -81,6 +81,14 @@ pub(crate) fn idle<R>(f: impl FnOnce() -> R) -> R {
     GATE.idle(f)
 }
 
+/// Joins the device thread `t` as an [`idle`] wait, unless `t` is this thread: a device thread
+/// may itself drop the last handle on the device it serves, and then ends on its own.
+pub(crate) fn join_device_thread<T>(t: std::thread::JoinHandle<T>) {
+    if t.thread().id() != std::thread::current().id() {
+        let _ = idle(|| t.join());
+    }
+}
+
 extern "C" fn prepare() {
     GATE.prepare();
 }

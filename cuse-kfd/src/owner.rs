@@ -228,10 +228,7 @@ impl Drop for OwnerWatch {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
-            // The watch may itself drop the last handle on the device it serves.
-            if t.thread().id() != std::thread::current().id() {
-                let _ = crate::fork::idle(|| t.join());
-            }
+            crate::fork::join_device_thread(t);
         }
     }
 }

@@ -103,6 +103,23 @@ struct Row {
     errno: Errno,
 }
 
+/// An ALLOC_MEMORY_OF_GPU request (no mmap offset).
+fn alloc(gpu_id: u32, va_addr: u64, size: u64, flags: u32) -> Req {
+    req(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AllocMemoryOfGpuArgs { va_addr, size, gpu_id, flags, ..Default::default() })
+}
+
+/// A MAP_MEMORY_TO_GPU request of `handle` to the `n_devices` gpu ids at `ids`.
+fn map(handle: u64, ids: u64, n_devices: u32, n_success: u32) -> Req {
+    let args = MapMemoryToGpuArgs { handle, device_ids_array_ptr: ids, n_devices, n_success };
+    req(AMDKFD_IOC_MAP_MEMORY_TO_GPU, args)
+}
+
+/// The UNMAP_MEMORY_FROM_GPU request of the same shape.
+fn unmap(handle: u64, ids: u64, n_devices: u32, n_success: u32) -> Req {
+    let args = UnmapMemoryFromGpuArgs { handle, device_ids_array_ptr: ids, n_devices, n_success };
+    req(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, args)
+}
+
 fn row(name: &'static str, setup: fn(&mut Fx), request: fn(&mut Fx) -> Req, errno: Errno) -> Row {
     Row { name, setup, request, errno }
 }
@@ -341,23 +358,7 @@ fn rows() -> Vec<Row> {
             },
             EINVAL,
         ),
-        row(
-            "ALLOC_MEMORY unknown gpu",
-            nothing,
-            |_| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: FIRST_VA,
-                        size: PAGE_SIZE,
-                        gpu_id: 0x1234,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
-            EINVAL,
-        ),
+        row("ALLOC_MEMORY unknown gpu", nothing, |_| alloc(0x1234, FIRST_VA, PAGE_SIZE, Mem::Gtt.flags()), EINVAL),
         row(
             "CREATE_QUEUE unknown gpu",
             nothing,
@@ -397,35 +398,13 @@ fn rows() -> Vec<Row> {
         row(
             "MAP_MEMORY to an unknown gpu",
             with_unmapped_buf,
-            |fx| {
-                let ids = fx.mem(0x1234u32.as_bytes());
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| map(fx.buf().handle, fx.mem(0x1234u32.as_bytes()), 1, 0),
             EINVAL,
         ),
         row(
             "UNMAP_MEMORY from an unknown gpu",
             with_buf,
-            |fx| {
-                let ids = fx.mem(0x1234u32.as_bytes());
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| unmap(fx.buf().handle, fx.mem(0x1234u32.as_bytes()), 1, 0),
             EINVAL,
         ),
         // --- Unknown handles, queue ids, event ids.
@@ -441,57 +420,14 @@ fn rows() -> Vec<Row> {
             |fx| req(AMDKFD_IOC_FREE_MEMORY_OF_GPU, FreeMemoryOfGpuArgs { handle: fx.buf().handle & 0xffff_ffff }),
             EINVAL,
         ),
-        row(
-            "MAP unknown handle",
-            nothing,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.unknown_handle(),
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            ENOMEM,
-        ),
+        row("MAP unknown handle", nothing, |fx| map(fx.unknown_handle(), fx.gpu_list(), 1, 0), ENOMEM),
         row(
             "MAP handle of an unknown gpu",
             with_unmapped_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle & 0xffff_ffff,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| map(fx.buf().handle & 0xffff_ffff, fx.gpu_list(), 1, 0),
             EINVAL,
         ),
-        row(
-            "UNMAP unknown handle",
-            nothing,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.unknown_handle(),
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            ENOMEM,
-        ),
+        row("UNMAP unknown handle", nothing, |fx| unmap(fx.unknown_handle(), fx.gpu_list(), 1, 0), ENOMEM),
         row(
             "EXPORT_DMABUF unknown handle",
             nothing,
@@ -764,192 +700,68 @@ fn rows() -> Vec<Row> {
             },
             EINVAL,
         ),
-        row(
-            "ALLOC_MEMORY size 0",
-            nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: FIRST_VA,
-                        size: 0,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
-            EINVAL,
-        ),
+        row("ALLOC_MEMORY size 0", nothing, |fx| alloc(fx.gpu, FIRST_VA, 0, Mem::Gtt.flags()), EINVAL),
         row(
             "ALLOC_MEMORY no memory domain",
             nothing,
             |fx| {
                 let flags = KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: FIRST_VA,
-                        size: PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags,
-                        ..Default::default()
-                    },
-                )
+                alloc(fx.gpu, FIRST_VA, PAGE_SIZE, flags)
             },
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY misaligned VA",
             nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: FIRST_VA + 8,
-                        size: PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, FIRST_VA + 8, PAGE_SIZE, Mem::Gtt.flags()),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY VA below the aperture",
             nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: PAGE_SIZE,
-                        size: PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, PAGE_SIZE, PAGE_SIZE, Mem::Gtt.flags()),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY VA above the aperture",
             nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: 1 << 47,
-                        size: PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, 1 << 47, PAGE_SIZE, Mem::Gtt.flags()),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY VA range crosses the limit",
             nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: (1 << 47) - PAGE_SIZE,
-                        size: 2 * PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, (1 << 47) - PAGE_SIZE, 2 * PAGE_SIZE, Mem::Gtt.flags()),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY VA range wraps",
             nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: !(PAGE_SIZE - 1),
-                        size: 2 * PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, !(PAGE_SIZE - 1), 2 * PAGE_SIZE, Mem::Gtt.flags()),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY overlapping VA",
             with_buf,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: fx.buf().va + PAGE_SIZE,
-                        size: 2 * PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Vram.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, fx.buf().va + PAGE_SIZE, 2 * PAGE_SIZE, Mem::Vram.flags()),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY overlapping an unmapped buffer's VA",
             with_unmapped_buf,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: fx.buf().va - PAGE_SIZE,
-                        size: 2 * PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Gtt.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, fx.buf().va - PAGE_SIZE, 2 * PAGE_SIZE, Mem::Gtt.flags()),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY doorbell of the wrong size",
             nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: FIRST_VA,
-                        size: PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL,
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, FIRST_VA, PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL),
             EINVAL,
         ),
         row(
             "ALLOC_MEMORY MMIO remap of the wrong size",
             nothing,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: FIRST_VA,
-                        size: 2 * PAGE_SIZE,
-                        gpu_id: fx.gpu,
-                        flags: KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP,
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, FIRST_VA, 2 * PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP),
             EINVAL,
         ),
         row(
@@ -990,137 +802,22 @@ fn rows() -> Vec<Row> {
             },
             EFAULT,
         ),
-        row(
-            "MAP_MEMORY n_devices 0",
-            with_unmapped_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 0,
-                        n_success: 0,
-                    },
-                )
-            },
-            EINVAL,
-        ),
+        row("MAP_MEMORY n_devices 0", with_unmapped_buf, |fx| map(fx.buf().handle, fx.gpu_list(), 0, 0), EINVAL),
         row(
             "MAP_MEMORY n_success past n_devices",
             with_unmapped_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 2,
-                    },
-                )
-            },
+            |fx| map(fx.buf().handle, fx.gpu_list(), 1, 2),
             EINVAL,
         ),
-        row(
-            "MAP_MEMORY bad device id array",
-            with_unmapped_buf,
-            |fx| {
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: BAD_PTR,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EFAULT,
-        ),
-        row(
-            "MAP_MEMORY bad array before a bad handle",
-            nothing,
-            |_| {
-                req(
-                    AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-                    MapMemoryToGpuArgs {
-                        handle: 0x1234 << 32,
-                        device_ids_array_ptr: BAD_PTR,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EFAULT,
-        ),
-        row(
-            "UNMAP_MEMORY n_devices 0",
-            with_buf,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 0,
-                        n_success: 0,
-                    },
-                )
-            },
-            EINVAL,
-        ),
-        row(
-            "UNMAP_MEMORY bad device id array",
-            with_buf,
-            |fx| {
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.buf().handle,
-                        device_ids_array_ptr: KERNEL,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EFAULT,
-        ),
-        row(
-            "UNMAP a live queue's ring",
-            with_queue,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.queue().ring.handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
-            EBUSY,
-        ),
+        row("MAP_MEMORY bad device id array", with_unmapped_buf, |fx| map(fx.buf().handle, BAD_PTR, 1, 0), EFAULT),
+        row("MAP_MEMORY bad array before a bad handle", nothing, |_| map(0x1234 << 32, BAD_PTR, 1, 0), EFAULT),
+        row("UNMAP_MEMORY n_devices 0", with_buf, |fx| unmap(fx.buf().handle, fx.gpu_list(), 0, 0), EINVAL),
+        row("UNMAP_MEMORY bad device id array", with_buf, |fx| unmap(fx.buf().handle, KERNEL, 1, 0), EFAULT),
+        row("UNMAP a live queue's ring", with_queue, |fx| unmap(fx.queue().ring.handle, fx.gpu_list(), 1, 0), EBUSY),
         row(
             "UNMAP a live queue's pointers",
             with_queue,
-            |fx| {
-                let ids = fx.gpu_list();
-                req(
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    UnmapMemoryFromGpuArgs {
-                        handle: fx.queue().ptrs.handle,
-                        device_ids_array_ptr: ids,
-                        n_devices: 1,
-                        n_success: 0,
-                    },
-                )
-            },
+            |fx| unmap(fx.queue().ptrs.handle, fx.gpu_list(), 1, 0),
             EBUSY,
         ),
         row(
@@ -1366,18 +1063,7 @@ fn rows() -> Vec<Row> {
         row(
             "ALLOC_MEMORY VRAM exhausted",
             with_vram_nearly_full,
-            |fx| {
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: fx.c.next_va(2 << 20),
-                        size: 2 << 20,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Vram.flags(),
-                        ..Default::default()
-                    },
-                )
-            },
+            |fx| alloc(fx.gpu, fx.c.next_va(2 << 20), 2 << 20, Mem::Vram.flags()),
             ENOMEM,
         ),
         row(
@@ -1385,16 +1071,7 @@ fn rows() -> Vec<Row> {
             nothing,
             |fx| {
                 let size = fx.rig.vram_size() + PAGE_SIZE;
-                req(
-                    AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-                    AllocMemoryOfGpuArgs {
-                        va_addr: FIRST_VA,
-                        size,
-                        gpu_id: fx.gpu,
-                        flags: Mem::Vram.flags(),
-                        ..Default::default()
-                    },
-                )
+                alloc(fx.gpu, FIRST_VA, size, Mem::Vram.flags())
             },
             ENOMEM,
         ),

@@ -16,11 +16,22 @@ pub fn tier() -> PathBuf {
     assert!(std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(), "{}", outside_the_tier(&test));
     let bin = std::env::var_os("CUSE_KFD_BIN").map(PathBuf::from).expect("CUSE_KFD_BIN names the cuse-kfd binary");
     assert!(bin.is_file(), "{} is not a file", bin.display());
-    // Straight to stdout, past libtest's capture: the tier counts these lines and fails when a
-    // test it ran did not really run.
+    announce(&test);
+    bin
+}
+
+/// [`tier`] for a test that needs no daemon: fails outside the tier, announces that `test`
+/// really runs.
+pub fn tier_without_daemon(test: &str) {
+    assert!(std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(), "{}", outside_the_tier(test));
+    announce(test);
+}
+
+/// Prints [`RAN_MARKER`] and `test` straight to stdout, past libtest's capture: the tier counts
+/// these lines and fails when a test it ran did not really run.
+fn announce(test: &str) {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{RAN_MARKER} {test}").and_then(|()| out.flush()).expect("write to stdout");
-    bin
 }
 
 /// Why a device-tier test fails outside the tier.
@@ -101,6 +112,12 @@ impl Daemon {
         self.child.id()
     }
 
+    /// Its object counts (the control socket's `stats` command).
+    pub fn stats(&self) -> cuse_kfd::DeviceStats {
+        let text = cuse_kfd::frontend::control::request(&self.runtime_dir, "stats").expect("stats");
+        cuse_kfd::frontend::control::parse_stats(&text).expect("a stats answer")
+    }
+
     /// The node exists with the requested mode (set after devtmpfs creates it 0600).
     fn ready(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;
@@ -178,14 +195,33 @@ impl Drop for Daemon {
     }
 }
 
-/// A client process: this test binary run again in a role (see [`run_client_role`]), its
-/// stdout lines collected by a thread so reads can time out. Killed when dropped.
+/// A client process (usually this test binary run again in a role, see [`client`]), its stdout
+/// lines collected by a thread so reads can time out. Killed when dropped.
 pub struct Client {
     child: Child,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Client {
+    /// Starts `cmd` with its stdin and stdout piped.
+    pub fn spawn(cmd: &mut Command) -> Client {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start a client process {cmd:?}: {e}"));
+        let out = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Client { child, lines }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -211,9 +247,19 @@ impl Client {
         writeln!(self.child.stdin.as_mut().expect("piped stdin"), "{s}").unwrap();
     }
 
+    /// Whether it has not exited yet.
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait on a client").is_none()
+    }
+
     /// SIGKILL, then whether it was reaped within `within` (a client stuck in D state is not).
     pub fn kill_and_reap(&mut self, within: Duration) -> bool {
         let _ = self.child.kill();
+        self.reaped_within(within)
+    }
+
+    /// Whether it exited (and was reaped) within `within`.
+    pub fn reaped_within(&mut self, within: Duration) -> bool {
         let t0 = Instant::now();
         while t0.elapsed() < within {
             if self.child.try_wait().ok().flatten().is_some() {
@@ -234,24 +280,12 @@ impl Drop for Client {
 
 /// Starts this test binary again as a client process in `role` against `node`.
 pub fn client(role: &str, node: &Path) -> Client {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "client_role", "--ignored", "--nocapture", "--test-threads=1"])
-        .env("CUSE_KFD_CLIENT_ROLE", role)
-        .env("CUSE_KFD_DEVICE", node)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start a client process");
-    let out = child.stdout.take().expect("piped stdout");
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    Client { child, lines }
+    Client::spawn(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "client_role", "--ignored", "--nocapture", "--test-threads=1"])
+            .env("CUSE_KFD_CLIENT_ROLE", role)
+            .env("CUSE_KFD_DEVICE", node),
+    )
 }
 
 /// Whether the daemon at `runtime_dir` reports a parked wait of process `pid` (from its status

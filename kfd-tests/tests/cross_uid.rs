@@ -4,13 +4,11 @@
 //! amdkfd's errno. The first's objects are unchanged and still work afterwards. The embedded tier
 //! has the same checks in cuse-kfd/tests/cross_uid.rs.
 
-use kfd_tests::device::{tier, Daemon};
-use std::io::{BufRead, BufReader, Write};
+use kfd_tests::device::{tier, Client, Daemon};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::Command;
 use std::time::Duration;
 use thunk::memory::{open_backing, Kind, Space};
 use thunk::queue::AqlQueue;
@@ -23,54 +21,21 @@ const UID_B: u32 = 65533;
 /// What the owner writes into its buffer, to find unchanged afterwards.
 const MARK: &[u8] = b"the owner's bytes";
 
-/// This test binary in a role, as `uid`; lines it prints with `@@ ` come back through `lines`.
-struct Role {
-    child: Child,
-    lines: Receiver<String>,
-}
-
-impl Role {
-    fn start(role: &str, node: &Path, uid: u32, facts: &str) -> Role {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+/// This test binary in a role, as `uid`.
+fn role(role: &str, node: &Path, uid: u32, facts: &str) -> Client {
+    Client::spawn(
+        Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "cross_uid_role", "--ignored", "--nocapture", "--test-threads=1"])
             .env("CROSS_UID_ROLE", role)
             .env("CROSS_UID_FACTS", facts)
             .env("CUSE_KFD_DEVICE", node)
             .uid(uid)
-            .gid(uid)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start a client");
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(at) = l.find("@@ ") {
-                    if tx.send(l[at + 3..].trim().to_string()).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-        Role { child, lines }
-    }
-
-    fn line(&self) -> String {
-        self.lines.recv_timeout(Duration::from_secs(120)).expect("a line from the client")
-    }
-
-    fn send(&mut self, s: &str) {
-        writeln!(self.child.stdin.as_mut().unwrap(), "{s}").unwrap();
-    }
+            .gid(uid),
+    )
 }
 
-impl Drop for Role {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// How long a role may take to say its next line.
+const LINE_WITHIN: Duration = Duration::from_secs(120);
 
 /// Every file below `dir`.
 fn files(dir: &Path) -> Vec<PathBuf> {
@@ -90,19 +55,19 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 fn cross_uid() {
     let bin = tier();
     let d = Daemon::start(&bin, "kfd-t-xuid");
-    let mut owner = Role::start("owner", &d.node, UID_A, "");
-    let facts = owner.line();
+    let mut owner = role("owner", &d.node, UID_A, "");
+    let facts = owner.line(LINE_WITHIN);
     let pid: u32 = facts.split_whitespace().next().unwrap().parse().unwrap();
     // The owner's files, as root sees them: every one is the intruder's target.
     let targets = files(&d.runtime_dir.join(pid.to_string()));
     assert!(targets.len() >= 4, "buffer, ring, pointers, doorbells, events: {targets:?}");
     let paths: Vec<String> = targets.iter().map(|p| p.display().to_string()).collect();
-    let intruder = Role::start("intruder", &d.node, UID_B, &format!("{facts} {}", paths.join(" ")));
-    let verdict = intruder.line();
+    let mut intruder = role("intruder", &d.node, UID_B, &format!("{facts} {}", paths.join(" ")));
+    let verdict = intruder.line(LINE_WITHIN);
     println!("intruder: {verdict}");
     assert_eq!(verdict, "refused everything");
     owner.send("check");
-    assert_eq!(owner.line(), "intact");
+    assert_eq!(owner.line(LINE_WITHIN), "intact");
     drop(intruder);
     drop(owner);
 }

@@ -12,18 +12,6 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The line xtask counts to know that device tests really ran (tools/xtask/src/device.rs,
-/// `RAN_MARKER`): without one, the tier fails.
-const RAN_MARKER: &str = "CUSE_KFD_DEVICE_TEST_RAN";
-
-/// Fails outside the device tier (see kfd_tests::device::tier); announces that `test` really runs.
-fn device_tier(test: &str) {
-    assert!(std::env::var_os("CUSE_KFD_DEVICE_TIER").is_some(), "{}", kfd_tests::device::outside_the_tier(test));
-    // Straight to stdout, not through print!, which libtest captures: xtask reads this line.
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{RAN_MARKER} {test}").and_then(|()| out.flush()).expect("write to stdout");
-}
-
 // linux/fuse.h
 const FUSE_KERNEL_VERSION: u32 = 7;
 const CUSE_INIT: u32 = 4096;
@@ -96,7 +84,7 @@ fn the_init_reply_has_the_layout_of_fuse_h() {
 #[test]
 #[ignore = "device tier"]
 fn cuse_init_by_hand_makes_a_node_and_closing_dev_cuse_removes_it() {
-    device_tier("cuse_init_by_hand_makes_a_node_and_closing_dev_cuse_removes_it");
+    kfd_tests::device::tier_without_daemon("cuse_init_by_hand_makes_a_node_and_closing_dev_cuse_removes_it");
     const NAME: &str = "kfd-probe";
     let node = Path::new("/dev").join(NAME);
     let class = Path::new("/sys/class/cuse").join(NAME);

@@ -6,15 +6,15 @@
 //! the same and more, in cuse-kfd/tests/identity.rs; the pid-0 refusal is a CUSE session unit
 //! test too; a reused pid gets a fresh context in kfd-tests/tests/restart.rs.)
 
-use kfd_tests::device::{tier, Daemon};
+use kfd_tests::device::{tier, Client, Daemon};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{fork, pipe, ForkResult, Pid};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use thunk::memory::Kind;
 use thunk::queue::AqlQueue;
@@ -34,12 +34,6 @@ fn version(fd: &File) -> i32 {
     } else {
         std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
     }
-}
-
-/// The daemon's object counts (the `stats` command: cheaper than `status`).
-fn stats(d: &Daemon) -> cuse_kfd::DeviceStats {
-    let text = cuse_kfd::frontend::control::request(&d.runtime_dir, "stats").expect("stats");
-    cuse_kfd::frontend::control::parse_stats(&text).expect("a stats answer")
 }
 
 /// Waits for `pid` to exit within `within`; its exit code.
@@ -110,7 +104,7 @@ fn h3_h4_context_ends_within_100ms_of_owner_exit_while_a_child_holds_the_fd() {
     // The only context is the owner's: it ended when the daemon counts no process.
     let reaped = Instant::now();
     loop {
-        let s = stats(&d);
+        let s = d.stats();
         if s.processes == 0 {
             assert_eq!(s.files, 1, "the holder's file is still open");
             break;
@@ -143,84 +137,38 @@ fn h3_h4_context_ends_within_100ms_of_owner_exit_while_a_child_holds_the_fd() {
     let mut got = [0u8; 4];
     File::from(res_r).read_exact(&mut got).expect("the holder's result");
     assert_eq!(i32::from_ne_bytes(got), libc::EBADF, "the holder's GET_VERSION on the owner's fd");
-    assert_eq!(stats(&d).processes, 0, "the holder's ioctl made no context of its own");
+    assert_eq!(d.stats().processes, 0, "the holder's ioctl made no context of its own");
 }
 
 /// A process started through `unshare --pid --fork`: pid 1 of a pid namespace of its own
 /// (killed with `unshare`, which `--kill-child` makes its parent-death signal).
-struct InOwnPidNs {
-    child: Child,
-    lines: std::sync::mpsc::Receiver<String>,
+fn in_own_pid_ns(program: &Path, args: &[&std::ffi::OsStr], envs: &[(&str, &std::ffi::OsStr)]) -> Client {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--kill-child=SIGTERM", "--"]).arg(program).args(args);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    Client::spawn(&mut cmd)
 }
 
-impl InOwnPidNs {
-    fn start(program: &Path, args: &[&std::ffi::OsStr], envs: &[(&str, &std::ffi::OsStr)]) -> InOwnPidNs {
-        let mut cmd = Command::new("unshare");
-        cmd.args(["--pid", "--fork", "--kill-child=SIGTERM", "--"]).arg(program).args(args);
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("start unshare");
-        let out = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        InOwnPidNs { child, lines }
-    }
-
-    /// This test binary as a client in role `own_context` against `node`.
-    fn client(node: &Path) -> InOwnPidNs {
-        let exe = std::env::current_exe().unwrap();
-        let args = ["--exact", "pidns_client_role", "--ignored", "--nocapture", "--test-threads=1"];
-        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-        InOwnPidNs::start(&exe, &args, &[("CUSE_KFD_DEVICE", node.as_os_str())])
-    }
-
-    /// The next line printed with the `@@` marker.
-    fn line(&mut self, timeout: Duration) -> String {
-        let t0 = Instant::now();
-        loop {
-            let left = timeout.checked_sub(t0.elapsed()).unwrap_or_default();
-            match self.lines.recv_timeout(left) {
-                Ok(l) => {
-                    if let Some(at) = l.find("@@ ") {
-                        return l[at + 3..].trim().to_string();
-                    }
-                }
-                Err(e) => panic!("no line from unshare {} within {timeout:?} ({e})", self.child.id()),
-            }
-        }
-    }
-
-    /// SIGTERM to `unshare`'s child and to `unshare` (which may block it while it waits for the
-    /// child); whether both ended within `within`.
-    fn terminate(&mut self, within: Duration) -> bool {
-        let me = self.child.id();
-        let children = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_default();
-        for pid in children.split_whitespace().filter_map(|p| p.parse().ok()).chain([me as i32]) {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
-        }
-        let t0 = Instant::now();
-        while t0.elapsed() < within {
-            if self.child.try_wait().ok().flatten().is_some() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        false
-    }
+/// This test binary, in its own pid namespace, as a client in role `pidns_client_role` against
+/// `node`.
+fn pidns_client(node: &Path) -> Client {
+    let exe = std::env::current_exe().unwrap();
+    let args = ["--exact", "pidns_client_role", "--ignored", "--nocapture", "--test-threads=1"];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    in_own_pid_ns(&exe, &args, &[("CUSE_KFD_DEVICE", node.as_os_str())])
 }
 
-impl Drop for InOwnPidNs {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// SIGTERM to `unshare`'s child and to `unshare` (which may block it while it waits for the
+/// child); whether both ended within `within`.
+fn terminate(unshare: &mut Client, within: Duration) -> bool {
+    let me = unshare.pid();
+    let children = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_default();
+    for pid in children.split_whitespace().filter_map(|p| p.parse().ok()).chain([me as i32]) {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
     }
+    unshare.reaped_within(within)
 }
 
 /// The pids of `pid` in its pid namespaces, outermost first (`NSpid` of /proc/<pid>/status).
@@ -235,7 +183,7 @@ fn ns_pids(pid: u32) -> Vec<u32> {
 fn m7_clients_each_pid_1_of_their_own_namespace_get_a_context_each() {
     let bin = tier();
     let d = Daemon::start(&bin, "kfd-t-pidns");
-    let mut clients = [InOwnPidNs::client(&d.node), InOwnPidNs::client(&d.node)];
+    let mut clients = [pidns_client(&d.node), pidns_client(&d.node)];
     let mut seen = Vec::new();
     for c in &mut clients {
         let line = c.line(Duration::from_secs(60));
@@ -248,7 +196,7 @@ fn m7_clients_each_pid_1_of_their_own_namespace_get_a_context_each() {
         seen.push(daemon_sees);
     }
     assert_ne!(seen[0], seen[1]);
-    let s = stats(&d);
+    let s = d.stats();
     assert_eq!((s.processes, s.queues), (2, 2), "a context each, with its own queue: {s:?}");
     println!("two clients, each pid 1 of its own pid namespace, are processes {seen:?} to the daemon");
 }
@@ -287,10 +235,10 @@ fn m7_a_daemon_in_its_own_pid_namespace_refuses_callers_it_cannot_see() {
     let words = ["serve", "--name", name, "--mode", "0666", "--runtime-dir"];
     let mut args: Vec<&std::ffi::OsStr> = words.iter().map(std::ffi::OsStr::new).collect();
     args.push(rt.as_os_str());
-    let mut daemon = InOwnPidNs::start(&bin, &args, &[]);
+    let mut daemon = in_own_pid_ns(&bin, &args, &[]);
     let t0 = Instant::now();
     while !std::fs::metadata(&node).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o666) {
-        assert!(daemon.child.try_wait().unwrap().is_none(), "the daemon exited before its node appeared");
+        assert!(daemon.running(), "the daemon exited before its node appeared");
         assert!(t0.elapsed() < Duration::from_secs(90), "{} did not appear within 90 s", node.display());
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -299,7 +247,7 @@ fn m7_a_daemon_in_its_own_pid_namespace_refuses_callers_it_cannot_see() {
     assert_eq!(opened.map(|_| ()).map_err(|e| e.raw_os_error()), Err(Some(libc::EPERM)), "open by an unseen caller");
     assert_eq!(Kfd::open_node(&node).err(), Some(thunk::Errno::EPERM), "the thunk's open");
     println!("a caller outside the daemon's pid namespace was refused with EPERM");
-    assert!(daemon.terminate(Duration::from_secs(10)), "the daemon did not end on SIGTERM");
+    assert!(terminate(&mut daemon, Duration::from_secs(10)), "the daemon did not end on SIGTERM");
     let t0 = Instant::now();
     while node.exists() {
         assert!(t0.elapsed() < Duration::from_secs(5), "{} outlived its daemon", node.display());

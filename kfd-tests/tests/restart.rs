@@ -204,12 +204,6 @@ fn client_with_pid(role: &str, node: &Path, pid: u32) -> (Client, u32) {
     panic!("no client got pid {pid} in 50 attempts");
 }
 
-/// The daemon's object counts (the `stats` command).
-fn stats(d: &Daemon) -> cuse_kfd::DeviceStats {
-    let text = cuse_kfd::frontend::control::request(&d.runtime_dir, "stats").expect("stats");
-    cuse_kfd::frontend::control::parse_stats(&text).expect("a stats answer")
-}
-
 #[test]
 #[ignore = "device tier"]
 fn a_reused_pid_gets_a_fresh_context() {
@@ -221,16 +215,16 @@ fn a_reused_pid_gets_a_fresh_context() {
     assert!(owner.kill_and_reap(Duration::from_secs(10)), "the owner did not exit");
     // Its child still holds the fd: the context ends with its owner all the same.
     let t0 = Instant::now();
-    while stats(&d).processes != 0 {
+    while d.stats().processes != 0 {
         assert!(t0.elapsed() < Duration::from_secs(5), "the dead owner's context never ended");
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(stats(&d).files, 1, "the holder's fd is still open");
+    assert_eq!(d.stats().files, 1, "the holder's fd is still open");
     let (mut next, attempts) = client_with_pid("fresh", &d.node, pid);
     println!("a new process got the dead owner's pid {pid} (attempt {attempts}) while its child held the fd");
     next.send(&objects);
     assert_eq!(next.line(Duration::from_secs(60)), "fresh", "the process with the reused pid");
-    let s = stats(&d);
+    let s = d.stats();
     assert_eq!((s.processes, s.buffers), (1, 1), "one context, with the new process's one buffer: {s:?}");
     next.send("exit");
 }

@@ -351,9 +351,7 @@ impl Drop for Engine {
         *self.shared.bell.rung.lock() = true;
         self.shared.bell.rung.notify_one();
         if let Some(t) = self.thread.take() {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = crate::fork::idle(|| t.join());
-            }
+            crate::fork::join_device_thread(t);
         }
     }
 }

@@ -123,9 +123,7 @@ impl Drop for Workers {
         self.shared.stop.store(true, Ordering::Release);
         self.shared.queue.notify_all();
         for t in self.threads.drain(..) {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = fork::idle(|| t.join());
-            }
+            fork::join_device_thread(t);
         }
     }
 }

@@ -133,9 +133,7 @@ impl Drop for Timer {
         self.shared.lock().stop = true;
         self.shared.notify_all();
         if let Some(t) = self.thread.take() {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = crate::fork::idle(|| t.join());
-            }
+            crate::fork::join_device_thread(t);
         }
     }
 }

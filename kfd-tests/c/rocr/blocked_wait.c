@@ -100,16 +100,24 @@ static double finish(struct waiter *w, double woken_at, hsa_signal_value_t want,
     return frac;
 }
 
-/* A thread's scheduler state ('S' sleeping, 'R' running) from /proc. */
-static char thread_state(pid_t tid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+/* Reads /proc/self/task/<tid>/<file> into `buf` (NUL-terminated); 0 when it cannot be opened. */
+static int read_task_file(pid_t tid, const char *file, char *buf, size_t size) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/%s", tid, file);
     FILE *f = fopen(path, "r");
     if (!f)
-        return '?';
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
+        return 0;
+    size_t n = fread(buf, 1, size - 1, f);
     fclose(f);
     buf[n] = 0;
+    return 1;
+}
+
+/* A thread's scheduler state ('S' sleeping, 'R' running) from /proc. */
+static char thread_state(pid_t tid) {
+    char buf[512];
+    if (!read_task_file(tid, "stat", buf, sizeof buf))
+        return '?';
     char *p = strrchr(buf, ')');
     return p && p[1] == ' ' ? p[2] : '?';
 }
@@ -118,15 +126,7 @@ static char thread_state(pid_t tid) {
  * a FUSE request for a CUSE node. */
 static const char *thread_wchan(pid_t tid) {
     static char buf[128];
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/wchan", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return "?";
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return buf;
+    return read_task_file(tid, "wchan", buf, sizeof buf) ? buf : "?";
 }
 
 /* Sleeps `seconds` while sampling the state of the `n` waiters at `ws` 20 times. */

@@ -56,27 +56,55 @@ static inline const char *status_name(hsa_status_t s) {
     return buf;
 }
 
-static hsa_status_t find_gpu_cb(hsa_agent_t agent, void *data) {
+/* The body of the find_*_cb callbacks: `agent` into `*data`, ending the iteration, if it is a
+ * device of type `want`. */
+static inline hsa_status_t take_agent_of(hsa_agent_t agent, void *data, hsa_device_type_t want) {
     hsa_device_type_t type;
     if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) != HSA_STATUS_SUCCESS)
         return HSA_STATUS_ERROR;
-    if (type == HSA_DEVICE_TYPE_GPU) {
-        *(hsa_agent_t *)data = agent;
-        return HSA_STATUS_INFO_BREAK;
-    }
-    return HSA_STATUS_SUCCESS;
+    if (type != want)
+        return HSA_STATUS_SUCCESS;
+    *(hsa_agent_t *)data = agent;
+    return HSA_STATUS_INFO_BREAK;
+}
+
+/* hsa_iterate_agents callback: the first GPU agent. */
+static hsa_status_t find_gpu_cb(hsa_agent_t agent, void *data) {
+    return take_agent_of(agent, data, HSA_DEVICE_TYPE_GPU);
 }
 
 /* hsa_iterate_agents callback: the CPU agent (whose pools hold system memory). */
 static inline hsa_status_t find_cpu_cb(hsa_agent_t agent, void *data) {
-    hsa_device_type_t type;
-    if (hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) != HSA_STATUS_SUCCESS)
-        return HSA_STATUS_ERROR;
-    if (type == HSA_DEVICE_TYPE_CPU) {
-        *(hsa_agent_t *)data = agent;
-        return HSA_STATUS_INFO_BREAK;
-    }
-    return HSA_STATUS_SUCCESS;
+    return take_agent_of(agent, data, HSA_DEVICE_TYPE_CPU);
+}
+
+/* The body of the *_pool_cb callbacks: `pool` into `*data`, ending the iteration, if it is a
+ * global-segment pool that programs may allocate from with `flag`
+ * (HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_*) among its flags. */
+static inline hsa_status_t take_global_pool_with(hsa_amd_memory_pool_t pool, void *data, uint32_t flag) {
+    hsa_amd_segment_t segment;
+    uint32_t flags = 0;
+    bool alloc = false;
+    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment));
+    if (segment != HSA_AMD_SEGMENT_GLOBAL)
+        return HSA_STATUS_SUCCESS;
+    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags));
+    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc));
+    if (!alloc || !(flags & flag))
+        return HSA_STATUS_SUCCESS;
+    *(hsa_amd_memory_pool_t *)data = pool;
+    return HSA_STATUS_INFO_BREAK;
+}
+
+/* hsa_amd_agent_iterate_memory_pools callback: the first allocatable fine-grained global pool
+ * (the CPU agent's system memory). */
+static inline hsa_status_t fine_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
+    return take_global_pool_with(pool, data, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+}
+
+/* The same for the first coarse-grained one (a GPU agent's VRAM). */
+static inline hsa_status_t coarse_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
+    return take_global_pool_with(pool, data, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED);
 }
 
 static int find_hsakmt_cb(struct dl_phdr_info *info, size_t size, void *out) {

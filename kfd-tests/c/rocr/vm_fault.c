@@ -11,27 +11,11 @@
 
 #define SIZE (64u << 10)
 
-static hsa_status_t system_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
-    hsa_amd_segment_t segment;
-    uint32_t flags = 0;
-    bool alloc = false;
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment));
-    if (segment != HSA_AMD_SEGMENT_GLOBAL)
-        return HSA_STATUS_SUCCESS;
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags));
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc));
-    if (alloc && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED)) {
-        *(hsa_amd_memory_pool_t *)data = pool;
-        return HSA_STATUS_INFO_BREAK;
-    }
-    return HSA_STATUS_SUCCESS;
-}
-
 int main(void) {
     hsa_agent_t gpu = init_gpu(), cpu = {0};
     CHECK(hsa_iterate_agents(find_cpu_cb, &cpu) == HSA_STATUS_INFO_BREAK, "no CPU agent");
     hsa_amd_memory_pool_t system = {0};
-    CHECK(hsa_amd_agent_iterate_memory_pools(cpu, system_pool_cb, &system) == HSA_STATUS_INFO_BREAK,
+    CHECK(hsa_amd_agent_iterate_memory_pools(cpu, fine_pool_cb, &system) == HSA_STATUS_INFO_BREAK,
           "no fine-grained system pool");
     void *src = NULL;
     HSA(hsa_amd_memory_pool_allocate(system, SIZE, 0, &src));

@@ -9,45 +9,6 @@
 #define SIZE (4u << 20)
 #define WORDS (SIZE / 4)
 
-struct pools {
-    hsa_amd_memory_pool_t vram, system;
-    int have_vram, have_system;
-};
-
-static hsa_status_t gpu_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
-    struct pools *p = data;
-    hsa_amd_segment_t segment;
-    uint32_t flags = 0;
-    bool alloc = false;
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment));
-    if (segment != HSA_AMD_SEGMENT_GLOBAL)
-        return HSA_STATUS_SUCCESS;
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags));
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc));
-    if (alloc && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) && !p->have_vram) {
-        p->vram = pool;
-        p->have_vram = 1;
-    }
-    return HSA_STATUS_SUCCESS;
-}
-
-static hsa_status_t cpu_pool_cb(hsa_amd_memory_pool_t pool, void *data) {
-    struct pools *p = data;
-    hsa_amd_segment_t segment;
-    uint32_t flags = 0;
-    bool alloc = false;
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment));
-    if (segment != HSA_AMD_SEGMENT_GLOBAL)
-        return HSA_STATUS_SUCCESS;
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags));
-    HSA(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, &alloc));
-    if (alloc && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) && !p->have_system) {
-        p->system = pool;
-        p->have_system = 1;
-    }
-    return HSA_STATUS_SUCCESS;
-}
-
 /* A word of the pattern the copies carry: different in every word and every byte lane. */
 static uint32_t pattern(uint32_t i) {
     uint32_t x = i * 2654435761u ^ 0x5bd1e995u;
@@ -67,18 +28,17 @@ int main(void) {
           sdma ? sdma : "unset");
     hsa_agent_t gpu = init_gpu(), cpu = {0};
     CHECK(hsa_iterate_agents(find_cpu_cb, &cpu) == HSA_STATUS_INFO_BREAK, "no CPU agent");
-    struct pools p = {0};
-    HSA(hsa_amd_agent_iterate_memory_pools(gpu, gpu_pool_cb, &p));
-    HSA(hsa_amd_agent_iterate_memory_pools(cpu, cpu_pool_cb, &p));
-    CHECK(p.have_vram && p.have_system, "a VRAM pool (%d) and a fine-grained system pool (%d)", p.have_vram,
-          p.have_system);
+    hsa_amd_memory_pool_t vram = {0}, system = {0};
+    CHECK(hsa_amd_agent_iterate_memory_pools(gpu, coarse_pool_cb, &vram) == HSA_STATUS_INFO_BREAK, "no VRAM pool");
+    CHECK(hsa_amd_agent_iterate_memory_pools(cpu, fine_pool_cb, &system) == HSA_STATUS_INFO_BREAK,
+          "no fine-grained system pool");
 
     void *a = NULL, *b = NULL;
     uint32_t *host = NULL, *back = NULL;
-    HSA(hsa_amd_memory_pool_allocate(p.vram, SIZE, 0, &a));
-    HSA(hsa_amd_memory_pool_allocate(p.vram, SIZE, 0, &b));
-    HSA(hsa_amd_memory_pool_allocate(p.system, SIZE, 0, (void **)&host));
-    HSA(hsa_amd_memory_pool_allocate(p.system, SIZE, 0, (void **)&back));
+    HSA(hsa_amd_memory_pool_allocate(vram, SIZE, 0, &a));
+    HSA(hsa_amd_memory_pool_allocate(vram, SIZE, 0, &b));
+    HSA(hsa_amd_memory_pool_allocate(system, SIZE, 0, (void **)&host));
+    HSA(hsa_amd_memory_pool_allocate(system, SIZE, 0, (void **)&back));
     hsa_agent_t both[2] = {gpu, cpu};
     HSA(hsa_amd_agents_allow_access(2, both, NULL, host));
     HSA(hsa_amd_agents_allow_access(2, both, NULL, back));

@@ -64,7 +64,7 @@ const IMM_VARIANTS: [u32; 3] = [0x1234, 0xfffd, 0];
 const LITERAL: u32 = 0x1234_5678;
 
 fn gfx9_encodings() -> Vec<Enc> {
-    vec![
+    let mut encs = vec![
         Enc {
             name: "SOP2",
             count: 0x60,
@@ -177,33 +177,6 @@ fn gfx9_encodings() -> Vec<Enc> {
             build: |op, _| vec![0xD800_0000 | op << 17 | 2 << 8 | 1, 20 | 30 << 8 | 40 << 16 | 10 << 24],
         },
         Enc {
-            name: "FLAT",
-            count: 128,
-            id_mask: 0xfdfc_c000,
-            optional: FLAT_OPT,
-            imm: false,
-            set: &[],
-            build: |op, _| flat(op, 0),
-        },
-        Enc {
-            name: "SCRATCH",
-            count: 128,
-            id_mask: 0xfdfc_c000,
-            optional: FLAT_OPT,
-            imm: false,
-            set: &[],
-            build: |op, _| flat(op, 1),
-        },
-        Enc {
-            name: "GLOBAL",
-            count: 128,
-            id_mask: 0xfdfc_c000,
-            optional: FLAT_OPT,
-            imm: false,
-            set: &[],
-            build: |op, _| flat(op, 2),
-        },
-        Enc {
             name: "MUBUF",
             count: 128,
             id_mask: 0xfdfc_0000,
@@ -212,18 +185,35 @@ fn gfx9_encodings() -> Vec<Enc> {
             set: &[],
             build: |op, _| vec![0xE000_0000 | op << 18 | 1 << 12, 20 | 10 << 8 | 10 << 16 | 50 << 24],
         },
-    ]
+    ];
+    encs.extend(flat_encs([|op, _| flat(op, 0), |op, _| flat(op, 1), |op, _| flat(op, 2)]));
+    encs
 }
 
-const FLAT_OPT: &[(usize, u32)] = &[(1, 0xff << 24), (1, 0xff << 8)];
+/// FLAT, SCRATCH and GLOBAL: one opcode space, told apart by the segment field; `build` holds
+/// each one's probe builder, in that order.
+fn flat_encs(build: [fn(u32, u32) -> Vec<u32>; 3]) -> [Enc; 3] {
+    let [flat, scratch, global] = build;
+    let enc = |name, build| Enc {
+        name,
+        count: 128,
+        id_mask: 0xfdfc_c000,
+        optional: &[(1, 0xff << 24), (1, 0xff << 8)],
+        imm: false,
+        set: &[],
+        build,
+    };
+    [enc("FLAT", flat), enc("SCRATCH", scratch), enc("GLOBAL", global)]
+}
 
 /// The gfx10 encodings (AMD "RDNA2" ISA Reference Guide, chapter "Microcode Formats"): the
-/// scalar ALU and VOP1/VOP2/VOPC formats as on gfx9; SMEM, VOP3, VOP3P, DS, FLAT and MUBUF
-/// moved or reshaped. gfx10 names "no register" by SGPR_NULL (125) where gfx9 used 0x7f.
+/// scalar ALU and VOP1/VOP2/VOPC formats as on gfx9, and the MUBUF fields the probe sets; SMEM,
+/// VOP3, VOP3P, DS and FLAT moved or reshaped. gfx10 names "no register" by SGPR_NULL (125)
+/// where gfx9 used 0x7f.
 fn gfx10_encodings() -> Vec<Enc> {
     let mut encs: Vec<Enc> = gfx9_encodings()
         .into_iter()
-        .filter(|e| matches!(e.name, "SOP2" | "SOP1" | "SOPC" | "SOPP" | "VOP2" | "VOP1" | "VOPC"))
+        .filter(|e| matches!(e.name, "SOP2" | "SOP1" | "SOPC" | "SOPP" | "VOP2" | "VOP1" | "VOPC" | "MUBUF"))
         .collect();
     encs.extend([
         Enc {
@@ -274,43 +264,8 @@ fn gfx10_encodings() -> Vec<Enc> {
             set: &[(0, 1 << 17)],
             build: |op, _| vec![0xD800_0000 | op << 18 | 2 << 8 | 1, 20 | 30 << 8 | 40 << 16 | 10 << 24],
         },
-        Enc {
-            name: "FLAT",
-            count: 128,
-            id_mask: 0xfdfc_c000,
-            optional: FLAT_OPT,
-            imm: false,
-            set: &[],
-            build: |op, _| flat10(op, 0),
-        },
-        Enc {
-            name: "SCRATCH",
-            count: 128,
-            id_mask: 0xfdfc_c000,
-            optional: FLAT_OPT,
-            imm: false,
-            set: &[],
-            build: |op, _| flat10(op, 1),
-        },
-        Enc {
-            name: "GLOBAL",
-            count: 128,
-            id_mask: 0xfdfc_c000,
-            optional: FLAT_OPT,
-            imm: false,
-            set: &[],
-            build: |op, _| flat10(op, 2),
-        },
-        Enc {
-            name: "MUBUF",
-            count: 128,
-            id_mask: 0xfdfc_0000,
-            optional: &[(1, 0xff << 8), (1, 0xff), (0, 1 << 12), (1, 0xff1f_0000)],
-            imm: false,
-            set: &[],
-            build: |op, _| vec![0xE000_0000 | op << 18 | 1 << 12, 20 | 10 << 8 | 10 << 16 | 50 << 24],
-        },
     ]);
+    encs.extend(flat_encs([|op, _| flat10(op, 0), |op, _| flat10(op, 1), |op, _| flat10(op, 2)]));
     encs
 }
 

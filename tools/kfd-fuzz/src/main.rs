@@ -136,16 +136,7 @@ fn replay(path: &std::path::Path, runs: usize, args: &Args) -> ExitCode {
         );
         let failed = (0..runs.max(1))
             .find_map(|_| kfd_fuzz::node::replay(&r, &args.device, Duration::from_millis(args.timeout_ms)).err());
-        return match failed {
-            Some(f) => {
-                println!("kfd-fuzz: still fails: {f}");
-                ExitCode::FAILURE
-            }
-            None => {
-                println!("kfd-fuzz: passes");
-                ExitCode::SUCCESS
-            }
-        };
+        return replay_verdict(failed);
     }
     let file = match ReplayFile::load(path) {
         Ok(f) => f,
@@ -155,7 +146,12 @@ fn replay(path: &std::path::Path, runs: usize, args: &Args) -> ExitCode {
         }
     };
     println!("kfd-fuzz: replaying {} ({} operations, {runs} run(s))", path.display(), file.ops.len());
-    match kfd_fuzz::replay(&file, runs) {
+    replay_verdict(kfd_fuzz::replay(&file, runs))
+}
+
+/// A replay's outcome, said and as the exit status: 1 while it still fails.
+fn replay_verdict(failed: Option<impl std::fmt::Display>) -> ExitCode {
+    match failed {
         Some(f) => {
             println!("kfd-fuzz: still fails: {f}");
             ExitCode::FAILURE

@@ -77,6 +77,12 @@ impl ThunkSide {
     pub(super) fn file_id(&self) -> Option<FileId> {
         self.file.lock().as_ref().map(|f| f.file_id())
     }
+
+    /// The queue an operation's `q` names (modulo how many there are); none without queues.
+    pub(super) fn queue(&mut self, q: u32) -> Option<&mut Aql> {
+        let n = self.queues.len().max(1);
+        self.queues.get_mut(q as usize % n)
+    }
 }
 
 impl Harness {
@@ -180,8 +186,7 @@ impl Harness {
                 (b, false)
             }
         };
-        let n = t.queues.len();
-        let a = &mut t.queues[q as usize % n];
+        let Some(a) = t.queue(q) else { return Ok(()) };
         let w = a.q.write_index().load(Ordering::Acquire);
         if w.wrapping_sub(a.q.read_index()) >= a.q.slots {
             return Ok(()); // full (or stalled): a producer would wait; the fuzzer moves on

@@ -333,11 +333,7 @@ impl Harness {
             Op::AqlSubmit { p, q, packet } => self.aql_submit(usize::from(*p), *q, packet),
             Op::AqlGarbage { p, q, slot, bytes, doorbell } => {
                 let Some(t) = self.procs[usize::from(*p)].thunk.as_mut() else { return Ok(()) };
-                if t.queues.is_empty() {
-                    return Ok(());
-                }
-                let n = t.queues.len();
-                let a = &mut t.queues[*q as usize % n];
+                let Some(a) = t.queue(*q) else { return Ok(()) };
                 a.clean = false;
                 let off = (u64::from(*slot) % a.q.slots) * 64;
                 let len = bytes.len().min(64);
@@ -350,11 +346,7 @@ impl Harness {
             }
             Op::Doorbell { p, q, value } => {
                 let Some(t) = self.procs[usize::from(*p)].thunk.as_mut() else { return Ok(()) };
-                if t.queues.is_empty() {
-                    return Ok(());
-                }
-                let n = t.queues.len();
-                let a = &mut t.queues[*q as usize % n];
+                let Some(a) = t.queue(*q) else { return Ok(()) };
                 a.clean = false;
                 a.q.ring_doorbell(*value);
                 t.kfd.kick();
@@ -608,15 +600,19 @@ impl Harness {
                 u64::from(u32::from_le_bytes(b.try_into().ok()?))
             })
         };
+        // The object a reply names (at (offset, length)) must be the one the device made.
+        let answered = |call: &str, what: &str, (off, len): (usize, usize), made: u64| -> Check {
+            match out(off, len) {
+                Some(got) if got != made => {
+                    fail(Kind::Model, format!("{call} answered {what} {got:#x}, the device made {made:#x}"))
+                }
+                _ => Ok(()),
+            }
+        };
         match nr {
             0x16 => {
                 let handle = new_b[0];
-                if out(16, 8).is_some_and(|h| h != handle) {
-                    return fail(
-                        Kind::Model,
-                        format!("ALLOC answered handle {:#x}, the device made {handle:#x}", out(16, 8).unwrap_or(0)),
-                    );
-                }
+                answered("ALLOC", "handle", (16, 8), handle)?;
                 let a: AllocMemoryOfGpuArgs = parse(data);
                 let mmap_offset = out(24, 8).unwrap_or(0);
                 let b = BufferModel {
@@ -634,12 +630,7 @@ impl Harness {
             }
             0x02 => {
                 let id = new_q[0];
-                if out(52, 4).is_some_and(|q| q != u64::from(id)) {
-                    return fail(
-                        Kind::Model,
-                        format!("CREATE_QUEUE answered id {:?}, the device made {id}", out(52, 4)),
-                    );
-                }
+                answered("CREATE_QUEUE", "id", (52, 4), id.into())?;
                 let gpu = parse::<CreateQueueArgs>(data).gpu_id;
                 model.queues.insert(id, QueueModel { gpu, doorbell_offset: out(24, 8).unwrap_or(0) });
             }
@@ -648,12 +639,7 @@ impl Harness {
             }
             0x08 => {
                 let id = new_e[0];
-                if out(24, 4).is_some_and(|e| e != u64::from(id)) {
-                    return fail(
-                        Kind::Model,
-                        format!("CREATE_EVENT answered id {:?}, the device made {id}", out(24, 4)),
-                    );
-                }
+                answered("CREATE_EVENT", "id", (24, 4), id.into())?;
                 let a: CreateEventArgs = parse(data);
                 if a.event_page_offset != 0 {
                     model.event_page = Some(a.event_page_offset);

@@ -100,17 +100,25 @@ pub fn exit(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// A message of the one data byte at `iov`, with all of `space` for control messages. It points
+/// at both: they must outlive the call that uses it.
+fn one_byte_msg(iov: &mut libc::iovec, space: &mut [u64; 8]) -> libc::msghdr {
+    // SAFETY: all-zero is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(space);
+    msg
+}
+
 /// Sends `fd` over the connected UNIX socket `sock` (SCM_RIGHTS) with one data byte.
 pub fn send_fd(sock: RawFd, fd: RawFd) -> i32 {
     let mut byte = [1u8];
     let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
     // Room for one cmsghdr with one int, aligned as cmsghdr wants.
     let mut space = [0u64; 8];
-    // SAFETY: all-zero is a valid msghdr.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = space.as_mut_ptr().cast();
+    let mut msg = one_byte_msg(&mut iov, &mut space);
     // SAFETY: CMSG_SPACE only computes a size.
     msg.msg_controllen = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
     // SAFETY: msg_control points at `space` (64 bytes, 8-aligned), larger than CMSG_SPACE(4), so
@@ -136,12 +144,7 @@ pub fn recv_fd(sock: RawFd) -> Result<RawFd, i32> {
     let mut byte = [0u8];
     let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
     let mut space = [0u64; 8];
-    // SAFETY: all-zero is a valid msghdr.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = space.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&space);
+    let mut msg = one_byte_msg(&mut iov, &mut space);
     // SAFETY: `msg` points at `iov`, `byte` and `space`, all alive past the call.
     let r = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
     if r <= 0 {
@@ -247,5 +250,27 @@ pub fn wait_for(pid: libc::pid_t, within: std::time::Duration, tick: &dyn Fn()) 
         }
         tick();
         std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_descriptor_sent_arrives_as_the_same_open_file() {
+        let (a, b) = socketpair().expect("socketpair");
+        let file = std::fs::File::open("/proc/self/exe").unwrap();
+        assert_eq!(send_fd(a.as_raw_fd(), file.as_raw_fd()), 0);
+        let got = recv_fd(b.as_raw_fd()).expect("recv_fd");
+        assert_ne!(got, file.as_raw_fd());
+        // SAFETY: recv_fd made `got`, a descriptor nothing else owns.
+        let got = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(got) });
+        let (m, n) = (file.metadata().unwrap(), got.metadata().unwrap());
+        assert_eq!((m.dev(), m.ino()), (n.dev(), n.ino()));
+        drop(a);
+        assert_eq!(recv_fd(b.as_raw_fd()), Err(libc::EPIPE), "a closed peer");
     }
 }
