@@ -167,16 +167,8 @@ impl BackingStore {
         }
         let root_fd = open_own_dir(None, &root)?;
         nix::sys::stat::fchmod(root_fd.as_raw_fd(), Mode::from_bits_truncate(SHARED_ROOT_MODE))?;
-        let store = BackingStore {
-            root,
-            in_ram: in_ram(&root_fd),
-            root_fd,
-            private: false,
-            clients: Mutex::new(HashMap::new()),
-            next_context: AtomicU64::new(0),
-        };
+        let store = BackingStore::at(root, root_fd, false);
         store.remove_stale_clients();
-        store.warn_unless_tmpfs();
         Ok(store)
     }
 
@@ -195,25 +187,25 @@ impl BackingStore {
         // mkdtemp creates the directory exclusively with mode 0700: a name someone planted fails.
         let root = nix::unistd::mkdtemp(&base.join(format!("{PRIVATE_PREFIX}{tag}XXXXXX")))?;
         let root_fd = open_own_dir(None, &root)?;
-        let store = BackingStore {
-            root,
-            in_ram: in_ram(&root_fd),
-            root_fd,
-            private: true,
-            clients: Mutex::new(HashMap::new()),
-            next_context: AtomicU64::new(0),
-        };
-        store.warn_unless_tmpfs();
-        Ok(store)
+        Ok(BackingStore::at(root, root_fd, true))
     }
 
-    fn warn_unless_tmpfs(&self) {
+    fn at(root: PathBuf, root_fd: OwnedFd, private: bool) -> BackingStore {
+        let in_ram = in_ram(&root_fd);
         // GPU memory on a disk file system would be written back to disk: tmpfs keeps it in RAM.
-        if !self.in_ram {
+        if !in_ram {
             log::warn!(
                 "{} is not on tmpfs: backing files of GPU memory there may be written to disk (/run and /dev/shm are tmpfs)",
-                self.root.display()
+                root.display()
             );
+        }
+        BackingStore {
+            root,
+            root_fd,
+            private,
+            in_ram,
+            clients: Mutex::new(HashMap::new()),
+            next_context: AtomicU64::new(0),
         }
     }
 
