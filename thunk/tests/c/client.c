@@ -17,15 +17,7 @@
 #include <hsa/amd_hsa_queue.h>
 #include <hsa/amd_hsa_signal.h>
 
-#define CHECK(cond)                                                               \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "client.c:%d: check failed: %s\n", __LINE__, #cond); \
-			exit(1);                                                  \
-		}                                                                 \
-	} while (0)
-
-#define OK(call) CHECK((call) == HSAKMT_STATUS_SUCCESS)
+#include "check.h"
 
 static double now_ms(void)
 {

@@ -19,15 +19,7 @@
 #include <hsa/amd_hsa_queue.h>
 #include <hsa/amd_hsa_signal.h>
 
-#define CHECK(cond)                                                                     \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "rest_of_api.c:%d: check failed: %s\n", __LINE__, #cond); \
-			exit(1);                                                        \
-		}                                                                       \
-	} while (0)
-
-#define OK(call) CHECK((call) == HSAKMT_STATUS_SUCCESS)
+#include "check.h"
 #define IS(call, status) CHECK((call) == (status))
 
 /* libhsakmt 5.2.3's SPM calls return the ioctl's -1 as their status. */
