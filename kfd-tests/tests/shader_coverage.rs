@@ -15,24 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The encodings a coverage line is printed for, in the manual's order.
-const ENCODINGS: [Encoding; 16] = [
-    Encoding::Sop1,
-    Encoding::Sop2,
-    Encoding::Sopk,
-    Encoding::Sopc,
-    Encoding::Sopp,
-    Encoding::Smem,
-    Encoding::Vop1,
-    Encoding::Vop2,
-    Encoding::Vopc,
-    Encoding::Vop3,
-    Encoding::Vop3p,
-    Encoding::Ds,
-    Encoding::Flat,
-    Encoding::Global,
-    Encoding::Scratch,
-    Encoding::Mubuf,
-];
+const ENCODINGS: [Encoding; 20] = Encoding::ALL;
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

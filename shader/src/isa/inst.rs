@@ -36,6 +36,30 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// Every encoding, in the manual's order.
+    pub const ALL: [Encoding; 20] = [
+        Encoding::Sop1,
+        Encoding::Sop2,
+        Encoding::Sopk,
+        Encoding::Sopc,
+        Encoding::Sopp,
+        Encoding::Smem,
+        Encoding::Vop1,
+        Encoding::Vop2,
+        Encoding::Vopc,
+        Encoding::Vop3,
+        Encoding::Vop3p,
+        Encoding::Ds,
+        Encoding::Flat,
+        Encoding::Global,
+        Encoding::Scratch,
+        Encoding::Mubuf,
+        Encoding::Mtbuf,
+        Encoding::Mimg,
+        Encoding::Exp,
+        Encoding::Vintrp,
+    ];
+
     /// The manual's name of the format.
     pub fn name(self) -> &'static str {
         match self {

@@ -94,28 +94,7 @@ fn invalid_words_are_exact_errors() {
 /// table entry is decoded through its encoding's field layout, and the tables hold all of LLVM's
 /// opcodes; encodings without a table decode none), and checks the total is above `floor`.
 fn coverage(target: Target, floor: usize) {
-    let encodings = [
-        Encoding::Sop1,
-        Encoding::Sop2,
-        Encoding::Sopk,
-        Encoding::Sopc,
-        Encoding::Sopp,
-        Encoding::Smem,
-        Encoding::Vop1,
-        Encoding::Vop2,
-        Encoding::Vopc,
-        Encoding::Vop3,
-        Encoding::Vop3p,
-        Encoding::Ds,
-        Encoding::Flat,
-        Encoding::Global,
-        Encoding::Scratch,
-        Encoding::Mubuf,
-        Encoding::Mtbuf,
-        Encoding::Mimg,
-        Encoding::Exp,
-        Encoding::Vintrp,
-    ];
+    let encodings = Encoding::ALL;
     let mut total = 0;
     let mcpu = target.mcpu();
     println!("{mcpu} decoder coverage (opcodes decoded / known to LLVM 15.0.6's disassembler):");
