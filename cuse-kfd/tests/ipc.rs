@@ -16,8 +16,11 @@ const EXPORTER: u32 = FAKE_PID;
 const IMPORTER: u32 = FAKE_PID + 1;
 const LATECOMER: u32 = FAKE_PID + 2;
 
+/// The `flags` every export here passes: opaque to the device, handed back by IMPORT.
+const EXPORT_FLAGS: u32 = 0x5a5a_0003;
+
 fn export(c: &Client, b: &Buf) -> Result<[u32; 4], Errno> {
-    let mut a = IpcExportHandleArgs { handle: b.handle, gpu_id: b.gpu, ..Default::default() };
+    let mut a = IpcExportHandleArgs { handle: b.handle, gpu_id: b.gpu, flags: EXPORT_FLAGS, ..Default::default() };
     c.call(AMDKFD_IOC_IPC_EXPORT_HANDLE, &mut a)?;
     Ok(a.share_handle)
 }
@@ -70,7 +73,9 @@ fn an_imported_buffer_is_the_exporters_memory() {
 
     let before = b.available();
     let (theirs, flags) = import(&b, gpu, h, 2 * PAGE_SIZE).unwrap();
-    assert_eq!(flags, Mem::Vram.flags(), "IMPORT answers the exported buffer's flags");
+    assert_eq!(flags, EXPORT_FLAGS, "IMPORT answers the flags the exporter gave");
+    let imported = rig.emb().device().process(IMPORTER).unwrap().inner().buffers[&theirs.handle].flags;
+    assert_eq!(imported, Mem::Vram.flags(), "the import is made as the exported buffer was");
     assert_ne!(theirs.mmap_offset, 0, "an offset the importer mmaps on its render node");
     assert_eq!(before - b.available(), 2 * PAGE_SIZE, "the import is charged to the importer");
     assert_eq!(export(&b, &theirs).unwrap(), h, "an imported buffer exports under its handle");

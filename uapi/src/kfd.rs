@@ -322,7 +322,7 @@ abi_struct!(
 );
 abi_struct!(
     /// `struct kfd_ioctl_ipc_import_handle_args`: `va_addr`, `share_handle` and `gpu_id` to KFD;
-    /// `handle`, `mmap_offset` and `flags` (the buffer's KFD_IOC_ALLOC_MEM_FLAGS) from it.
+    /// `handle`, `mmap_offset` and `flags` (what the exporter passed as its `flags`) from it.
     IpcImportHandleArgs = 48 {
         handle: u64,
         va_addr: u64,

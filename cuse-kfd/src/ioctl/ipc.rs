@@ -14,7 +14,7 @@ use uapi::kfd::*;
 
 /// Gives the caller's buffer `handle` on `gpu_id` a share handle; the same one again for a
 /// buffer already exported or imported (amdkfd kfd_ipc_export_as_handle returns the BO's
-/// `kfd_ipc_obj`). Only VRAM and GTT can be shared: amdkfd exports the BO as a dma-buf, which
+/// `kfd_ipc_obj`, with the flags given the first time). Only VRAM and GTT can be shared: amdkfd exports the BO as a dma-buf, which
 /// userptr, doorbell and MMIO BOs refuse; here, EINVAL.
 pub fn export(ctx: &Ctx, a: &mut IpcExportHandleArgs) -> Result<(), Errno> {
     if !ctx.gpu_exists(a.gpu_id) || handle_gpu_id(a.handle) != a.gpu_id {
@@ -38,7 +38,14 @@ pub fn export(ctx: &Ctx, a: &mut IpcExportHandleArgs) -> Result<(), Errno> {
         log::warn!("pid {}: cannot share a buffer: {e}", ctx.process.pid);
         Errno::ENOMEM
     })?;
-    let obj = Arc::new(IpcObject { share_handle, kind: b.kind, size: b.size, flags: b.flags, file: shared });
+    let obj = Arc::new(IpcObject {
+        share_handle,
+        kind: b.kind,
+        size: b.size,
+        alloc_flags: b.flags,
+        flags: a.flags,
+        file: shared,
+    });
     ipc.insert(&obj);
     b.ipc = Some(obj);
     a.share_handle = share_handle;
@@ -48,7 +55,7 @@ pub fn export(ctx: &Ctx, a: &mut IpcExportHandleArgs) -> Result<(), Errno> {
 /// Makes a buffer of the caller at `va_addr` on `gpu_id` over the memory `share_handle` names,
 /// charged to the caller (amdkfd kfd_ipc_import_handle: any process holding the handle may; an
 /// unknown handle is EINVAL). Its `mmap_offset` reaches the same pages through the caller's own
-/// backing path; `flags` are the exported buffer's.
+/// backing path; `flags` are those the exporter gave.
 pub fn import(ctx: &Ctx, a: &mut IpcImportHandleArgs) -> Result<(), Errno> {
     if !ctx.gpu_exists(a.gpu_id) {
         return Err(Errno::EINVAL);
@@ -87,7 +94,7 @@ pub fn import(ctx: &Ctx, a: &mut IpcImportHandleArgs) -> Result<(), Errno> {
     inner.next_buffer_index = next_index;
     let handle = make_handle(gpu, index);
     let backing = RegionBacking::File { file, offset: 0 };
-    let mut buffer = Buffer::new(handle, gpu, obj.kind, va, size, obj.flags, offset, backing);
+    let mut buffer = Buffer::new(handle, gpu, obj.kind, va, size, obj.alloc_flags, offset, backing);
     a.flags = obj.flags;
     buffer.ipc = Some(obj);
     inner.buffers.insert(handle, buffer);

@@ -19,8 +19,12 @@ use std::sync::{Arc, Weak};
 pub struct IpcObject {
     pub share_handle: [u32; 4],
     pub kind: BufferKind,
-    /// Page-rounded size and KFD_IOC_ALLOC_MEM_FLAGS of the exported buffer.
+    /// Page-rounded size and KFD_IOC_ALLOC_MEM_FLAGS of the exported buffer (an import is made
+    /// with the same).
     pub size: u64,
+    pub alloc_flags: u32,
+    /// The `flags` the exporter gave, which IMPORT hands back unread (amdkfd-dkms keeps them in
+    /// `kfd_ipc_obj.flags`; libhsakmt passes the object's HsaMemFlags and takes the import's).
     pub flags: u32,
     pub file: SharedFile,
 }
