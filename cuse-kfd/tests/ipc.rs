@@ -172,3 +172,81 @@ fn memory_without_a_shareable_file_is_refused() {
 
 /// The process doorbell slice, the only size a DOORBELL allocation may have.
 const DOORBELL_SLICE: u64 = KFD_DOORBELLS_PER_PROCESS as u64 * KFD_DOORBELL_SIZE_SOC15 as u64;
+
+/// Runs `script` under `sh` as `uid` with `path` as `$1`; whether it succeeded.
+fn sh_as(uid: u32, script: &str, path: &std::path::Path) -> bool {
+    use std::os::unix::process::CommandExt;
+    let out = std::process::Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(path)
+        .uid(uid)
+        .gid(uid)
+        .output()
+        .expect("run sh");
+    out.status.success()
+}
+
+#[test]
+fn an_importer_of_another_uid_reaches_the_memory_through_its_own_file() {
+    const UID_A: u32 = 65534;
+    const UID_B: u32 = 65533;
+    const UID_C: u32 = 65532;
+    let rig = Rig::new();
+    let gpu = rig.gpu();
+    let a = rig.open_as_uid(EXPORTER, UID_A);
+    let b = rig.open_as_uid(IMPORTER, UID_B);
+    let mine = a.alloc(Mem::Gtt, PAGE_SIZE);
+    let h = export(&a, &mine).unwrap();
+    let (theirs, _) = import(&b, gpu, h, PAGE_SIZE).unwrap();
+    if !nix::unistd::geteuid().is_root() {
+        println!("not root: every file is this user's own; the uid checks need root");
+        return;
+    }
+    // The embedded device's runtime directory is private (0700); the daemon's is shared (0755).
+    std::fs::set_permissions(&rig.root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = rig.backing(IMPORTER, MmapSpace::Render, theirs.mmap_offset);
+    // B writes its own file (in place, as through a mapping): A's buffer has the bytes.
+    assert!(sh_as(UID_B, "printf cross-uid | dd of=\"$1\" conv=notrunc status=none", &path), "B cannot write");
+    assert_eq!(read_file(&rig, EXPORTER, mine.mmap_offset, 0, 9), b"cross-uid");
+    // A third uid reaches neither B's file nor the device's shared link.
+    assert!(!sh_as(UID_C, "cat \"$1\" >/dev/null", &path), "another uid read the importer's file");
+    let shared: Vec<_> = std::fs::read_dir(rig.root.join("ipc")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(shared.len(), 1);
+    assert!(!sh_as(UID_A, "cat \"$1\" >/dev/null", &shared[0]), "a client reached the device's shared link");
+    assert!(!sh_as(UID_B, "cat \"$1\" >/dev/null", &shared[0]), "a client reached the device's shared link");
+}
+
+#[test]
+fn a_real_child_process_writes_the_exporters_memory_through_its_import() {
+    use std::io::Write;
+    let rig = Rig::new();
+    let gpu = rig.gpu();
+    let a = rig.open_as(EXPORTER);
+    let mine = a.alloc_mapped(Mem::Vram, 2 * PAGE_SIZE);
+    let h = export(&a, &mine).unwrap();
+    // The child learns its file's path on stdin, then writes it in place.
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "read p; printf from-the-child | dd of=\"$p\" bs=1 seek=4100 conv=notrunc status=none"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    let b = rig.open_process(child.id());
+    let (theirs, _) = import(&b, gpu, h, 2 * PAGE_SIZE).unwrap();
+    let path = rig.backing(child.id(), MmapSpace::Render, theirs.mmap_offset);
+    writeln!(child.stdin.take().unwrap(), "{}", path.display()).unwrap();
+    assert!(child.wait().unwrap().success(), "the child could not write its import");
+    assert_eq!(gpu_read(&rig, EXPORTER, gpu, mine.va + 4100, 14), b"from-the-child");
+    // The child's exit ends its context; the exporter's buffer and handle live on.
+    drop(b);
+    wait_gone(&rig, child.id());
+    assert_eq!(read_file(&rig, EXPORTER, mine.mmap_offset, 4100, 14), b"from-the-child");
+    assert!(rig.emb().device().ipc().get(&h).is_some());
+}
+
+fn wait_gone(rig: &Rig, pid: u32) {
+    let start = std::time::Instant::now();
+    while rig.emb().device().process(pid).is_some() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "the child's context outlived it");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -18,6 +18,10 @@
 //! directory, an older one still there moves aside to `<pid>.<context>`, where its files stay
 //! until they are dropped or the context's teardown removes the directory.
 //!
+//! An IPC-exported buffer (see `memory::ipc`) has one more name, `<runtime dir>/ipc/<share
+//! handle as hex>` (a directory of the daemon's alone, 0700), which keeps its memory while any
+//! holder of the handle lives; an importer gets a hard link of it under its own `render/` name.
+//!
 //! The file is exactly as long as the object and is mapped at file offset 0: a client that
 //! would mmap `len` bytes at `offset` maps `len` bytes of the file instead. A doorbell offset
 //! carries the queue's byte offset in its low bits; the slice's file is named by the offset with
