@@ -9,6 +9,7 @@ use crate::event::wait::{Completion, WaitId, WaitOutcome};
 use crate::faults::Faults;
 use crate::ioctl::{self, Request, UserMemory};
 use crate::memory::backing::{BackingStore, Owner};
+use crate::memory::ipc::IpcTable;
 use crate::owner::{OwnerProcess, OwnerWatch};
 use crate::process::Process;
 use crate::quota::{Ledger, QuotaConfig};
@@ -112,6 +113,8 @@ pub struct Device {
     waits: Arc<WaitRegistry>,
     /// VRAM and GTT in use, and what every process and uid holds against its quotas.
     ledger: Arc<Ledger>,
+    /// IPC share handles (a leaf lock).
+    ipc: IpcTable,
     /// The last context ended by its owner's exit or exec: its pid and when (CLOCK_MONOTONIC
     /// ns), shown by `status` so that a test can time the owner watch against the owner's exit.
     last_owner_end: Mutex<Option<(u32, u64)>>,
@@ -192,6 +195,7 @@ impl Device {
                 clients: Mutex::new(Clients::default()),
                 waits,
                 ledger,
+                ipc: IpcTable::default(),
                 last_owner_end: Mutex::new(None),
                 gate,
                 _watch: watch,
@@ -444,6 +448,10 @@ impl Device {
     /// handlers charge what they make here and release what they free.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
+    }
+
+    pub fn ipc(&self) -> &IpcTable {
+        &self.ipc
     }
 
     /// VRAM not yet allocated on `gpu_id`.

@@ -434,6 +434,49 @@ fn rows() -> Vec<Row> {
             |fx| req(AMDKFD_IOC_EXPORT_DMABUF, ExportDmabufArgs { handle: fx.unknown_handle(), ..Default::default() }),
             EINVAL,
         ),
+        // --- AMD's out-of-tree IPC requests (ROCm's DKMS amdkfd kfd_ipc.c): an unknown buffer,
+        // GPU or share handle is EINVAL.
+        row(
+            "IPC_EXPORT_HANDLE unknown handle",
+            nothing,
+            |fx| {
+                let (handle, gpu_id) = (fx.unknown_handle(), fx.gpu);
+                req(AMDKFD_IOC_IPC_EXPORT_HANDLE, IpcExportHandleArgs { handle, gpu_id, ..Default::default() })
+            },
+            EINVAL,
+        ),
+        row(
+            "IPC_EXPORT_HANDLE unknown gpu",
+            with_buf,
+            |fx| {
+                let handle = fx.buf().handle;
+                req(AMDKFD_IOC_IPC_EXPORT_HANDLE, IpcExportHandleArgs { handle, gpu_id: 1, ..Default::default() })
+            },
+            EINVAL,
+        ),
+        row(
+            "IPC_IMPORT_HANDLE unknown share handle",
+            nothing,
+            |fx| {
+                let args = IpcImportHandleArgs {
+                    va_addr: UNMAPPED_VA,
+                    share_handle: [1, 2, 3, 4],
+                    gpu_id: fx.gpu,
+                    ..Default::default()
+                };
+                req(AMDKFD_IOC_IPC_IMPORT_HANDLE, args)
+            },
+            EINVAL,
+        ),
+        row(
+            "IPC_IMPORT_HANDLE unknown gpu",
+            nothing,
+            |_| {
+                let args = IpcImportHandleArgs { va_addr: UNMAPPED_VA, gpu_id: 1, ..Default::default() };
+                req(AMDKFD_IOC_IPC_IMPORT_HANDLE, args)
+            },
+            EINVAL,
+        ),
         row(
             "DESTROY_QUEUE unknown id",
             with_queue,

@@ -113,6 +113,18 @@ kfd_ioctls! {
     AMDKFD_IOC_DBG_TRAP = iowr(0x26, DbgTrapArgs);
 }
 
+/// AMD's out-of-tree requests (the amdkfd of ROCm's DKMS driver numbers them from
+/// `AMDKFD_COMMAND_START_2` = 0x80; ROCT-Thunk-Interface rocm-5.2.3 include/linux/kfd_ioctl.h),
+/// which Debian's libhsakmt 5.2.3 sends. Linux's kfd_ioctl.h has none of them.
+pub const AMDKFD_IOC_IPC_IMPORT_HANDLE: u32 = iowr::<IpcImportHandleArgs>(0x80);
+pub const AMDKFD_IOC_IPC_EXPORT_HANDLE: u32 = iowr::<IpcExportHandleArgs>(0x81);
+
+/// The out-of-tree requests this device answers, by name without the prefix.
+pub const OUT_OF_TREE: [Ioctl; 2] = [
+    Ioctl { name: "IPC_IMPORT_HANDLE", cmd: AMDKFD_IOC_IPC_IMPORT_HANDLE },
+    Ioctl { name: "IPC_EXPORT_HANDLE", cmd: AMDKFD_IOC_IPC_EXPORT_HANDLE },
+];
+
 /// `AMDKFD_COMMAND_START` and `AMDKFD_COMMAND_END` (exclusive) of KFD 1.18.
 pub const AMDKFD_COMMAND_START: u32 = 0x01;
 pub const AMDKFD_COMMAND_END: u32 = AMDKFD_COMMAND_START + ALL.len() as u32;

@@ -312,6 +312,27 @@ abi_struct!(
 );
 abi_struct!(ExportDmabufArgs = 16 { handle: u64, flags: u32, dmabuf_fd: u32 });
 
+// AMD's out-of-tree IPC requests: not in Linux's kfd_ioctl.h (so `tests/abi.rs` cannot compare
+// them), but sent by Debian's libhsakmt 5.2.3 for hsaKmtShareMemory/RegisterSharedHandle.
+// Layouts from ROCT-Thunk-Interface rocm-5.2.3 include/linux/kfd_ioctl.h.
+abi_struct!(
+    /// `struct kfd_ioctl_ipc_export_handle_args`: `handle`, `gpu_id` and `flags` to KFD,
+    /// `share_handle` (128 bits) from it.
+    IpcExportHandleArgs = 32 { handle: u64, share_handle: [u32; 4], gpu_id: u32, flags: u32 }
+);
+abi_struct!(
+    /// `struct kfd_ioctl_ipc_import_handle_args`: `va_addr`, `share_handle` and `gpu_id` to KFD;
+    /// `handle`, `mmap_offset` and `flags` (what the exporter passed as its `flags`) from it.
+    IpcImportHandleArgs = 48 {
+        handle: u64,
+        va_addr: u64,
+        mmap_offset: u64,
+        share_handle: [u32; 4],
+        gpu_id: u32,
+        flags: u32,
+    }
+);
+
 pub const KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK: u32 = 1;
 pub const KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK: u32 = 2;
 pub const KFD_RUNTIME_ENABLE_CAPS_SUPPORTS_CORE_DUMP_MASK: u32 = 0x8000_0000;

@@ -3,6 +3,7 @@
 //! bytes.
 
 mod event;
+mod ipc;
 mod memory;
 mod misc;
 mod queue;

@@ -1,6 +1,6 @@
 //! The ioctl table: one row per AMDKFD_IOC_* number, as amdkfd's `amdkfd_ioctls[]`.
 
-use super::{event, memory, misc, queue, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
+use super::{event, ipc, memory, misc, queue, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::vendor::{CUSE_KFD_IOC_GET_RUNTIME_INFO, CUSE_KFD_IOC_KICK};
@@ -96,6 +96,14 @@ const _: () = {
 /// Indexed like `uapi::ioctl::ALL` (see `uapi::ioctl::index`).
 pub static TABLE: [IoctlDesc; ALL.len()] = ROWS;
 
+/// AMD's out-of-tree requests (ROCm's DKMS amdkfd numbers them from 0x80, beyond
+/// AMDKFD_COMMAND_END; Debian's libhsakmt 5.2.3 sends them). Matched by their exact number:
+/// cuse-kfd's own requests use the same nr with other sizes and directions.
+pub static OUT_OF_TREE: [IoctlDesc; 2] = [
+    row!(@ AMDKFD_IOC_IPC_IMPORT_HANDLE, "IPC_IMPORT_HANDLE", ipc::import, no_ranges),
+    row!(@ AMDKFD_IOC_IPC_EXPORT_HANDLE, "IPC_EXPORT_HANDLE", ipc::export, no_ranges),
+];
+
 /// cuse-kfd's own requests, matched by their exact number.
 pub static VENDOR: [IoctlDesc; 2] = [
     row!(@ CUSE_KFD_IOC_GET_RUNTIME_INFO, "CUSE_KFD_GET_RUNTIME_INFO", vendor::runtime_info, no_ranges),
@@ -109,7 +117,7 @@ pub static VENDOR: [IoctlDesc; 2] = [
 pub fn lookup(cmd: u32) -> Option<&'static IoctlDesc> {
     match index(cmd) {
         Some(i) => TABLE.get(i),
-        None => VENDOR.iter().find(|d| d.cmd == cmd),
+        None => OUT_OF_TREE.iter().chain(&VENDOR).find(|d| d.cmd == cmd),
     }
 }
 
@@ -198,5 +206,8 @@ mod tests {
         assert!(lookup(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0, 8)).is_none());
         assert!(lookup(ioc(IOC_READ, AMDKFD_IOCTL_BASE, 0x27, 8)).is_none());
         assert_eq!(lookup(CUSE_KFD_IOC_KICK).unwrap().name, "CUSE_KFD_KICK");
+        assert_eq!(lookup(AMDKFD_IOC_IPC_EXPORT_HANDLE).unwrap().name, "IPC_EXPORT_HANDLE");
+        assert_eq!(lookup(AMDKFD_IOC_IPC_IMPORT_HANDLE).unwrap().name, "IPC_IMPORT_HANDLE");
+        assert_eq!(lookup(CUSE_KFD_IOC_GET_RUNTIME_INFO).unwrap().name, "CUSE_KFD_GET_RUNTIME_INFO");
     }
 }

@@ -18,6 +18,10 @@
 //! directory, an older one still there moves aside to `<pid>.<context>`, where its files stay
 //! until they are dropped or the context's teardown removes the directory.
 //!
+//! An IPC-exported buffer (see `memory::ipc`) has one more name, `<runtime dir>/ipc/<share
+//! handle as hex>` (a directory of the daemon's alone, 0700), which keeps its memory while any
+//! holder of the handle lives; an importer gets a hard link of it under its own `render/` name.
+//!
 //! The file is exactly as long as the object and is mapped at file offset 0: a client that
 //! would mmap `len` bytes at `offset` maps `len` bytes of the file instead. A doorbell offset
 //! carries the queue's byte offset in its low bits; the slice's file is named by the offset with
@@ -150,6 +154,8 @@ pub struct BackingStore {
     /// with its directories once it made them.
     clients: Mutex<HashMap<ClientId, Option<ClientDirs>>>,
     next_context: AtomicU64,
+    /// `ipc/` (0700, the daemon's alone), made on first export: one link per shared buffer.
+    ipc_dir: Mutex<Option<Arc<OwnedFd>>>,
 }
 
 impl BackingStore {
@@ -372,6 +378,57 @@ impl BackingStore {
         }
     }
 
+    /// A link to `file` in the store's `ipc/` directory, under a name of its own: what an IPC
+    /// share handle keeps, so the memory outlives its exporter's buffer and context (amdkfd's
+    /// kfd_ipc_obj holds the BO's dma-buf the same way). Removed when dropped.
+    pub fn share(&self, file: &BackingFile, name: &str) -> io::Result<SharedFile> {
+        let dir = {
+            let mut ipc = self.ipc_dir.lock();
+            if ipc.is_none() {
+                *ipc = Some(Arc::new(make_dir(self.root_fd.as_raw_fd(), OsStr::new(IPC_DIR), 0o700)?));
+            }
+            ipc.clone().expect("made above")
+        };
+        let (from, to) = (file.dir.as_raw_fd(), dir.as_raw_fd());
+        nix::unistd::linkat(Some(from), file.name.as_str(), Some(to), name, nix::fcntl::AtFlags::empty())?;
+        let len = file.region.len();
+        Ok(SharedFile { dir, name: name.to_owned(), len, readers: Mutex::new(Default::default()) })
+    }
+
+    /// The shared memory of `shared` as a backing file of context `client` at `offset` in its
+    /// render space: a hard link in the client's own directory, so that its path scheme reaches
+    /// the same pages. A client of another uid than the file's is granted read and write on
+    /// the file by a POSIX ACL entry (the share handle is the capability, as in amdkfd).
+    pub fn import(
+        &self,
+        shared: &SharedFile,
+        client: ClientId,
+        owner: Owner,
+        offset: u64,
+    ) -> io::Result<Arc<BackingFile>> {
+        let dir = self.client_dir(client, owner, MmapSpace::Render)?;
+        let how = OpenHow::new()
+            .flags(OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+        let fd = nix::fcntl::openat2(shared.dir.as_raw_fd(), shared.name.as_str(), how)?;
+        // SAFETY: openat2 just returned this descriptor and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        grant(&fd, shared, owner.uid)?;
+        let name = file_name(offset);
+        let (from, to) = (shared.dir.as_raw_fd(), dir.as_raw_fd());
+        nix::unistd::linkat(Some(from), shared.name.as_str(), Some(to), name.as_str(), nix::fcntl::AtFlags::empty())?;
+        match SharedRegion::map(&File::from(fd), shared.len) {
+            Ok(region) => {
+                let path = backing_path(&self.root, client.pid, MmapSpace::Render, offset);
+                Ok(Arc::new(BackingFile { path, dir, name, region }))
+            }
+            Err(e) => {
+                let _ = nix::unistd::unlinkat(Some(dir.as_raw_fd()), name.as_str(), UnlinkatFlags::NoRemoveDir);
+                Err(e)
+            }
+        }
+    }
+
     /// Removes context `id` and its directory with whatever is left in it (its files normally
     /// went with their BackingFiles; one still held somewhere stays valid, as an unlinked file,
     /// and dropping it later removes nothing). Another context's directory is never touched.
@@ -454,45 +511,57 @@ fn chown_if_needed(fd: &OwnedFd, owner: Owner) -> nix::Result<()> {
 /// include/uapi/linux/posix_acl_xattr.h, v6.1: a version word 2, then entries of tag, perm and
 /// id, sorted by tag). Where the file system has no ACLs (EOPNOTSUPP), the directory stays 0711.
 fn restrict_to(dir: &OwnedFd, owner: Owner) -> io::Result<()> {
-    const ACL_USER_OBJ: u16 = 0x01;
-    const ACL_USER: u16 = 0x02;
-    const ACL_GROUP_OBJ: u16 = 0x04;
-    const ACL_MASK: u16 = 0x10;
-    const ACL_OTHER: u16 = 0x20;
-    const UNDEFINED_ID: u32 = u32::MAX;
     let me = nix::unistd::geteuid().as_raw();
     if me != 0 || owner.uid == me {
         return Ok(());
     }
     let entries = [
-        (ACL_USER_OBJ, 7u16, UNDEFINED_ID),
+        (ACL_USER_OBJ, 7u16, ACL_UNDEFINED_ID),
         (ACL_USER, 1, owner.uid),
-        (ACL_GROUP_OBJ, 0, UNDEFINED_ID),
-        (ACL_MASK, 1, UNDEFINED_ID),
-        (ACL_OTHER, 0, UNDEFINED_ID),
+        (ACL_GROUP_OBJ, 0, ACL_UNDEFINED_ID),
+        (ACL_MASK, 1, ACL_UNDEFINED_ID),
+        (ACL_OTHER, 0, ACL_UNDEFINED_ID),
     ];
+    nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::from_bits_truncate(0o700))?;
+    match set_access_acl(dir, &entries) {
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            log::warn!(
+                "the runtime directory's file system has no ACLs: client directories stay searchable by every uid"
+            );
+            nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::from_bits_truncate(CLIENT_DIR_MODE))?;
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+const ACL_USER_OBJ: u16 = 0x01;
+const ACL_USER: u16 = 0x02;
+const ACL_GROUP_OBJ: u16 = 0x04;
+const ACL_MASK: u16 = 0x10;
+const ACL_OTHER: u16 = 0x20;
+const ACL_UNDEFINED_ID: u32 = u32::MAX;
+
+/// Sets the POSIX access ACL of `fd` to `entries` (tag, perm, id), sorted by tag and, for
+/// `ACL_USER`, by uid: the xattr `system.posix_acl_access` (its layout:
+/// include/uapi/linux/posix_acl_xattr.h, v6.1: a version word 2, then the entries).
+fn set_access_acl(fd: &OwnedFd, entries: &[(u16, u16, u32)]) -> io::Result<()> {
     let mut acl = 2u32.to_le_bytes().to_vec();
-    for (tag, perm, id) in entries {
+    for &(tag, perm, id) in entries {
         acl.extend_from_slice(&tag.to_le_bytes());
         acl.extend_from_slice(&perm.to_le_bytes());
         acl.extend_from_slice(&id.to_le_bytes());
     }
-    nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::from_bits_truncate(0o700))?;
-    // SAFETY: `dir` is an open descriptor; the name is a NUL-terminated string and the value
+    // SAFETY: `fd` is an open descriptor; the name is a NUL-terminated string and the value
     // a buffer of the length given, both alive for the call, which only reads them.
     let r = unsafe {
-        libc::fsetxattr(dir.as_raw_fd(), c"system.posix_acl_access".as_ptr(), acl.as_ptr().cast(), acl.len(), 0)
+        libc::fsetxattr(fd.as_raw_fd(), c"system.posix_acl_access".as_ptr(), acl.as_ptr().cast(), acl.len(), 0)
     };
     if r == 0 {
-        return Ok(());
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-        return Err(e);
-    }
-    log::warn!("the runtime directory's file system has no ACLs: client directories stay searchable by every uid");
-    nix::sys::stat::fchmod(dir.as_raw_fd(), Mode::from_bits_truncate(CLIENT_DIR_MODE))?;
-    Ok(())
 }
 
 /// Opens directory `name` beneath `parent` (or `name` itself, when `parent` is `None`),
@@ -656,6 +725,65 @@ fn remove_beneath(parent: RawFd, name: &OsStr, depth: usize) {
         Ok(()) | Err(Errno::ENOENT) => {}
         Err(e) => log::warn!("cannot remove {name:?}: {e}"),
     }
+}
+
+/// The store's directory of shared (IPC-exported) memory.
+const IPC_DIR: &str = "ipc";
+
+/// A buffer's memory as an IPC share handle keeps it: a link in the store's `ipc/` directory,
+/// which no client can reach. Removed when dropped.
+#[derive(Debug)]
+pub struct SharedFile {
+    dir: Arc<OwnedFd>,
+    name: String,
+    len: usize,
+    /// The uids besides the file's owner granted access by ACL (importers of other uids).
+    readers: Mutex<std::collections::BTreeSet<u32>>,
+}
+
+impl SharedFile {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for SharedFile {
+    fn drop(&mut self) {
+        match nix::unistd::unlinkat(Some(self.dir.as_raw_fd()), self.name.as_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => log::warn!("cannot remove shared file {}: {e}", self.name),
+        }
+    }
+}
+
+/// Lets `uid` read and write the shared file `fd` when it is not the file's owner: the access ACL
+/// `user::rw- user:<uid>:rw-... group::--- mask::rw- other::---` over every uid granted so far.
+/// A daemon not running as root keeps every file its own and gives no other uid access (as for
+/// its clients' own files, see [`chown_if_needed`]).
+fn grant(fd: &OwnedFd, shared: &SharedFile, uid: u32) -> io::Result<()> {
+    let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+    if nix::unistd::geteuid().as_raw() != 0 || st.st_uid == uid {
+        return Ok(());
+    }
+    let mut readers = shared.readers.lock();
+    if !readers.insert(uid) {
+        return Ok(());
+    }
+    let mut entries = vec![(ACL_USER_OBJ, 6u16, ACL_UNDEFINED_ID)];
+    entries.extend(readers.iter().map(|&u| (ACL_USER, 6, u)));
+    entries.extend([
+        (ACL_GROUP_OBJ, 0, ACL_UNDEFINED_ID),
+        (ACL_MASK, 6, ACL_UNDEFINED_ID),
+        (ACL_OTHER, 0, ACL_UNDEFINED_ID),
+    ]);
+    set_access_acl(fd, &entries).inspect_err(|e| {
+        readers.remove(&uid);
+        log::warn!("cannot grant uid {uid} access to a shared buffer (an ACL is needed across uids): {e}");
+    })
 }
 
 /// One backing file, mapped into the device; the file is removed when the last user drops it.

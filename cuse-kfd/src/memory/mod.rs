@@ -1,6 +1,7 @@
 //! GPU memory of a process: buffer objects, the shared files behind them, and the GPU VM.
 
 pub mod backing;
+pub mod ipc;
 pub mod offsets;
 pub mod remote;
 pub mod shm;
@@ -80,6 +81,8 @@ pub struct Buffer {
     pub mapped_on: BTreeSet<u32>,
     /// The region entered into each mapping GPU's VM.
     pub region: Arc<Region>,
+    /// The share handle this buffer was exported under or imported from (IPC).
+    pub ipc: Option<Arc<ipc::IpcObject>>,
 }
 
 impl Buffer {
@@ -101,7 +104,19 @@ impl Buffer {
             writable: flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE != 0,
             handle,
         });
-        Buffer { handle, gpu_id, kind, va, size, flags, mmap_offset, backing, mapped_on: BTreeSet::new(), region }
+        Buffer {
+            handle,
+            gpu_id,
+            kind,
+            va,
+            size,
+            flags,
+            mmap_offset,
+            backing,
+            mapped_on: BTreeSet::new(),
+            region,
+            ipc: None,
+        }
     }
 
     pub fn end(&self) -> u64 {

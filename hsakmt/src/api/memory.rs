@@ -133,7 +133,7 @@ pub extern "C" fn hsaKmtSetMemoryUserData(pointer: *const c_void, user_data: *mu
     entry("hsaKmtSetMemoryUserData", || thunk()?.set_memory_user_data(pointer as u64, user_data as u64))
 }
 
-/// `hsaKmtShareMemory`: `HSAKMT_STATUS_ERROR` here (the device has no IPC).
+/// `hsaKmtShareMemory`: an IPC handle for the buffer at `memory_address`.
 ///
 /// # Safety
 /// `handle` is null or points to a writable `HsaSharedMemoryHandle`.
@@ -176,7 +176,7 @@ unsafe fn register_shared(
     unsafe { ptr::write(size, len) }
 }
 
-/// `hsaKmtRegisterSharedHandle`: `HSAKMT_STATUS_ERROR` here (the device has no IPC).
+/// `hsaKmtRegisterSharedHandle`: maps the buffer an IPC handle names.
 ///
 /// # Safety
 /// `handle` is null or readable; `memory_address` and `size` null or writable.

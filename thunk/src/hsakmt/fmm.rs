@@ -85,6 +85,16 @@ impl Object {
     }
 }
 
+/// A buffer IPC_IMPORT_HANDLE made, for [`Fmm::add_imported`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Import {
+    pub va: u64,
+    pub size: u64,
+    pub handle: u64,
+    pub node_id: u32,
+    pub flags: MemFlags,
+}
+
 /// The scratch backing of one GPU: a reservation and the VRAM objects mapped into it.
 #[derive(Debug, Default)]
 struct Scratch {
@@ -732,12 +742,24 @@ impl Fmm {
         st.objects.get(&addr).map(|o| (o.handle, o.node_id, o.flags))
     }
 
-    /// Records an imported buffer at `va` (the reservation made by [`Fmm::reserve_area`]).
-    pub fn add_imported(&self, va: u64, size: u64, handle: u64, node_id: u32, flags: MemFlags, gpus: &[u32]) {
+    /// Records an imported buffer at `import.va` (the reservation made by
+    /// [`Fmm::reserve_area`]) and, when the device gave an mmap offset, maps its memory there
+    /// (fmm_register_shared_memory); on failure frees the buffer and the reservation.
+    pub fn add_imported(&self, kfd: &Kfd, import: Import, mmap_offset: u64, gpus: &[u32]) -> Result<()> {
+        let Import { va, size, handle, node_id, flags } = import;
+        // SAFETY: the caller's fresh reservation at `va` (from `reserve_area`), not yet recorded
+        // and so unknown to anything else.
+        if mmap_offset != 0 && !unsafe { Fmm::map_backing(kfd, Space::Render, mmap_offset, va, size) } {
+            let _ = free_bo(kfd, handle);
+            // SAFETY: the same reservation, unrecorded; the buffer behind it is freed.
+            unsafe { vm::release(va, size.max(PAGE_SIZE) as usize) };
+            return Err(Status::Error);
+        }
         let mut o = Object::new(va, size, handle, node_id, flags, Kind::Imported);
         o.registered = gpus.to_vec();
         o.registered_nodes = gpus.iter().map(|g| self.node_of(*g)).collect();
         self.state.lock().objects.insert(va, o);
+        Ok(())
     }
 
     /// Reserves an address range in the SVM aperture (for imports).

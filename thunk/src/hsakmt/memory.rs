@@ -2,13 +2,13 @@
 
 use super::types::*;
 use super::{Result, Status, Thunk};
-use uapi::ioctl::{ioc, ioc_size, AMDKFD_IOCTL_BASE, AMDKFD_IOC_GET_DMABUF_INFO, IOC_READ, IOC_WRITE};
-use uapi::kfd::GetDmabufInfoArgs;
+use uapi::ioctl::{
+    ioc, ioc_size, AMDKFD_IOCTL_BASE, AMDKFD_IOC_GET_DMABUF_INFO, AMDKFD_IOC_IPC_EXPORT_HANDLE,
+    AMDKFD_IOC_IPC_IMPORT_HANDLE, IOC_READ, IOC_WRITE,
+};
+use uapi::kfd::{GetDmabufInfoArgs, IpcExportHandleArgs, IpcImportHandleArgs};
+use uapi::IntoBytes;
 
-/// ROCm's IPC requests (`AMDKFD_IOC_IPC_IMPORT_HANDLE` 0x80, `..._EXPORT_HANDLE` 0x81), which
-/// upstream amdkfd never had. libhsakmt 5.2.3 sends them and reports any failure as ERROR.
-const AMDKFD_IOC_IPC_IMPORT_HANDLE: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x80, 48);
-const AMDKFD_IOC_IPC_EXPORT_HANDLE: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x81, 32);
 /// ROCm's `AMDKFD_IOC_CROSS_MEMORY_COPY` (0x83; `struct kfd_ioctl_cross_memory_copy_args`: pid,
 /// flags, then the source and destination range arrays and their lengths, and bytes_copied),
 /// which upstream amdkfd never had. Flag bit 0: the remote process is written.
@@ -46,10 +46,6 @@ fn put(buf: &mut [u8], off: usize, bytes: &[u8]) {
 
 fn get_u64(buf: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(buf[off..off + 8].try_into().expect("8 bytes"))
-}
-
-fn get_u32(buf: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(buf[off..off + 4].try_into().expect("4 bytes"))
 }
 
 impl Thunk {
@@ -237,9 +233,10 @@ impl Thunk {
         self.fmm.set_user_data(addr, data)
     }
 
-    /// `hsaKmtShareMemory`: an IPC handle for the buffer at `addr`. The device has no IPC (the
-    /// export request is unknown to it), so this is `Error`, as libhsakmt answers on upstream
-    /// amdkfd.
+    /// `hsaKmtShareMemory`: an IPC handle for the buffer at `addr` (libhsakmt 5.2.3
+    /// fmm_share_memory: IPC_EXPORT_HANDLE with the object's handle, its GPU and its
+    /// HsaMemFlags; system memory was made on the first GPU). The handle carries the share
+    /// handle, the aperture, the size in pages and the exporting GPU.
     pub fn share_memory(&self, addr: u64, size: u64) -> Result<SharedMemoryHandle> {
         if size >= 1u64 << (32 + 12) {
             return Err(Status::InvalidParameter);
@@ -247,22 +244,16 @@ impl Thunk {
         let (handle, node, flags) = self.fmm.object_at(addr).ok_or(Status::InvalidParameter)?;
         let mut gpu_id = self.gpu_id(node)?;
         if gpu_id == 0 {
-            // System memory was made on the first GPU.
             gpu_id = self.nodes.gpus().next().map(|(_, n)| n.gpu_id).ok_or(Status::Error)?;
         }
-        let mut a = [0u8; ioc_size(AMDKFD_IOC_IPC_EXPORT_HANDLE)];
-        put(&mut a, 0, &handle.to_le_bytes());
-        put(&mut a, 24, &gpu_id.to_le_bytes());
-        put(&mut a, 28, &flags.0.to_le_bytes());
+        let mut a = IpcExportHandleArgs { handle, gpu_id, flags: flags.0, ..Default::default() };
         // SAFETY: the IPC export argument holds no pointer (a handle and ids).
-        unsafe { self.raw_ioctl(AMDKFD_IOC_IPC_EXPORT_HANDLE, &mut a) }.map_err(|e| {
+        unsafe { self.raw_ioctl(AMDKFD_IOC_IPC_EXPORT_HANDLE, a.as_mut_bytes()) }.map_err(|e| {
             log::debug!("IPC export of {addr:#x}: {e}");
             Status::Error
         })?;
         let mut h = SharedMemoryHandle::default();
-        for i in 0..4 {
-            h.0[i] = get_u32(&a, 8 + 4 * i);
-        }
+        h.0[..4].copy_from_slice(&a.share_handle);
         // HsaApertureInfo of the SVM aperture (HSA_APERTURE_DGPU, index 0), pages, exporting GPU.
         h.0[4] = 1;
         h.0[5] = 0;
@@ -272,27 +263,27 @@ impl Thunk {
     }
 
     /// `hsaKmtRegisterSharedHandle(ToNodes)`: imports an IPC handle; returns (address, size).
-    /// `Error` on this device, which has no IPC.
+    /// As libhsakmt 5.2.3 fmm_register_shared_memory: reserves the range, sends
+    /// IPC_IMPORT_HANDLE on the exporting GPU, records the object with the flags the import
+    /// answers, and maps the memory over the range when the device gives an mmap offset (on
+    /// the render node: here, the backing file of that offset).
     pub fn register_shared_handle(&self, handle: &SharedMemoryHandle, nodes: &[u32]) -> Result<(u64, u64)> {
         let gpus = if nodes.is_empty() { Vec::new() } else { self.gpu_ids_of(nodes)? };
         let size = u64::from(handle.0[6]) << 12;
         let va = self.fmm.reserve_area(size.max(super::PAGE_SIZE)).ok_or(Status::NoMemory)?;
-        let mut a = [0u8; ioc_size(AMDKFD_IOC_IPC_IMPORT_HANDLE)];
-        put(&mut a, 8, &va.to_le_bytes());
-        for i in 0..4 {
-            put(&mut a, 24 + 4 * i, &handle.0[i].to_le_bytes());
-        }
-        put(&mut a, 40, &handle.0[7].to_le_bytes());
+        let mut a = IpcImportHandleArgs { va_addr: va, gpu_id: handle.0[7], ..Default::default() };
+        a.share_handle.copy_from_slice(&handle.0[..4]);
         // SAFETY: the IPC import argument holds no CPU pointer (`va` is a GPU address reserved
         // above, which the device reaches through its VM).
-        if let Err(e) = unsafe { self.raw_ioctl(AMDKFD_IOC_IPC_IMPORT_HANDLE, &mut a) } {
+        if let Err(e) = unsafe { self.raw_ioctl(AMDKFD_IOC_IPC_IMPORT_HANDLE, a.as_mut_bytes()) } {
             log::debug!("IPC import: {e}");
             // SAFETY: the area reserved above for this import, which was not recorded.
             unsafe { crate::vm::release(va, size.max(super::PAGE_SIZE) as usize) };
             return Err(Status::Error);
         }
-        let node = self.node_of(get_u32(&a, 40)).unwrap_or(0);
-        self.fmm.add_imported(va, size, get_u64(&a, 0), node, MemFlags(get_u32(&a, 44)), &gpus);
+        let node = self.node_of(a.gpu_id).unwrap_or(0);
+        let imported = super::fmm::Import { va, size, handle: a.handle, node_id: node, flags: MemFlags(a.flags) };
+        self.fmm.add_imported(&self.kfd, imported, a.mmap_offset, &gpus)?;
         Ok((va, size))
     }
 

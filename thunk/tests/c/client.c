@@ -127,11 +127,29 @@ int main(void)
 	OK(hsaKmtQueryPointerInfo(vram, &info));
 	CHECK(info.UserData == (void *)0x1234);
 	CHECK(hsaKmtQueryPointerInfo((void *)0x1000, &info) == HSAKMT_STATUS_ERROR && info.Type == HSA_POINTER_UNKNOWN);
-	HsaSharedMemoryHandle share;
-	CHECK(hsaKmtShareMemory(vram, 2 << 20, &share) == HSAKMT_STATUS_ERROR); /* no IPC */
+	/* IPC: the handle imported (here in the same process, at another address) is the same
+	 * memory; it outlives the exporter's buffer; a forged handle imports nothing. */
+	HsaSharedMemoryHandle share, forged;
+	OK(hsaKmtShareMemory(vram, 2 << 20, &share));
+	void *imported = NULL;
+	HSAuint64 imported_size = 0;
+	OK(hsaKmtRegisterSharedHandle(&share, &imported, &imported_size));
+	CHECK(imported != NULL && imported != vram && imported_size == 2 << 20);
+	CHECK(((volatile unsigned char *)imported)[(1 << 20) + 3] == 0xAB);
+	((volatile HSAuint32 *)imported)[1000] = 0x5eed;
+	CHECK(((volatile HSAuint32 *)vram)[1000] == 0x5eed);
+	OK(hsaKmtQueryPointerInfo(imported, &info));
+	CHECK(info.Type == HSA_POINTER_REGISTERED_SHARED && info.SizeInBytes == 2 << 20);
+	memcpy(&forged, &share, sizeof(forged));
+	forged[1] ^= 0x100;
+	void *nothing = NULL;
+	CHECK(hsaKmtRegisterSharedHandle(&forged, &nothing, &imported_size) == HSAKMT_STATUS_ERROR);
 	OK(hsaKmtUnmapMemoryToGPU(vram));
 	OK(hsaKmtFreeMemory(vram, 2 << 20));
 	CHECK(hsaKmtFreeMemory(vram, 2 << 20) == HSAKMT_STATUS_MEMORY_NOT_REGISTERED);
+	CHECK(((volatile HSAuint32 *)imported)[1000] == 0x5eed); /* the import keeps the memory */
+	OK(hsaKmtDeregisterMemory(imported));
+	CHECK(hsaKmtRegisterSharedHandle(&share, &nothing, &imported_size) == HSAKMT_STATUS_ERROR);
 
 	/* ROCr's scratch: a 4 GiB reservation, backed where it is mapped. */
 	HsaMemFlags sflags = {0};

@@ -69,10 +69,24 @@ pub fn is_allowed(cmd: u32, sent: usize, e: Errno) -> Result<(), String> {
     if e == EFAULT && (short || has_pointers(nr)) {
         return Ok(());
     }
-    if allowed(nr).contains(&e) {
+    let allowed = allowed_for(desc.name, nr);
+    if allowed.contains(&e) {
         Ok(())
     } else {
-        Err(format!("{} answered {e}, which amdkfd never gives for it (allowed: {:?})", desc.name, allowed(nr)))
+        Err(format!("{} answered {e}, which amdkfd never gives for it (allowed: {allowed:?})", desc.name))
+    }
+}
+
+/// Errnos of the request the device's table names `name` (number `nr`): AMD's out-of-tree IPC
+/// requests share their numbers with cuse-kfd's own (0x80, 0x81) and are told apart by name.
+/// IPC (ROCm's DKMS amdkfd kfd_ipc.c): unknown buffer, GPU or share handle EINVAL; an import
+/// that cannot be charged or backed ENOMEM, one whose file cannot be granted to its uid EPERM;
+/// an export that cannot draw a random handle EIO.
+fn allowed_for(name: &str, nr: u32) -> &'static [Errno] {
+    match name {
+        "IPC_IMPORT_HANDLE" => &[EINVAL, ENOMEM, EPERM],
+        "IPC_EXPORT_HANDLE" => &[EINVAL, ENOMEM, EIO],
+        _ => allowed(nr),
     }
 }
 
@@ -108,6 +122,10 @@ mod tests {
         assert!(is_allowed(AMDKFD_IOC_FREE_MEMORY_OF_GPU, 0, EFAULT).is_ok());
         assert!(is_allowed(AMDKFD_IOC_FREE_MEMORY_OF_GPU, 8, EFAULT).is_err());
         assert!(is_allowed(0x1234_5678, 8, ENOTTY).is_ok());
+        // The IPC requests and cuse-kfd's own share numbers 0x80/0x81, not errnos.
+        assert!(is_allowed(AMDKFD_IOC_IPC_EXPORT_HANDLE, 32, EINVAL).is_ok());
+        assert!(is_allowed(AMDKFD_IOC_IPC_IMPORT_HANDLE, 48, EPERM).is_ok());
+        assert!(is_allowed(uapi::vendor::CUSE_KFD_IOC_KICK, 0, EINVAL).is_err());
         assert!(is_allowed(AMDKFD_IOC_WAIT_EVENTS, 24, EIO).is_ok());
         // Through a node, more than about 2,730 events exceed CUSE's 128 KiB ioctl transfer.
         assert!(is_allowed(AMDKFD_IOC_WAIT_EVENTS, 24, ENOMEM).is_ok());
