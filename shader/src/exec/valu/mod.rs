@@ -470,12 +470,25 @@ pub fn lanes<const N: usize>(
     dst: Ty,
     f: impl Fn([u64; N]) -> u64,
 ) -> ExecResult {
+    lanes_at(w, inst, cx, src, dst, |_, s| f(s))
+}
+
+/// Like [`lanes`], `f` also given the lane's index (for an operand read outside the sources,
+/// such as the addend of v_fmac).
+pub fn lanes_at<const N: usize>(
+    w: &mut Wave,
+    inst: &Instruction,
+    cx: &mut Cx,
+    src: [Ty; N],
+    dst: Ty,
+    f: impl Fn(usize, [u64; N]) -> u64,
+) -> ExecResult {
     let mut store = [[0u64; LANES]; N];
     let s = sources(w, inst, cx, src, &mut store)?;
     let mask = active(w, inst);
     let mut out = [0u64; LANES];
     for l in Wave::lanes(mask) {
-        out[l] = f(std::array::from_fn(|i| s[i].at(l))) & width_mask(dst);
+        out[l] = f(l, std::array::from_fn(|i| s[i].at(l))) & width_mask(dst);
     }
     write_vdst(w, inst, &out, dst, mask)?;
     Ok(Flow::Next)
