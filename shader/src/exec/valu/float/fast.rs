@@ -6,18 +6,21 @@
 //! the host's f32 operation gives the slow path's bits for every result that is not a NaN:
 //! IEEE-754 add, subtract and multiply rounded once to nearest even (what the slow path's exact
 //! f64 result rounded once to f32 is) and the fused multiply-add (the slow path's own
-//! operation). A NaN's payload and sign are the host's choice, so a lane whose result is a NaN
-//! is recomputed by the slow path, which stays the reference (the differential test in
-//! float/tests.rs compares the two on random operands). Source modifiers (abs, neg, SDWA, DPP)
-//! are applied by [`super::super::lanes`] as for every VALU operation.
+//! operation). The slow path stays the reference: a lane whose result is a NaN is recomputed
+//! by it, so a NaN result is quiet as the slow path makes it (whose input NaN it carries is the
+//! host's choice in both paths: Rust leaves NaN payloads to the compiler). The differential test
+//! in float/tests.rs compares the two on random operands. Source modifiers (abs, neg, SDWA, DPP)
+//! are applied by [`super::super::lanes`] as for every VALU operation; sources without them
+//! (the common case) are copied to arrays and computed on every lane in one loop the compiler
+//! vectorizes ([`dense`]).
 
-use super::super::{lanes, lanes_at, read_operand, Lanes};
+use super::super::{active, lanes, lanes_at, plain32, read_operand, vdst32, Lanes};
 use super::{fma, literal_k, Env, MadForm, S};
 use crate::exec::operand::Ty::B32;
-use crate::exec::{Cx, ExecError, ExecResult};
+use crate::exec::{Cx, ExecError, ExecResult, Flow};
 use crate::isa::table::Field;
 use crate::isa::Instruction;
-use crate::wave::Wave;
+use crate::wave::{Wave, LANES};
 
 #[cfg(test)]
 thread_local! {
@@ -50,18 +53,72 @@ fn f(b: u64) -> f32 {
     f32::from_bits(b as u32)
 }
 
+/// `host` on every lane of plain sources `s` (all lanes, so that the loop vectorizes), the
+/// lanes of `mask` whose result is a NaN recomputed with `slow`.
+#[inline(always)]
+fn dense<const N: usize>(
+    s: [&[u32; LANES]; N],
+    mask: u64,
+    host: impl Fn([f32; N]) -> f32,
+    slow: impl Fn([u64; N]) -> u64,
+) -> [u32; LANES] {
+    let mut out = [0u32; LANES];
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = host(std::array::from_fn(|i| f32::from_bits(s[i][l]))).to_bits();
+    }
+    let is_nan = |o: u32| o & 0x7fff_ffff > 0x7f80_0000;
+    if out.iter().fold(false, |any, &o| any | is_nan(o)) {
+        for l in Wave::lanes(mask) {
+            if is_nan(out[l]) {
+                out[l] = slow(std::array::from_fn(|i| u64::from(s[i][l]))) as u32;
+            }
+        }
+    }
+    out
+}
+
+/// Writes `out` to the lanes of `mask` of the 32-bit destination ([`vdst32`]).
+fn write(w: &mut Wave, (agpr, r): (bool, usize), mask: u64, out: &[u32; LANES]) -> ExecResult {
+    let reg = if agpr { &mut w.a[r] } else { &mut w.v[r] };
+    if mask == u64::MAX {
+        *reg = *out;
+    } else {
+        Wave::lanes(mask).for_each(|l| reg[l] = out[l]);
+    }
+    Ok(Flow::Next)
+}
+
 /// A two-source f32 operation: `host` on f32, `slow` the reference on values.
+#[inline(always)]
 pub(super) fn bin(
     w: &mut Wave,
     inst: &Instruction,
     cx: &mut Cx,
-    host: fn(f32, f32) -> f32,
+    host: impl Fn(f32, f32) -> f32,
     slow: fn(f64, f64) -> f64,
 ) -> ExecResult {
     let Some(e) = fast_env(w, inst)? else {
         return super::bin(w, inst, cx, S, slow);
     };
-    lanes(w, inst, cx, [B32; 2], B32, |[a, b]| bits(host(f(a), f(b)), || e.put(slow(e.get(a, S), e.get(b, S)), S)))
+    let reference = |[a, b]: [u64; 2]| e.put(slow(e.get(a, S), e.get(b, S)), S);
+    let (dst, mask) = (vdst32(w, inst)?, active(w, inst));
+    let mut store = [[0; LANES]; 2];
+    if let Some(s) = plain32(w, inst, cx, &mut store)? {
+        let out = dense(s, mask, |[a, b]| host(a, b), reference);
+        return write(w, dst, mask, &out);
+    }
+    lanes(w, inst, cx, [B32; 2], B32, |[a, b]| bits(host(f(a), f(b)), || reference([a, b])))
+}
+
+/// The slow path's fused multiply-add of bits `a * b + c`.
+fn fma_ref(e: &Env, [a, b, c]: [u64; 3]) -> u64 {
+    e.put(fma(S, e.get(a, S), e.get(b, S), e.get(c, S)), S)
+}
+
+/// [`dense`] for a fused multiply-add of `s`.
+#[inline(always)]
+fn fma_dense(e: &Env, s: [&[u32; LANES]; 3], mask: u64) -> [u32; LANES] {
+    dense(s, mask, |[a, b, c]| a.mul_add(b, c), |x| fma_ref(e, x))
 }
 
 /// v_fma_f32.
@@ -69,9 +126,13 @@ pub(super) fn fma3(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult 
     let Some(e) = fast_env(w, inst)? else {
         return super::tri(w, inst, cx, S, fma);
     };
-    lanes(w, inst, cx, [B32; 3], B32, |[a, b, c]| {
-        bits(f(a).mul_add(f(b), f(c)), || e.put(fma(S, e.get(a, S), e.get(b, S), e.get(c, S)), S))
-    })
+    let (dst, mask) = (vdst32(w, inst)?, active(w, inst));
+    let mut store = [[0; LANES]; 3];
+    if let Some(s) = plain32(w, inst, cx, &mut store)? {
+        let out = fma_dense(&e, s, mask);
+        return write(w, dst, mask, &out);
+    }
+    lanes(w, inst, cx, [B32; 3], B32, |[a, b, c]| bits(f(a).mul_add(f(b), f(c)), || fma_ref(&e, [a, b, c])))
 }
 
 /// v_fmac_f32: the destination is the addend.
@@ -79,11 +140,18 @@ pub(super) fn fmac(w: &mut Wave, inst: &Instruction, cx: &mut Cx) -> ExecResult 
     let Some(e) = fast_env(w, inst)? else {
         return super::fmac(w, inst, cx, S);
     };
+    let (dst, mask) = (vdst32(w, inst)?, active(w, inst));
+    let mut store = [[0; LANES]; 2];
+    if let Some([a, b]) = plain32(w, inst, cx, &mut store)? {
+        let c = if dst.0 { &w.a[dst.1] } else { &w.v[dst.1] };
+        let out = fma_dense(&e, [a, b, c], mask);
+        return write(w, dst, mask, &out);
+    }
     let d = inst.operand(Field::D).ok_or_else(|| ExecError::Invalid("no destination".into()))?;
     let acc: Lanes = read_operand(w, d, B32, cx)?;
     lanes_at(w, inst, cx, [B32; 2], B32, |l, [a, b]| {
         let c = acc[l];
-        bits(f(a).mul_add(f(b), f(c)), || e.put(fma(S, e.get(a, S), e.get(b, S), e.get(c, S)), S))
+        bits(f(a).mul_add(f(b), f(c)), || fma_ref(&e, [a, b, c]))
     })
 }
 
@@ -94,8 +162,15 @@ pub(super) fn fma_k(w: &mut Wave, inst: &Instruction, cx: &mut Cx, form: MadForm
     };
     let k = literal_k(inst)? & 0xffff_ffff;
     let mk = matches!(form, MadForm::Mk);
+    let (dst, mask) = (vdst32(w, inst)?, active(w, inst));
+    let mut store = [[0; LANES]; 2];
+    if let Some([a, b]) = plain32(w, inst, cx, &mut store)? {
+        let k = [k as u32; LANES];
+        let out = fma_dense(&e, if mk { [a, &k, b] } else { [a, b, &k] }, mask);
+        return write(w, dst, mask, &out);
+    }
     lanes(w, inst, cx, [B32; 2], B32, |[a, b]| {
         let (m, c) = if mk { (k, b) } else { (b, k) };
-        bits(f(a).mul_add(f(m), f(c)), || e.put(fma(S, e.get(a, S), e.get(m, S), e.get(c, S)), S))
+        bits(f(a).mul_add(f(m), f(c)), || fma_ref(&e, [a, m, c]))
     })
 }

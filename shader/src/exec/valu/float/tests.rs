@@ -941,7 +941,8 @@ fn any_f32(r: u64) -> u32 {
     }
 }
 
-/// The f32 fast path (float/fast.rs) gives the slow path's bits: every fast-path instruction,
+/// The f32 fast path (float/fast.rs) gives the slow path's bits (any quiet NaN where both give
+/// a NaN): every fast-path instruction,
 /// with source modifiers, SGPR, constant and DPP sources, on random operands of every class
 /// under random EXEC masks, in the modes the fast path runs in (and one it leaves to the slow
 /// path).
@@ -994,7 +995,15 @@ fn the_f32_fast_path_gives_the_slow_paths_bits() {
                 w.v[0]
             };
             let (fast, slow) = (run(false), run(true));
+            // Which input NaN's payload a NaN result carries is the host's choice (Rust leaves it
+            // to the compiler, and it differs between builds of the slow path itself; the
+            // hardware's rule is not modelled): NaN results must both be quiet NaNs.
+            let nan = |b: u32| b & 0x7fff_ffff > 0x7f80_0000;
             for l in 0..64 {
+                if fast[l] != slow[l] && nan(fast[l]) && nan(slow[l]) {
+                    assert!(fast[l] & slow[l] & 0x40_0000 != 0, "{src}: {:#x} {:#x} not quiet", fast[l], slow[l]);
+                    continue;
+                }
                 assert_eq!(
                     fast[l], slow[l],
                     "{src} mode {mode:#x} lane {l}: v1 {:#x} v2 {:#x} v3 {:#x} s0 {:#x} v0 was {:#x}",
