@@ -944,8 +944,7 @@ fn any_f32(r: u64) -> u32 {
 /// The f32 fast path (float/fast.rs) gives the slow path's bits (any quiet NaN where both give
 /// a NaN): every fast-path instruction,
 /// with source modifiers, SGPR, constant and DPP sources, on random operands of every class
-/// under random EXEC masks, in the modes the fast path runs in (and one it leaves to the slow
-/// path).
+/// under random EXEC masks, in every f32 denormal mode.
 #[test]
 fn the_f32_fast_path_gives_the_slow_paths_bits() {
     use super::fast::SLOW_ONLY;
@@ -973,8 +972,8 @@ fn the_f32_fast_path_gives_the_slow_paths_bits() {
             return;
         };
         for round in 0..300 {
-            // HIP's mode, others that keep f32 denormals, and one that flushes them.
-            let mode = [HIP, 0x030, 0x1b0, 0x3c0][round % 4];
+            // HIP's mode and others: f32 denormals kept, flushed in and out, in only, out only.
+            let mode = [HIP, 0x030, 0x1b0, 0x3c0, FLUSH, 0x310, 0x320][round % 7];
             let mut w = wave_for(target);
             w.mode = mode;
             let exec = next();
