@@ -28,6 +28,8 @@ fn measure(name: &str, body: &str, iters: u32, per_iter: u32) {
             w.v[5][l] = ((a + 0x1000) >> 32) as u32;
         }
         w.s[0] = 0x3f80_0000;
+        // MODE as HIP kernels start on gfx90a (f32 and f64/f16 denormals kept, DX10_CLAMP, IEEE).
+        w.mode = 0x3f0;
         let mut lds = vec![0u8; 1024];
         let t = Instant::now();
         run_wave(&mut w, &mut r, &mut lds).expect("runs");
@@ -42,6 +44,11 @@ fn measure(name: &str, body: &str, iters: u32, per_iter: u32) {
 fn probe() {
     measure("fma", &"v_fma_f32 v1, v1, v6, v7\n".repeat(8), 20000, 8);
     measure("fmac_s", &"v_fmac_f32 v1, s0, v6\n".repeat(8), 20000, 8);
+    measure("add_f32", &"v_add_f32 v1, v1, v6\n".repeat(8), 20000, 8);
+    measure("mul_f32", &"v_mul_f32 v1, v1, v6\n".repeat(8), 20000, 8);
+    measure("fmac", &"v_fmac_f32 v1, v6, v7\n".repeat(8), 20000, 8);
+    measure("mac", &"v_mac_f32 v1, v6, v7\n".repeat(8), 20000, 8);
+    measure("add_u32", &"v_add_u32 v1, v1, v6\n".repeat(8), 20000, 8);
     measure("add_co", "v_add_co_u32 v8, vcc, s0, v2\nv_addc_co_u32 v9, vcc, v3, v1, vcc\n", 50000, 2);
     measure("load", "global_load_dword v6, v[2:3], off\n", 50000, 1);
     measure("store", "global_store_dword v[4:5], v6, off\n", 50000, 1);

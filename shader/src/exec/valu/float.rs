@@ -699,10 +699,10 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
     use Op::*;
     Some(match op {
         // Arithmetic.
-        VAddF32 => |w, i, cx| bin(w, i, cx, S, |a, b| a + b),
-        VSubF32 => |w, i, cx| bin(w, i, cx, S, |a, b| a - b),
-        VSubrevF32 => |w, i, cx| bin(w, i, cx, S, |a, b| b - a),
-        VMulF32 => |w, i, cx| bin(w, i, cx, S, |a, b| a * b),
+        VAddF32 => |w, i, cx| fast::bin(w, i, cx, |a, b| a + b, |a, b| a + b),
+        VSubF32 => |w, i, cx| fast::bin(w, i, cx, |a, b| a - b, |a, b| a - b),
+        VSubrevF32 => |w, i, cx| fast::bin(w, i, cx, |a, b| b - a, |a, b| b - a),
+        VMulF32 => |w, i, cx| fast::bin(w, i, cx, |a, b| a * b, |a, b| a * b),
         VMulLegacyF32 => |w, i, cx| bin(w, i, cx, S, mul_legacy),
         VAddF16 => |w, i, cx| bin(w, i, cx, H, |a, b| a + b),
         VSubF16 => |w, i, cx| bin(w, i, cx, H, |a, b| a - b),
@@ -710,16 +710,16 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         VMulF16 => |w, i, cx| bin(w, i, cx, H, |a, b| a * b),
         VAddF64 => |w, i, cx| bin(w, i, cx, D, |a, b| a + b),
         VMulF64 => |w, i, cx| bin(w, i, cx, D, |a, b| a * b),
-        VFmaF32 => |w, i, cx| tri(w, i, cx, S, fma),
+        VFmaF32 => fast::fma3,
         VFmaF64 => |w, i, cx| tri(w, i, cx, D, fma),
         VFmaF16 => |w, i, cx| keep_high(w, i, cx, |w, i, cx| tri(w, i, cx, H, fma)),
         VFmaLegacyF16 => |w, i, cx| tri(w, i, cx, H, fma),
-        VFmacF32 => |w, i, cx| fmac(w, i, cx, S),
+        VFmacF32 => fast::fmac,
         VFmacF64 => |w, i, cx| fmac(w, i, cx, D),
         VFmacF16 => |w, i, cx| fmac(w, i, cx, H),
         // gfx10's fused v_fmamk/v_fmaak (S0 * K + S1, S0 * S1 + K), unlike the gfx9 mad forms.
-        VFmamkF32 => |w, i, cx| fma_k(w, i, cx, S, MadForm::Mk),
-        VFmaakF32 => |w, i, cx| fma_k(w, i, cx, S, MadForm::Ak),
+        VFmamkF32 => |w, i, cx| fast::fma_k(w, i, cx, MadForm::Mk),
+        VFmaakF32 => |w, i, cx| fast::fma_k(w, i, cx, MadForm::Ak),
         VFmamkF16 => |w, i, cx| fma_k(w, i, cx, H, MadForm::Mk),
         VFmaakF16 => |w, i, cx| fma_k(w, i, cx, H, MadForm::Ak),
         VMadF32 => |w, i, cx| mad_op(w, i, cx, S, MadForm::Three),
@@ -836,6 +836,8 @@ pub(super) fn handler(op: Op) -> Option<Handler> {
         _ => return None,
     })
 }
+
+mod fast;
 
 #[cfg(test)]
 mod tests;

@@ -416,6 +416,38 @@ fn plain<'a>(w: &'a Wave, inst: &Instruction, i: usize, ty: Ty, cx: &Cx) -> Exec
     }))
 }
 
+/// The `N` sources of `inst` as 32-bit values per lane when every one is a VGPR, AGPR or one
+/// value for all lanes without modifiers ([`plain`]): registers in place, the others filled
+/// into `store`, for loops that vectorize; `None` otherwise. Errors are [`fetch`]'s.
+pub fn plain32<'a, const N: usize>(
+    w: &'a Wave,
+    inst: &Instruction,
+    cx: &Cx,
+    store: &'a mut [[u32; LANES]; N],
+) -> ExecResult<Option<[&'a [u32; LANES]; N]>> {
+    let mut regs = [None; N];
+    for (i, (r, st)) in regs.iter_mut().zip(store.iter_mut()).enumerate() {
+        match plain(w, inst, i, Ty::B32, cx)? {
+            Some(View::Reg(v)) => *r = Some(v),
+            Some(View::Splat(v)) => *st = [v as u32; LANES],
+            _ => return Ok(None),
+        }
+    }
+    let store: &'a [[u32; LANES]; N] = store;
+    Ok(Some(std::array::from_fn(|i| regs[i].unwrap_or(&store[i]))))
+}
+
+/// The VGPR or AGPR a 32-bit result of `inst` without SDWA goes to, as a register index into
+/// `w.v` (`false`) or `w.a` (`true`); errors as [`write_vdst`]'s.
+pub fn vdst32(w: &Wave, inst: &Instruction) -> ExecResult<(bool, usize)> {
+    match inst.operand(Field::D) {
+        Some(Operand::Vgpr { index, .. }) => Ok((false, vreg_range(w.v.len(), index, 1, "v")?)),
+        Some(Operand::Agpr { index, .. }) => Ok((true, vreg_range(w.a.len(), index, 1, "a")?)),
+        Some(op) => Err(ExecError::Invalid(format!("{op:?} is not a vector destination"))),
+        None => Err(ExecError::Invalid("no vector destination".into())),
+    }
+}
+
 /// The `N` sources of `inst`, each in place ([`plain`]) or fetched into `store`, in source order
 /// (so the first failing source is the error, as with [`fetch_all`]).
 fn sources<'a, const N: usize>(
@@ -462,6 +494,7 @@ pub fn lanes_mask<const N: usize>(
 }
 
 /// Fetches `N` sources, runs `f` per active lane and writes the vector destination.
+#[inline(always)]
 pub fn lanes<const N: usize>(
     w: &mut Wave,
     inst: &Instruction,
@@ -470,12 +503,26 @@ pub fn lanes<const N: usize>(
     dst: Ty,
     f: impl Fn([u64; N]) -> u64,
 ) -> ExecResult {
+    lanes_at(w, inst, cx, src, dst, |_, s| f(s))
+}
+
+/// Like [`lanes`], `f` also given the lane's index (for an operand read outside the sources,
+/// such as the addend of v_fmac).
+#[inline(always)]
+pub fn lanes_at<const N: usize>(
+    w: &mut Wave,
+    inst: &Instruction,
+    cx: &mut Cx,
+    src: [Ty; N],
+    dst: Ty,
+    f: impl Fn(usize, [u64; N]) -> u64,
+) -> ExecResult {
     let mut store = [[0u64; LANES]; N];
     let s = sources(w, inst, cx, src, &mut store)?;
     let mask = active(w, inst);
     let mut out = [0u64; LANES];
     for l in Wave::lanes(mask) {
-        out[l] = f(std::array::from_fn(|i| s[i].at(l))) & width_mask(dst);
+        out[l] = f(l, std::array::from_fn(|i| s[i].at(l))) & width_mask(dst);
     }
     write_vdst(w, inst, &out, dst, mask)?;
     Ok(Flow::Next)
