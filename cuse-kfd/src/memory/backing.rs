@@ -212,6 +212,7 @@ impl BackingStore {
             in_ram,
             clients: Mutex::new(HashMap::new()),
             next_context: AtomicU64::new(0),
+            ipc_dir: Mutex::new(None),
         }
     }
 
