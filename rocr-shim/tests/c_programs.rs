@@ -72,25 +72,33 @@ fn run(name: &str, env: &[(&str, &str)]) {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("spawning the test program");
+    // Read while it runs: a program that writes more than a pipe holds must not block on it.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out_reader = drain(child.stdout.take().map(|r| Box::new(r) as Box<dyn std::io::Read + Send>));
+    let err_reader = drain(child.stderr.take().map(|r| Box::new(r) as Box<dyn std::io::Read + Send>));
     let deadline = Instant::now() + Duration::from_secs(180);
     let status = loop {
         if let Some(st) = child.try_wait().expect("waiting") {
-            break st;
+            break Some(st);
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "{name} timed out\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let _ = child.wait();
+            break None;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let out = child.wait_with_output().expect("output");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out_reader.join().expect("stdout reader")).into_owned();
+    let stderr = String::from_utf8_lossy(&err_reader.join().expect("stderr reader")).into_owned();
+    let Some(status) = status else { panic!("{name} timed out\nstdout:\n{stdout}\nstderr:\n{stderr}") };
     assert!(status.success(), "{name} failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains(&format!("PASS {name}")), "{name} did not pass\nstdout:\n{stdout}\nstderr:\n{stderr}");
     print!("{stdout}");

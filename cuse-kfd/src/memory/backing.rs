@@ -114,8 +114,10 @@ const SHARED_ROOT_MODE: u32 = 0o755;
 const CLIENT_DIR_MODE: u32 = 0o711;
 /// Mode of a backing file (owned by the client).
 const FILE_MODE: u32 = 0o600;
-/// How deep `remove_beneath` descends; the store's own tree is two levels deep.
-const MAX_DEPTH: usize = 4;
+/// How deep `remove_beneath` descends: the store's own tree is two levels deep, and the
+/// topology tree a device writes into its runtime directory (`topology/nodes/<n>/caches/<c>/`)
+/// five.
+const MAX_DEPTH: usize = 8;
 
 /// One context of a client process, as the store knows it (from [`BackingStore::client`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -695,26 +697,33 @@ fn remove_stores_of_dead_processes(base: &Path) {
             base.join(name).display(),
             owner.pid
         );
-        remove_beneath(base_fd.as_raw_fd(), name, 0);
+        // Quietly: every store made after this one tries again what could not go now, and a
+        // program's stderr is not the place for each attempt (a pipe nobody reads would fill).
+        remove_beneath_logged(base_fd.as_raw_fd(), name, 0, log::Level::Debug);
     }
 }
 
 /// Removes entry `name` of `parent` and, if it is a directory, everything in it, through
 /// descriptors: a symlink is removed itself, never followed.
 fn remove_beneath(parent: RawFd, name: &OsStr, depth: usize) {
+    remove_beneath_logged(parent, name, depth, log::Level::Warn)
+}
+
+/// [`remove_beneath`], reporting what it cannot remove at `level`.
+fn remove_beneath_logged(parent: RawFd, name: &OsStr, depth: usize, level: log::Level) {
     let result = match open_dir(Some(parent), Path::new(name)) {
         Ok(dir) => {
             if depth >= MAX_DEPTH {
-                log::warn!("not removing {name:?}: nested deeper than a backing store makes");
+                log::log!(level, "not removing {name:?}: nested deeper than a backing store makes");
                 return;
             }
             match list(dir.as_raw_fd()) {
                 Ok(names) => {
                     for n in names {
-                        remove_beneath(dir.as_raw_fd(), OsStr::from_bytes(&n), depth + 1);
+                        remove_beneath_logged(dir.as_raw_fd(), OsStr::from_bytes(&n), depth + 1, level);
                     }
                 }
-                Err(e) => log::warn!("cannot list {name:?}: {e}"),
+                Err(e) => log::log!(level, "cannot list {name:?}: {e}"),
             }
             nix::unistd::unlinkat(Some(parent), name, UnlinkatFlags::RemoveDir)
         }
@@ -724,7 +733,7 @@ fn remove_beneath(parent: RawFd, name: &OsStr, depth: usize) {
     };
     match result {
         Ok(()) | Err(Errno::ENOENT) => {}
-        Err(e) => log::warn!("cannot remove {name:?}: {e}"),
+        Err(e) => log::log!(level, "cannot remove {name:?}: {e}"),
     }
 }
 

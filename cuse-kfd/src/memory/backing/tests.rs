@@ -249,6 +249,9 @@ fn a_private_store_names_its_process_and_removes_those_of_dead_processes() {
         let dir = base.join(format!("{PRIVATE_PREFIX}{}{suffix}", owner.tag()));
         fs::create_dir_all(dir.join("42/kfd")).unwrap();
         fs::write(dir.join("42/kfd/0000000000001000"), [1u8; 64]).unwrap();
+        // A device's topology tree, the deepest a store holds.
+        fs::create_dir_all(dir.join("topology/nodes/1/caches/0")).unwrap();
+        fs::write(dir.join("topology/nodes/1/caches/0/properties"), "size 64\n").unwrap();
         dir
     };
     let made = Made(vec![make(dead, "tst001"), make(me, "tst002"), make(other_ns, "tst003")]);
