@@ -5,8 +5,7 @@
 use super::Ctx;
 use crate::memory::ipc::IpcObject;
 use crate::memory::vm::{GpuVa, RegionBacking};
-use crate::memory::{handle_gpu_id, make_handle, Buffer, BufferKind, PAGE_SIZE};
-use crate::process::{GPUVM_BASE, GPUVM_LIMIT};
+use crate::memory::{handle_gpu_id, make_handle, Buffer, BufferKind};
 use crate::quota::Charge;
 use nix::errno::Errno;
 use std::sync::{Arc, Weak};
@@ -63,14 +62,8 @@ pub fn import(ctx: &Ctx, a: &mut IpcImportHandleArgs) -> Result<(), Errno> {
     let obj = ctx.device.ipc().get(&a.share_handle).ok_or(Errno::EINVAL)?;
     let (size, gpu) = (obj.size, a.gpu_id);
     let va = GpuVa(a.va_addr);
-    let end = va.0.checked_add(size).ok_or(Errno::EINVAL)?;
-    if !va.0.is_multiple_of(PAGE_SIZE) || va.0 < GPUVM_BASE || end - 1 > GPUVM_LIMIT {
-        return Err(Errno::EINVAL);
-    }
     let mut inner = ctx.process.inner();
-    if inner.buffers.values().any(|b| b.va.0 < end && va.0 < b.end()) {
-        return Err(Errno::EINVAL);
-    }
+    super::memory::check_free_range(&inner, va, size)?;
     let index = inner.next_buffer_index;
     let next_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;
     let charge = Charge::buffer(obj.kind, gpu, size);

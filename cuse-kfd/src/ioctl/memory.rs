@@ -67,6 +67,19 @@ fn make_file(ctx: &Ctx, space: MmapSpace, offset: u64, len: u64, sparse: bool) -
     })
 }
 
+/// A new buffer's place: page-aligned, inside the GPU VM aperture, and overlapping none of the
+/// process's buffers (EINVAL otherwise, as amdkfd's ALLOC; an IPC import is placed the same).
+pub(super) fn check_free_range(inner: &ProcessInner, va: GpuVa, size: u64) -> Result<(), Errno> {
+    let end = va.0.checked_add(size).ok_or(Errno::EINVAL)?;
+    if !va.0.is_multiple_of(PAGE_SIZE) || va.0 < GPUVM_BASE || end - 1 > GPUVM_LIMIT {
+        return Err(Errno::EINVAL);
+    }
+    if inner.buffers.values().any(|b| b.va.0 < end && va.0 < b.end()) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
     if !ctx.gpu_exists(a.gpu_id) || a.size == 0 {
         return Err(Errno::EINVAL);
@@ -74,14 +87,8 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
     let kind = BufferKind::from_flags(a.flags).ok_or(Errno::EINVAL)?;
     let size = a.size.checked_next_multiple_of(PAGE_SIZE).ok_or(Errno::EINVAL)?;
     let va = GpuVa(a.va_addr);
-    let end = va.0.checked_add(size).ok_or(Errno::EINVAL)?;
-    if !va.0.is_multiple_of(PAGE_SIZE) || va.0 < GPUVM_BASE || end - 1 > GPUVM_LIMIT {
-        return Err(Errno::EINVAL);
-    }
     let mut inner = ctx.process.inner();
-    if inner.buffers.values().any(|b| b.va.0 < end && va.0 < b.end()) {
-        return Err(Errno::EINVAL);
-    }
+    check_free_range(&inner, va, size)?;
     let gpu = a.gpu_id;
     let index = inner.next_buffer_index;
     let next_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;
