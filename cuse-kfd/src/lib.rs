@@ -10,6 +10,7 @@
 //! * [`topology`]: device profiles and the sysfs-shaped topology tree;
 //! * [`frontend`]: the ways in: CUSE, embedded, the topology filesystem, the control socket.
 
+pub mod attach;
 pub mod client;
 pub mod clock;
 pub mod device;

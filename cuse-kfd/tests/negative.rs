@@ -194,6 +194,25 @@ fn with_runtime_enabled(fx: &mut Fx) {
 const KERNEL: u64 = 0xffff_8880_0000_0000;
 /// An address no test maps.
 const UNMAPPED_VA: u64 = 0x7_0000_0000;
+
+fn cma_args(pid: u32, src: u64, n_src: u64, dst: u64, n_dst: u64) -> CrossMemoryCopyArgs {
+    CrossMemoryCopyArgs {
+        pid,
+        flags: 0,
+        src_mem_range_array: src,
+        src_mem_array_size: n_src,
+        dst_mem_range_array: dst,
+        dst_mem_array_size: n_dst,
+        bytes_copied: 0,
+    }
+}
+
+/// A CROSS_MEMORY_COPY with process `pid`: `n` source ranges read from `src` (`None`: a
+/// readable array), one destination range; every range is 8 bytes at UNMAPPED_VA.
+fn cma(fx: &mut Fx, pid: u32, src: Option<u64>, n: u64) -> Req {
+    let p = fx.mem(MemoryRange { va_addr: UNMAPPED_VA, size: 8 }.as_bytes());
+    req(AMDKFD_IOC_CROSS_MEMORY_COPY, cma_args(pid, src.unwrap_or(p), n, p, 1))
+}
 /// A user address that is not mapped in this process.
 const BAD_PTR: u64 = 0x10;
 
@@ -476,6 +495,32 @@ fn rows() -> Vec<Row> {
                 req(AMDKFD_IOC_IPC_IMPORT_HANDLE, args)
             },
             EINVAL,
+        ),
+        // --- AMD's out-of-tree CROSS_MEMORY_COPY (ROCm's DKMS amdkfd kfd_chardev.c
+        // kfd_ioctl_cross_memory_copy): arrays, then the process, then the ranges.
+        row("CROSS_MEMORY_COPY no source array", nothing, |fx| cma(fx, 0, Some(0), 1), EINVAL),
+        row("CROSS_MEMORY_COPY too many ranges", nothing, |fx| cma(fx, 0, None, 1 << 20), ENOMEM),
+        row("CROSS_MEMORY_COPY unreadable array", nothing, |fx| cma(fx, 0, Some(8), 1), EFAULT),
+        row("CROSS_MEMORY_COPY no such process", nothing, |fx| cma(fx, 0x7fff_fff0, None, 1), ESRCH),
+        row(
+            "CROSS_MEMORY_COPY range outside any buffer",
+            nothing,
+            |fx| {
+                let pid = fx.c.pid();
+                cma(fx, pid, None, 1)
+            },
+            EFAULT,
+        ),
+        row(
+            "CROSS_MEMORY_COPY range past its buffer",
+            with_buf,
+            |fx| {
+                let b = fx.buf();
+                let ranges = [MemoryRange { va_addr: b.va, size: 8 }, MemoryRange { va_addr: b.va + 8, size: b.size }];
+                let (pid, p) = (fx.c.pid(), fx.mem(ranges.as_bytes()));
+                req(AMDKFD_IOC_CROSS_MEMORY_COPY, cma_args(pid, p, 1, p + 16, 1))
+            },
+            EFAULT,
         ),
         row(
             "DESTROY_QUEUE unknown id",

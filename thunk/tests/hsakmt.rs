@@ -433,16 +433,29 @@ fn the_rest_of_the_api_works_or_answers_as_libhsakmt_without_the_feature() {
     let (r, copy) = unsafe { t.spm_set_dest_buffer(1, 0, 7, 0) };
     assert_eq!((r, copy), (Err(Status::IoctlFailed), SpmCopy { timeout: 7, bytes_copied: 0, data_loss: false }));
 
-    // Cross-process copies: the device lacks CROSS_MEMORY_COPY.
+    // Copies within this process (kfdtest CMABasicTest's getpid() case): mapped memory only,
+    // empty lists refused before the request, a range past its buffer ERROR with nothing copied.
     let m = t.alloc_memory(0, 4096, host_flags(), None).unwrap();
     let range = [MemoryRange { address: m, size: 4096 }];
     for write in [false, true] {
         // SAFETY: `m` is the thunk's live allocation.
         let r = unsafe { t.process_vm_copy(std::process::id(), &range, &range, write) };
-        assert_eq!(r, (Err(Status::Error), 0));
+        assert_eq!(r, (Err(Status::Error), 0), "an unmapped buffer is out of the device's reach");
         // SAFETY: as above.
         assert_eq!(unsafe { t.process_vm_copy(std::process::id(), &[], &range, write) }, (Err(Status::Error), 0));
     }
+    t.map_memory_to_gpu(m, 4096).unwrap();
+    u64_at(m).store(0x0123_4567_89ab_cdef, Ordering::SeqCst);
+    let (src, dst) = ([MemoryRange { address: m, size: 8 }], [MemoryRange { address: m + 2048, size: 8 }]);
+    // SAFETY: `m` is the thunk's live, mapped allocation.
+    assert_eq!(unsafe { t.process_vm_copy(std::process::id(), &dst, &src, false) }, (Ok(()), 8));
+    assert_eq!(u64_at(m + 2048).load(Ordering::SeqCst), 0x0123_4567_89ab_cdef);
+    let past = [MemoryRange { address: m + 4, size: 4096 }];
+    // SAFETY: as above.
+    assert_eq!(unsafe { t.process_vm_copy(std::process::id(), &past, &range, false) }, (Err(Status::Error), 0));
+    // SAFETY: as above; no process has this pid.
+    assert_eq!(unsafe { t.process_vm_copy(0x7fff_fff0, &range, &range, true) }, (Err(Status::Error), 0));
+    t.unmap_memory_to_gpu(m).unwrap();
     t.free_memory(m, 4096).unwrap();
     assert_eq!(map_graphic_handle(1, 0, 0, 0, 4096), Err(Status::NotImplemented));
 }

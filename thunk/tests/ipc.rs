@@ -65,3 +65,35 @@ fn a_forged_handle_imports_nothing() {
     handle.0[2] ^= 0x8000;
     assert_eq!(b.register_shared_handle(&handle, &[]), Err(Status::Error));
 }
+
+#[test]
+fn process_vm_read_and_write_copy_between_the_two_processes() {
+    let (a, b) = two_processes();
+    let node = gpu_node(&a);
+    let flags = MemFlags(0).with_host_access(1).with_non_paged(1);
+    let mine = a.alloc_memory(node, 2 * 4096, flags, None).unwrap();
+    let theirs = b.alloc_memory(node, 2 * 4096, flags, None).unwrap();
+    a.map_memory_to_gpu(mine, 2 * 4096).unwrap();
+    b.map_memory_to_gpu(theirs, 2 * 4096).unwrap();
+    word(theirs, 3).store(0xb0b, Ordering::SeqCst);
+    word(mine, 600).store(0xa11ce, Ordering::SeqCst);
+    let local = [MemoryRange { address: mine, size: 4096 }];
+    let remote = [MemoryRange { address: theirs, size: 4096 }];
+    // SAFETY: `mine` is a's live, mapped allocation.
+    let r = unsafe { a.process_vm_copy(5_000_100, &local, &remote, false) };
+    assert_eq!(r, (Ok(()), 4096));
+    assert_eq!(word(mine, 3).load(Ordering::SeqCst), 0xb0b, "a read b's memory");
+    // A write of the second page into a shorter remote range: cut to its length.
+    let local = [MemoryRange { address: mine + 4096, size: 4096 }];
+    let remote = [MemoryRange { address: theirs + 4096, size: 1000 }];
+    // SAFETY: as above.
+    let r = unsafe { a.process_vm_copy(5_000_100, &local, &remote, true) };
+    assert_eq!(r, (Ok(()), 1000));
+    assert_eq!(word(theirs, 600).load(Ordering::SeqCst), 0xa11ce, "a wrote b's memory");
+    // A remote range past b's buffer: ERROR, with the bytes before it reported.
+    let remote = [MemoryRange { address: theirs, size: 16 }, MemoryRange { address: theirs + 8190, size: 16 }];
+    let local = [MemoryRange { address: mine, size: 64 }];
+    // SAFETY: as above.
+    let r = unsafe { a.process_vm_copy(5_000_100, &local, &remote, false) };
+    assert_eq!(r, (Err(Status::Error), 16));
+}

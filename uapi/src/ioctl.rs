@@ -118,11 +118,15 @@ kfd_ioctls! {
 /// which Debian's libhsakmt 5.2.3 sends. Linux's kfd_ioctl.h has none of them.
 pub const AMDKFD_IOC_IPC_IMPORT_HANDLE: u32 = iowr::<IpcImportHandleArgs>(0x80);
 pub const AMDKFD_IOC_IPC_EXPORT_HANDLE: u32 = iowr::<IpcExportHandleArgs>(0x81);
+pub const AMDKFD_IOC_CROSS_MEMORY_COPY: u32 = iowr::<CrossMemoryCopyArgs>(0x83);
+// The number libhsakmt 5.2.3 sends (its header's AMDKFD_IOWR(0x83, ...), compiled and printed).
+const _: () = assert!(AMDKFD_IOC_CROSS_MEMORY_COPY == 0xC030_4B83);
 
 /// The out-of-tree requests this device answers, by name without the prefix.
-pub const OUT_OF_TREE: [Ioctl; 2] = [
+pub const OUT_OF_TREE: [Ioctl; 3] = [
     Ioctl { name: "IPC_IMPORT_HANDLE", cmd: AMDKFD_IOC_IPC_IMPORT_HANDLE },
     Ioctl { name: "IPC_EXPORT_HANDLE", cmd: AMDKFD_IOC_IPC_EXPORT_HANDLE },
+    Ioctl { name: "CROSS_MEMORY_COPY", cmd: AMDKFD_IOC_CROSS_MEMORY_COPY },
 ];
 
 /// `AMDKFD_COMMAND_START` and `AMDKFD_COMMAND_END` (exclusive) of KFD 1.18.

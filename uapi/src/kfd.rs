@@ -333,6 +333,29 @@ abi_struct!(
     }
 );
 
+// AMD's out-of-tree CROSS_MEMORY_COPY (hsaKmtProcessVMRead/Write): layouts from
+// ROCT-Thunk-Interface rocm-5.2.3 include/linux/kfd_ioctl.h, like the IPC requests above.
+abi_struct!(
+    /// `struct kfd_memory_range`: a GPU virtual address range of one process.
+    MemoryRange = 16 { va_addr: u64, size: u64 }
+);
+/// Flag bit 0 of CROSS_MEMORY_COPY: set, the local process's ranges are the source and the
+/// remote's the destination (a write); clear, the other way round (a read).
+pub const KFD_CROSS_MEMORY_RW_BIT: u32 = 1;
+abi_struct!(
+    /// `struct kfd_ioctl_cross_memory_copy_args`: everything to KFD but `bytes_copied`; the two
+    /// arrays are `MemoryRange`s in the caller's memory, their lengths counted in ranges.
+    CrossMemoryCopyArgs = 48 {
+        pid: u32,
+        flags: u32,
+        src_mem_range_array: u64,
+        src_mem_array_size: u64,
+        dst_mem_range_array: u64,
+        dst_mem_array_size: u64,
+        bytes_copied: u64,
+    }
+);
+
 pub const KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK: u32 = 1;
 pub const KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK: u32 = 2;
 pub const KFD_RUNTIME_ENABLE_CAPS_SUPPORTS_CORE_DUMP_MASK: u32 = 0x8000_0000;

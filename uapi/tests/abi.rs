@@ -8,9 +8,9 @@
 //! `kfd_ioctl.h` may be older than the 1.18 ABI that `uapi` declares: requests it lacks are
 //! checked against a table of the 1.18 requests ([`KFD_1_18_IOCTLS`]), fields it lacks are gated
 //! on `KFD_IOCTL_MINOR_VERSION`, and structs it lacks are reported, not skipped silently.
-//! AMD's out-of-tree IPC requests (`IPC_EXPORT_HANDLE`/`IPC_IMPORT_HANDLE`, from ROCm's DKMS
-//! driver) are in no Linux header: they show up as absent structs and Rust-only constants, and
-//! only their compile-time size asserts (uapi/src/kfd.rs) check them.
+//! AMD's out-of-tree requests (`IPC_EXPORT_HANDLE`, `IPC_IMPORT_HANDLE`, `CROSS_MEMORY_COPY`,
+//! from ROCm's DKMS driver) are in no Linux header: they show up as absent structs and Rust-only
+//! constants, and only their compile-time size asserts (uapi/src/kfd.rs) check them.
 //!
 //! Adding a struct is one entry in [`layouts`], a constant one name in [`constants`]; a check
 //! that parses `uapi/src` fails if a struct, field or constant is missing from the tables.
@@ -316,14 +316,19 @@ fn layouts() -> Vec<Layout> {
         layout!(ExportDmabufArgs => "struct kfd_ioctl_export_dmabuf_args" {
             handle, flags, dmabuf_fd,
         }),
-        // AMD's out-of-tree IPC requests (ROCT-Thunk-Interface rocm-5.2.3's kfd_ioctl.h): Linux's
-        // header has neither, so the run lists them as absent; their sizes are asserted in
+        // AMD's out-of-tree IPC and CMA requests (ROCT-Thunk-Interface rocm-5.2.3's kfd_ioctl.h):
+        // Linux's header has none, so the run lists them as absent; their sizes are asserted in
         // uapi/src/kfd.rs and their numbers below, in `constants`.
         layout!(IpcExportHandleArgs => "struct kfd_ioctl_ipc_export_handle_args" {
             handle, share_handle, gpu_id, flags,
         }),
         layout!(IpcImportHandleArgs => "struct kfd_ioctl_ipc_import_handle_args" {
             handle, va_addr, mmap_offset, share_handle, gpu_id, flags,
+        }),
+        layout!(MemoryRange => "struct kfd_memory_range" { va_addr, size }),
+        layout!(CrossMemoryCopyArgs => "struct kfd_ioctl_cross_memory_copy_args" {
+            pid, flags, src_mem_range_array, src_mem_array_size, dst_mem_range_array,
+            dst_mem_array_size, bytes_copied,
         }),
         layout!(RuntimeEnableArgs => "struct kfd_ioctl_runtime_enable_args" {
             r_debug, mode_mask, capabilities_mask,
@@ -456,6 +461,7 @@ fn constants() -> Vec<Constant> {
         // The out-of-tree requests (not in `ioctl::ALL`; Rust-only against Linux's header).
         AMDKFD_IOC_IPC_IMPORT_HANDLE,
         AMDKFD_IOC_IPC_EXPORT_HANDLE,
+        AMDKFD_IOC_CROSS_MEMORY_COPY,
         AMDKFD_COMMAND_START,
         AMDKFD_COMMAND_END,
         // kfd.rs
@@ -519,6 +525,7 @@ fn constants() -> Vec<Constant> {
         KFD_CRIU_OP_UNPAUSE,
         KFD_CRIU_OP_RESTORE,
         KFD_CRIU_OP_RESUME,
+        KFD_CROSS_MEMORY_RW_BIT,
         KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
         KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK,
         KFD_RUNTIME_ENABLE_CAPS_SUPPORTS_CORE_DUMP_MASK,

@@ -2,6 +2,7 @@
 //! the ioctl number (amdkfd kfd_chardev.c's `amdkfd_ioctls`). Both front ends feed it the same
 //! bytes.
 
+mod cma;
 mod event;
 mod ipc;
 mod memory;

@@ -1,6 +1,6 @@
 //! The ioctl table: one row per AMDKFD_IOC_* number, as amdkfd's `amdkfd_ioctls[]`.
 
-use super::{event, ipc, memory, misc, queue, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
+use super::{cma, event, ipc, memory, misc, queue, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::vendor::{CUSE_KFD_IOC_GET_RUNTIME_INFO, CUSE_KFD_IOC_KICK};
@@ -99,9 +99,10 @@ pub static TABLE: [IoctlDesc; ALL.len()] = ROWS;
 /// AMD's out-of-tree requests (ROCm's DKMS amdkfd numbers them from 0x80, beyond
 /// AMDKFD_COMMAND_END; Debian's libhsakmt 5.2.3 sends them). Matched by their exact number:
 /// cuse-kfd's own requests use the same nr with other sizes and directions.
-pub static OUT_OF_TREE: [IoctlDesc; 2] = [
+pub static OUT_OF_TREE: [IoctlDesc; 3] = [
     row!(@ AMDKFD_IOC_IPC_IMPORT_HANDLE, "IPC_IMPORT_HANDLE", ipc::import, no_ranges),
     row!(@ AMDKFD_IOC_IPC_EXPORT_HANDLE, "IPC_EXPORT_HANDLE", ipc::export, no_ranges),
+    row!(@ AMDKFD_IOC_CROSS_MEMORY_COPY, "CROSS_MEMORY_COPY", cma::cross_memory_copy, cma_ranges),
 ];
 
 /// cuse-kfd's own requests, matched by their exact number.
@@ -175,6 +176,11 @@ fn cu_mask_ranges(b: &[u8]) -> Vec<UserRange> {
     range(a.cu_mask_ptr, u64::from(queue::cu_mask_words(a.num_cu_mask)) * 4, Direction::In)
 }
 
+fn cma_ranges(b: &[u8]) -> Vec<UserRange> {
+    let Ok((a, _)) = CrossMemoryCopyArgs::read_from_prefix(b) else { return Vec::new() };
+    cma::arrays(&a).iter().flat_map(|(addr, len)| range(*addr, *len, Direction::In)).collect()
+}
+
 fn tile_config_ranges(b: &[u8]) -> Vec<UserRange> {
     let Ok((a, _)) = GetTileConfigArgs::read_from_prefix(b) else { return Vec::new() };
     let mut v = range(a.tile_config_ptr, u64::from(a.num_tile_configs.min(misc::MAX_TILE_CONFIGS)) * 4, Direction::Out);
@@ -208,6 +214,7 @@ mod tests {
         assert_eq!(lookup(CUSE_KFD_IOC_KICK).unwrap().name, "CUSE_KFD_KICK");
         assert_eq!(lookup(AMDKFD_IOC_IPC_EXPORT_HANDLE).unwrap().name, "IPC_EXPORT_HANDLE");
         assert_eq!(lookup(AMDKFD_IOC_IPC_IMPORT_HANDLE).unwrap().name, "IPC_IMPORT_HANDLE");
+        assert_eq!(lookup(AMDKFD_IOC_CROSS_MEMORY_COPY).unwrap().name, "CROSS_MEMORY_COPY");
         assert_eq!(lookup(CUSE_KFD_IOC_GET_RUNTIME_INFO).unwrap().name, "CUSE_KFD_GET_RUNTIME_INFO");
     }
 }

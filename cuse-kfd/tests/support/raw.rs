@@ -106,6 +106,12 @@ impl Rig {
         self.client(ClientFile::Embedded(file))
     }
 
+    /// As [`Rig::open_process`], the requests carrying user and group `uid`.
+    pub fn open_process_as_uid(&self, pid: u32, uid: u32) -> Client {
+        let caller = Caller { uid, gid: uid, ..fake_caller(pid) };
+        self.client(ClientFile::Embedded(self.emb().open_process(caller).expect("opening as a real process")))
+    }
+
     fn client(&self, file: ClientFile) -> Client {
         Client { file, gpu: self.gpu(), next_va: AtomicU64::new(FIRST_VA) }
     }

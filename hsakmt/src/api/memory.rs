@@ -274,9 +274,9 @@ pub unsafe extern "C" fn hsaKmtRegisterMemoryToNodes(
     })
 }
 
-/// The body of ProcessVMRead and ProcessVMWrite: `HSAKMT_STATUS_ERROR` on this device, which
-/// lacks ROCm's out-of-tree CROSS_MEMORY_COPY request (see `thunk`'s `process_vm_copy`).
-/// libhsakmt asks no open KFD first; neither does this (a closed one is `ERROR` too).
+/// The body of ProcessVMRead and ProcessVMWrite, over ROCm's out-of-tree CROSS_MEMORY_COPY
+/// (see `thunk`'s `process_vm_copy`). libhsakmt asks no open KFD first; neither does this: with
+/// none, its request fails on fd -1, so the answer is `ERROR` with 0 bytes copied.
 ///
 /// # Safety
 /// As [`hsaKmtProcessVMRead`].
@@ -302,9 +302,11 @@ unsafe fn process_vm(
     let (Some(local), Some(remote)) = (ranges(local, nlocal), ranges(remote, nremote)) else {
         return Err(Status::Error);
     };
-    let Ok(t) = thunk() else { return Err(Status::Error) };
-    // SAFETY: the caller's contract: the local ranges are valid for the copy.
-    let (r, n) = unsafe { t.process_vm_copy(pid, &local, &remote, write) };
+    let (r, n) = match thunk() {
+        // SAFETY: the caller's contract: the local ranges are valid for the copy.
+        Ok(t) => unsafe { t.process_vm_copy(pid, &local, &remote, write) },
+        Err(_) => (Err(Status::Error), 0),
+    };
     if !copied.is_null() {
         // SAFETY: the caller's contract.
         unsafe { ptr::write(copied, n) }?;
@@ -313,9 +315,9 @@ unsafe fn process_vm(
 }
 
 /// `hsaKmtProcessVMRead`: copies from process `pid`'s GPU memory (`remote`) into this one's
-/// (`local`). `HSAKMT_STATUS_ERROR` here, as libhsakmt 5.2.3 answers when the driver refuses
-/// the copy: the device does not have AMD's out-of-tree CROSS_MEMORY_COPY request.
-/// `*size_copied` (if given) receives the bytes copied.
+/// (`local`); `HSAKMT_STATUS_ERROR` if the device refuses or cuts the copy short (no right to
+/// reach `pid`, a range outside mapped memory), as libhsakmt 5.2.3 answers any failed request.
+/// `*size_copied` (if given) receives the bytes copied, on failure too.
 ///
 /// # Safety
 /// `local` and `remote` are null or point to their counts of `HsaMemoryRange`s; the local
@@ -335,7 +337,7 @@ pub unsafe extern "C" fn hsaKmtProcessVMRead(
 }
 
 /// `hsaKmtProcessVMWrite`: as `hsaKmtProcessVMRead`, from `local` into process `pid`'s
-/// `remote`; `HSAKMT_STATUS_ERROR` here for the same reason.
+/// `remote`.
 ///
 /// # Safety
 /// As [`hsaKmtProcessVMRead`].

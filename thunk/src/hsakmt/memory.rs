@@ -3,19 +3,16 @@
 use super::types::*;
 use super::{Result, Status, Thunk};
 use uapi::ioctl::{
-    ioc, ioc_size, AMDKFD_IOCTL_BASE, AMDKFD_IOC_GET_DMABUF_INFO, AMDKFD_IOC_IPC_EXPORT_HANDLE,
-    AMDKFD_IOC_IPC_IMPORT_HANDLE, IOC_READ, IOC_WRITE,
+    AMDKFD_IOC_CROSS_MEMORY_COPY, AMDKFD_IOC_GET_DMABUF_INFO, AMDKFD_IOC_IPC_EXPORT_HANDLE,
+    AMDKFD_IOC_IPC_IMPORT_HANDLE,
 };
-use uapi::kfd::{GetDmabufInfoArgs, IpcExportHandleArgs, IpcImportHandleArgs};
+use uapi::kfd::{
+    CrossMemoryCopyArgs, GetDmabufInfoArgs, IpcExportHandleArgs, IpcImportHandleArgs, KFD_CROSS_MEMORY_RW_BIT,
+};
 use uapi::IntoBytes;
 
-/// ROCm's `AMDKFD_IOC_CROSS_MEMORY_COPY` (0x83; `struct kfd_ioctl_cross_memory_copy_args`: pid,
-/// flags, then the source and destination range arrays and their lengths, and bytes_copied),
-/// which upstream amdkfd never had. Flag bit 0: the remote process is written.
-const AMDKFD_IOC_CROSS_MEMORY_COPY: u32 = ioc(IOC_READ | IOC_WRITE, AMDKFD_IOCTL_BASE, 0x83, 48);
-const KFD_CROSS_MEMORY_WRITE: u32 = 1;
-
-/// `HsaMemoryRange` (= `struct kfd_memory_range`): a GPU address and a size.
+/// `HsaMemoryRange` (= `struct kfd_memory_range`, which libhsakmt passes to the driver as it
+/// is): a GPU address and a size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(C)]
 pub struct MemoryRange {
@@ -37,15 +34,6 @@ pub struct GraphicsResourceInfo {
     pub memory_address: u64,
     pub size_in_bytes: u64,
     pub metadata: Vec<u8>,
-}
-
-/// Encodes 32-bit words and 64-bit values little-endian into an ioctl argument buffer.
-fn put(buf: &mut [u8], off: usize, bytes: &[u8]) {
-    buf[off..off + bytes.len()].copy_from_slice(bytes);
-}
-
-fn get_u64(buf: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(buf[off..off + 8].try_into().expect("8 bytes"))
 }
 
 impl Thunk {
@@ -311,10 +299,10 @@ impl Thunk {
 
     /// `hsaKmtProcessVMRead` (`write` false: remote to local) and `hsaKmtProcessVMWrite`
     /// (local to remote): copies between this process's GPU memory `local` and that of process
-    /// `pid`, through ROCm's CROSS_MEMORY_COPY. Empty range lists are `Error` (ROCT-Thunk-Interface
-    /// rocm-5.2.3 src/memory.c); so is a failed request, which upstream amdkfd and this device answer to any
-    /// such request, for neither has it. Returns the status and the bytes copied, which
-    /// libhsakmt reports even on failure.
+    /// `pid`, through ROCm's out-of-tree CROSS_MEMORY_COPY, which the device serves (upstream
+    /// amdkfd refuses it as an unknown request). Empty range lists are `Error`, and so is any
+    /// failed request (ROCT-Thunk-Interface rocm-5.2.3 src/memory.c). Returns the status and
+    /// the bytes copied, which libhsakmt reports even on failure (a copy cut short).
     ///
     /// # Safety
     ///
@@ -330,29 +318,26 @@ impl Thunk {
         if local.is_empty() || remote.is_empty() {
             return (Err(Status::Error), 0);
         }
-        let ((src, nsrc), (dst, ndst)) = {
-            let l = (local.as_ptr() as u64, local.len() as u64);
-            let r = (remote.as_ptr() as u64, remote.len() as u64);
-            if write {
-                (l, r)
-            } else {
-                (r, l)
-            }
+        const _: () = assert!(std::mem::size_of::<MemoryRange>() == std::mem::size_of::<uapi::kfd::MemoryRange>());
+        let l = (local.as_ptr() as u64, local.len() as u64);
+        let r = (remote.as_ptr() as u64, remote.len() as u64);
+        let ((src, nsrc), (dst, ndst)) = if write { (l, r) } else { (r, l) };
+        let mut a = CrossMemoryCopyArgs {
+            pid,
+            flags: if write { KFD_CROSS_MEMORY_RW_BIT } else { 0 },
+            src_mem_range_array: src,
+            src_mem_array_size: nsrc,
+            dst_mem_range_array: dst,
+            dst_mem_array_size: ndst,
+            bytes_copied: 0,
         };
-        let mut a = [0u8; ioc_size(AMDKFD_IOC_CROSS_MEMORY_COPY)];
-        put(&mut a, 0, &pid.to_le_bytes());
-        put(&mut a, 4, &(if write { KFD_CROSS_MEMORY_WRITE } else { 0 }).to_le_bytes());
-        put(&mut a, 8, &src.to_le_bytes());
-        put(&mut a, 16, &nsrc.to_le_bytes());
-        put(&mut a, 24, &dst.to_le_bytes());
-        put(&mut a, 32, &ndst.to_le_bytes());
         // SAFETY: the range arrays are borrowed for the call; the local ranges by this
-        // function's contract.
-        let r = unsafe { self.raw_ioctl(AMDKFD_IOC_CROSS_MEMORY_COPY, &mut a) }.map_err(|e| {
+        // function's contract. Raw, so that `bytes_copied` comes back on failure too.
+        let r = unsafe { self.raw_ioctl(AMDKFD_IOC_CROSS_MEMORY_COPY, a.as_mut_bytes()) }.map_err(|e| {
             log::debug!("CROSS_MEMORY_COPY with pid {pid}: {e}");
             Status::Error
         });
-        (r, get_u64(&a, 40))
+        (r, a.bytes_copied)
     }
 
     /// A raw ioctl, restarted when interrupted.

@@ -81,11 +81,15 @@ pub fn is_allowed(cmd: u32, sent: usize, e: Errno) -> Result<(), String> {
 /// requests share their numbers with cuse-kfd's own (0x80, 0x81) and are told apart by name.
 /// IPC (ROCm's DKMS amdkfd kfd_ipc.c): unknown buffer, GPU or share handle EINVAL; an import
 /// that cannot be charged or backed ENOMEM, one whose file cannot be granted to its uid EPERM;
-/// an export that cannot draw a random handle EIO.
+/// an export that cannot draw a random handle EIO. CROSS_MEMORY_COPY (kfd_chardev.c
+/// kfd_ioctl_cross_memory_copy): missing arrays or a process without the device open EINVAL,
+/// arrays too long to copy in ENOMEM, a bad array or range EFAULT, no such process ESRCH, no
+/// right to attach to it EPERM.
 fn allowed_for(name: &str, nr: u32) -> &'static [Errno] {
     match name {
         "IPC_IMPORT_HANDLE" => &[EINVAL, ENOMEM, EPERM],
         "IPC_EXPORT_HANDLE" => &[EINVAL, ENOMEM, EIO],
+        "CROSS_MEMORY_COPY" => &[EINVAL, ENOMEM, EFAULT, ESRCH, EPERM],
         _ => allowed(nr),
     }
 }
@@ -125,6 +129,8 @@ mod tests {
         // The IPC requests and cuse-kfd's own share numbers 0x80/0x81, not errnos.
         assert!(is_allowed(AMDKFD_IOC_IPC_EXPORT_HANDLE, 32, EINVAL).is_ok());
         assert!(is_allowed(AMDKFD_IOC_IPC_IMPORT_HANDLE, 48, EPERM).is_ok());
+        assert!(is_allowed(AMDKFD_IOC_CROSS_MEMORY_COPY, 48, ESRCH).is_ok());
+        assert!(is_allowed(AMDKFD_IOC_CROSS_MEMORY_COPY, 48, EIO).is_err());
         assert!(is_allowed(uapi::vendor::CUSE_KFD_IOC_KICK, 0, EINVAL).is_err());
         assert!(is_allowed(AMDKFD_IOC_WAIT_EVENTS, 24, EIO).is_ok());
         // Through a node, more than about 2,730 events exceed CUSE's 128 KiB ioctl transfer.

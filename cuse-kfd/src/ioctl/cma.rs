@@ -1,0 +1,193 @@
+//! AMD's out-of-tree CROSS_MEMORY_COPY (ROCm's DKMS amdkfd, kfd_chardev.c
+//! kfd_ioctl_cross_memory_copy; read at ROCK-Kernel-Driver commit 003a9f0b6bf4): copies between
+//! GPU memory of the caller and of another process, hsaKmtProcessVMRead/Write's request.
+//!
+//! The source and destination are lists of GPU address ranges, the remote process's list being
+//! the destination for a write (flag bit 0) and the source for a read. The bytes flow as one
+//! stream: each source range fills the destination ranges in order, and the copy stops when
+//! either list runs out. Every range must lie inside one buffer of its process (EFAULT
+//! otherwise, found when the copy reaches that range, after the bytes before it were copied and
+//! counted in `bytes_copied`, as in amdkfd).
+//!
+//! Unlike amdkfd, which copies buffer objects with SDMA whether mapped or not, the device
+//! reaches memory only through a process's GPU VM: a range's buffer must be mapped on some GPU
+//! (EFAULT otherwise), and doorbell and MMIO buffers are not memory to copy (EFAULT). A
+//! zero-size range is skipped (amdkfd's iterator would spin on one). Bytes go through a bounce
+//! buffer with one process's locks held at a time, so two processes copying from each other
+//! at once cannot deadlock; a buffer freed between two chunks ends the copy with EFAULT.
+
+use super::Ctx;
+use crate::attach::{self, Requester};
+use crate::memory::vm::GpuVa;
+use crate::memory::BufferKind;
+use crate::process::Process;
+use nix::errno::Errno;
+use std::sync::Arc;
+use uapi::kfd::{CrossMemoryCopyArgs, MemoryRange, KFD_CROSS_MEMORY_RW_BIT};
+
+/// Most ranges (source and destination together) one request may name: amdkfd answers ENOMEM
+/// when it cannot allocate the copy of both arrays; the CUSE transport carries 128 KiB.
+pub const MAX_RANGES: u64 = 4096;
+
+/// Largest piece copied under one process's locks.
+const CHUNK: u64 = 1 << 20;
+
+/// The caller memory the request reads: both range arrays (none if their counts are refused).
+pub fn arrays(a: &CrossMemoryCopyArgs) -> [(u64, u64); 2] {
+    let ok = a.src_mem_array_size.checked_add(a.dst_mem_array_size).is_some_and(|n| n <= MAX_RANGES);
+    let len = |n: u64| if ok { n * std::mem::size_of::<MemoryRange>() as u64 } else { 0 };
+    [(a.src_mem_range_array, len(a.src_mem_array_size)), (a.dst_mem_range_array, len(a.dst_mem_array_size))]
+}
+
+pub fn cross_memory_copy(ctx: &Ctx, a: &mut CrossMemoryCopyArgs) -> Result<(), Errno> {
+    // The checks in amdkfd's order: the arrays (EINVAL), their copy (ENOMEM, EFAULT), the
+    // remote task (ESRCH), the caller's right to attach to it (EPERM), its KFD process (EINVAL).
+    if a.src_mem_range_array == 0
+        || a.dst_mem_range_array == 0
+        || a.src_mem_array_size == 0
+        || a.dst_mem_array_size == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    a.bytes_copied = 0;
+    if a.src_mem_array_size.checked_add(a.dst_mem_array_size).is_none_or(|n| n > MAX_RANGES) {
+        return Err(Errno::ENOMEM);
+    }
+    let src = ctx.read_user::<MemoryRange>(a.src_mem_range_array, a.src_mem_array_size as usize)?;
+    let dst = ctx.read_user::<MemoryRange>(a.dst_mem_range_array, a.dst_mem_array_size as usize)?;
+    let remote = remote(ctx, a.pid)?;
+    let (from, to) =
+        if a.flags & KFD_CROSS_MEMORY_RW_BIT != 0 { (ctx.process, &remote) } else { (&remote, ctx.process) };
+    let mut copied = 0;
+    let r = copy(from, &src, to, &dst, &mut copied);
+    a.bytes_copied = copied;
+    if let Err(e) = r {
+        log::debug!("pid {}: CROSS_MEMORY_COPY with pid {} stopped after {copied} bytes: {e}", ctx.process.pid, a.pid);
+    }
+    r
+}
+
+/// The context of process `pid`, once the caller may attach to it (see [`crate::attach`]).
+fn remote(ctx: &Ctx, pid: u32) -> Result<Arc<Process>, Errno> {
+    if pid == ctx.process.pid {
+        return Ok(ctx.process.clone());
+    }
+    let caller = Requester { pid: ctx.process.memory.pid(), uid: ctx.caller.uid, gid: ctx.caller.gid };
+    let Some(p) = ctx.device.process(pid) else {
+        // A live process without a context: amdkfd's "invalid kfd process" once it may attach.
+        attach::may_attach(caller, pid, None)?;
+        return Err(Errno::EINVAL);
+    };
+    // Both contexts bound to one process (the embedded device's simulated clients): itself.
+    if !p.memory.same_as(&ctx.process.memory) {
+        attach::may_attach(caller, p.memory.pid(), Some(p.memory.start_time()))?;
+    }
+    Ok(p)
+}
+
+/// A position in one process's range list (amdkfd's cma_iter).
+struct Cursor<'a> {
+    process: &'a Process,
+    ranges: &'a [MemoryRange],
+    /// The current range and the bytes of it already copied.
+    index: usize,
+    offset: u64,
+    /// Bytes left over all ranges.
+    left: u64,
+}
+
+impl<'a> Cursor<'a> {
+    /// At the first non-empty range, which must lie in one buffer.
+    fn new(process: &'a Process, ranges: &'a [MemoryRange]) -> Result<Cursor<'a>, Errno> {
+        let left = ranges.iter().fold(0u64, |n, r| n.saturating_add(r.size));
+        let mut c = Cursor { process, ranges, index: 0, offset: 0, left };
+        c.skip_empty()?;
+        Ok(c)
+    }
+
+    fn done(&self) -> bool {
+        self.index >= self.ranges.len() || self.left == 0
+    }
+
+    /// Bytes left in the current range.
+    fn here(&self) -> u64 {
+        self.ranges[self.index].size - self.offset
+    }
+
+    fn va(&self) -> GpuVa {
+        GpuVa(self.ranges[self.index].va_addr.wrapping_add(self.offset))
+    }
+
+    /// Moves past empty ranges and checks the range it stops at.
+    fn skip_empty(&mut self) -> Result<(), Errno> {
+        while self.index < self.ranges.len() && self.ranges[self.index].size == 0 {
+            self.index += 1;
+        }
+        if self.done() {
+            return Ok(());
+        }
+        let r = self.ranges[self.index];
+        gpu_of(self.process, r.va_addr, r.size).map(|_| ())
+    }
+
+    /// Moves `n` bytes on; past the end of the current range to the next one, checked.
+    fn advance(&mut self, n: u64) -> Result<(), Errno> {
+        self.offset += n;
+        self.left -= n;
+        if self.offset == self.ranges[self.index].size {
+            self.index += 1;
+            self.offset = 0;
+            self.skip_empty()?;
+        }
+        Ok(())
+    }
+}
+
+/// The GPU whose VM reaches `[va, va + size)` of `process`: one on which the buffer holding the
+/// whole range is mapped. EFAULT if no VRAM, GTT or USERPTR buffer holds it, or it is unmapped.
+fn gpu_of(process: &Process, va: u64, size: u64) -> Result<u32, Errno> {
+    let end = va.checked_add(size).ok_or(Errno::EFAULT)?;
+    let inner = process.inner();
+    let b = inner.buffers.values().find(|b| b.va.0 <= va && end <= b.end()).ok_or(Errno::EFAULT)?;
+    if !matches!(b.kind, BufferKind::Vram | BufferKind::Gtt | BufferKind::Userptr) {
+        return Err(Errno::EFAULT);
+    }
+    b.mapped_on.first().copied().ok_or(Errno::EFAULT)
+}
+
+/// Copies `n` bytes from `from` at `src` to `to` at `dst`, a chunk at a time; `copied` counts
+/// the chunks that arrived.
+fn copy_bytes(from: &Process, src: GpuVa, to: &Process, dst: GpuVa, n: u64, copied: &mut u64) -> Result<(), Errno> {
+    let mut buf = vec![0u8; n.min(CHUNK) as usize];
+    let mut done = 0;
+    while done < n {
+        let len = (n - done).min(CHUNK);
+        let chunk = &mut buf[..len as usize];
+        let (s, d) = (GpuVa(src.0 + done), GpuVa(dst.0 + done));
+        // The range's buffer is looked up again each time (it may have been unmapped or freed
+        // since), then reached through the VM under its read lock, as the engine does: one
+        // process's lock at a time.
+        let gpu = gpu_of(from, s.0, len)?;
+        from.vm().read(gpu, s, chunk).map_err(|_| Errno::EFAULT)?;
+        let gpu = gpu_of(to, d.0, len)?;
+        to.vm().write(gpu, d, chunk).map_err(|_| Errno::EFAULT)?;
+        done += len;
+        *copied += len;
+    }
+    Ok(())
+}
+
+/// The copy loop (amdkfd kfd_ioctl_cross_memory_copy and kfd_copy_single_range): each source
+/// range into as many destination ranges as it takes, until either list ends.
+fn copy(from: &Process, src: &[MemoryRange], to: &Process, dst: &[MemoryRange], copied: &mut u64) -> Result<(), Errno> {
+    // amdkfd sets up the destination first.
+    let mut d = Cursor::new(to, dst)?;
+    let mut s = Cursor::new(from, src)?;
+    while !s.done() && !d.done() {
+        let n = s.here().min(d.here());
+        copy_bytes(from, s.va(), to, d.va(), n, copied)?;
+        s.advance(n)?;
+        d.advance(n)?;
+    }
+    Ok(())
+}
