@@ -84,6 +84,35 @@ fn batch_lifetime() {
 }
 
 #[test]
+fn fresh_batches_share_slabs_without_overlap() {
+    // 40 live batches of 1024 (5 MiB of signals): pieces of three 2 MiB slabs.
+    let rt = runtime();
+    let mut batches: Vec<_> = (0..40).map(|i| rt.create_batch(1024, i, None).unwrap()).collect();
+    let mut ranges: Vec<(u64, u64)> = batches
+        .iter()
+        .map(|b| {
+            let lo = b.signals.iter().map(|s| s.handle()).min().unwrap();
+            let hi = b.signals.iter().map(|s| s.handle()).max().unwrap();
+            (lo, hi + 128)
+        })
+        .collect();
+    ranges.sort_unstable();
+    assert!(ranges.windows(2).all(|w| w[0].1 <= w[1].0), "no two batches share a slot: {ranges:x?}");
+    for (i, b) in batches.iter().enumerate() {
+        assert!(b.signals.iter().all(|s| s.load(Order::Acquire) == i as i64), "batch {i} starts at its value");
+    }
+    batches[7].signals[1000].store(-1, Order::Release);
+    assert_eq!(batches[8].signals[0].load(Order::Acquire), 8, "a neighbour's store stays in its batch");
+    // Released members give their pieces back; new batches get them (or slab space) again.
+    batches.truncate(10);
+    let again: Vec<_> = (0..30).map(|_| rt.create_batch(1024, 5, None).unwrap()).collect();
+    assert!(again.iter().all(|b| b.signals.iter().all(|s| s.load(Order::Acquire) == 5)));
+    let c = rt.counters();
+    assert_eq!((c.batch_arenas_created, c.arena_double_frees), (70, 0));
+    assert!(c.arena_memory_reused >= 30, "the released batches' pieces served the new ones: {c:?}");
+}
+
+#[test]
 fn queues_barriers_and_soft_kernels() {
     let rt = runtime();
     let gpu = rt.gpu_agents()[0];

@@ -132,6 +132,12 @@ impl GpuMemory {
         self.gpu_id
     }
 
+    /// Faults in every page of the buffer's CPU mapping now, so first stores to it take no
+    /// page fault (memory that is created ahead of its use and then written at once).
+    pub fn populate(&self) -> Result<(), Errno> {
+        vm::populate(self.va, self.size as usize)
+    }
+
     /// The address of byte `off` (GPU VA == host address).
     pub fn addr(&self, off: u64) -> u64 {
         self.check(off, 0);

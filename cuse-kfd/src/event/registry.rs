@@ -84,12 +84,17 @@ impl WaitRegistry {
             let mut parked = self.parked.lock();
             completions.iter().filter_map(|c| parked.remove(&c.tag())).collect()
         };
-        for p in gone {
-            self.timer.cancel(p.wait);
+        // The charge goes back before the reply (the caller may park again at once), the
+        // deadline after it: a woken waiter's latency need not include the timer's lock, and a
+        // deadline firing meanwhile finds its wait ended and does nothing.
+        for p in &gone {
             self.ledger.release(p.account, &Self::charge());
         }
         for c in completions {
             c.send();
+        }
+        for p in gone {
+            self.timer.cancel(p.wait);
         }
     }
 }

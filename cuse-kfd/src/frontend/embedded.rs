@@ -24,8 +24,9 @@ use crate::memory::remote;
 use crate::reply::{Reply, Responder};
 use nix::errno::Errno;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
 use uapi::{FromBytes, Immutable, IntoBytes};
 
 static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
@@ -128,29 +129,118 @@ impl Embedded {
     }
 }
 
+/// Where the one reply of a request lands, and the thread to wake when it does.
+///
+/// A one-shot slot rather than a channel: the reply is handed over with one unpark of the
+/// waiting thread (a futex wake only if it sleeps), and a request allocates nothing for it
+/// beyond this slot (a std channel allocates its queue's block, ~2 KiB zeroed, on the first
+/// send). The waiter's wake is on the critical path of every parked WAIT_EVENTS.
+///
+/// Its lock is std's and held for a few stores only: no thread ever sleeps in parking_lot's
+/// table for it (see crate::fork).
+#[derive(Default)]
+struct ReplySlot {
+    state: Mutex<SlotState>,
+}
+
+impl ReplySlot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[derive(Default)]
+struct SlotState {
+    reply: Option<Reply>,
+    /// The responder went without answering (it never does: see `Responder`'s Drop).
+    closed: bool,
+    /// The thread asleep in `PendingIoctl::wait`, to unpark.
+    sleeper: Option<Thread>,
+}
+
+/// The responder's end: answers once; dropped unanswered, it closes the slot.
+struct ReplySender(Option<Arc<ReplySlot>>);
+
+impl ReplySender {
+    fn send(mut self, reply: Reply) {
+        self.finish(Some(reply));
+    }
+
+    fn finish(&mut self, reply: Option<Reply>) {
+        let Some(slot) = self.0.take() else { return };
+        let sleeper = {
+            let mut st = slot.lock();
+            match reply {
+                Some(r) => st.reply = Some(r),
+                None => st.closed = true,
+            }
+            st.sleeper.take()
+        };
+        // Unparked after the lock is dropped, so the woken thread never blocks on it.
+        if let Some(t) = sleeper {
+            t.unpark();
+        }
+    }
+}
+
+impl Drop for ReplySender {
+    fn drop(&mut self) {
+        self.finish(None);
+    }
+}
+
 /// A parked or finished reply of an asynchronous ioctl.
 pub struct PendingIoctl {
     pub tag: u64,
-    rx: mpsc::Receiver<Reply>,
+    slot: Arc<ReplySlot>,
     memory_pid: u32,
 }
 
 impl PendingIoctl {
     /// The reply, if it has come.
     pub fn try_reply(&self) -> Option<Reply> {
-        self.rx.try_recv().ok()
+        self.slot.lock().reply.take()
+    }
+
+    /// The reply, sleeping until it comes or `deadline` passes; None if the responder went
+    /// unanswered or the deadline passed.
+    fn take(&self, deadline: Option<Instant>) -> Option<Reply> {
+        loop {
+            {
+                let mut st = self.slot.lock();
+                if let Some(r) = st.reply.take() {
+                    return Some(r);
+                }
+                if st.closed {
+                    return None;
+                }
+                st.sleeper = Some(std::thread::current());
+            }
+            match deadline {
+                None => std::thread::park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        let mut st = self.slot.lock();
+                        st.sleeper = None;
+                        return st.reply.take();
+                    }
+                    std::thread::park_timeout(d - now);
+                }
+            }
+        }
     }
 
     /// Blocks for the reply and applies it to `arg` like `EmbeddedFile::ioctl`.
     pub fn wait(self, arg: &mut [u8]) -> Result<(), Errno> {
-        let reply = self.rx.recv().map_err(|_| Errno::EIO)?;
+        let reply = self.take(None).ok_or(Errno::EIO)?;
         // SAFETY: the reply of the request `EmbeddedFile::start` began, whose contract keeps
         // its pointers valid for the device's writes until this wait applies them.
         unsafe { apply(reply, arg, self.memory_pid) }
     }
 
-    pub fn wait_timeout(&self, d: std::time::Duration) -> Option<Reply> {
-        self.rx.recv_timeout(d).ok()
+    pub fn wait_timeout(&self, d: Duration) -> Option<Reply> {
+        self.take(Some(Instant::now() + d))
     }
 }
 
@@ -231,16 +321,15 @@ impl EmbeddedFile {
     /// As for [`EmbeddedFile::start`].
     unsafe fn start_as(&self, caller: Caller, cmd: u32, arg: &[u8]) -> PendingIoctl {
         let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel();
+        let slot = Arc::new(ReplySlot::default());
+        let tx = ReplySender(Some(slot.clone()));
         if !ours(self.device.epoch) {
             // An inherited file in a forked child (amdkfd: "Using KFD FD in child process not
             // allowed"): answered here, the device's threads and locks are the parent's.
-            let _ = tx.send(Reply::error(Errno::EBADF));
-            return PendingIoctl { tag, rx, memory_pid: self.memory_pid };
+            tx.send(Reply::error(Errno::EBADF));
+            return PendingIoctl { tag, slot, memory_pid: self.memory_pid };
         }
-        let responder = Responder::new(tag, move |r| {
-            let _ = tx.send(r);
-        });
+        let responder = Responder::new(tag, move |r| tx.send(r));
         let size = uapi::ioctl::ioc_size(cmd);
         let mut data = arg.to_vec();
         data.resize(size, 0);
@@ -250,7 +339,7 @@ impl EmbeddedFile {
         // the context's owner: this process (`open`, `open_as`, covered by the contract) or
         // another real process (`open_process`), no soundness concern.
         unsafe { self.device().ioctl(self.file, &req, &ProcessMemory(self.memory_pid), responder) };
-        PendingIoctl { tag, rx, memory_pid: self.memory_pid }
+        PendingIoctl { tag, slot, memory_pid: self.memory_pid }
     }
 
     /// Interrupts a started ioctl (as a signal to the caller would).
@@ -286,5 +375,45 @@ unsafe fn apply(reply: Reply, arg: &mut [u8], memory_pid: u32) -> Result<(), Err
     match reply.errno() {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending() -> (PendingIoctl, ReplySender) {
+        let slot = Arc::new(ReplySlot::default());
+        (PendingIoctl { tag: 1, slot: slot.clone(), memory_pid: std::process::id() }, ReplySender(Some(slot)))
+    }
+
+    #[test]
+    fn a_reply_from_another_thread_wakes_the_sleeper_once() {
+        let (p, tx) = pending();
+        assert!(p.try_reply().is_none());
+        assert!(p.wait_timeout(Duration::from_millis(5)).is_none(), "nothing yet: the deadline ends it");
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            tx.send(Reply { result: 0, data: vec![7], user_writes: Vec::new() });
+        });
+        let mut arg = [0u8; 1];
+        p.wait(&mut arg).expect("the reply");
+        assert_eq!(arg, [7]);
+        sender.join().unwrap();
+    }
+
+    #[test]
+    fn a_sender_dropped_unanswered_is_eio_and_a_sent_reply_stays_readable() {
+        let (p, tx) = pending();
+        let dropper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            drop(tx);
+        });
+        assert_eq!(p.wait(&mut []), Err(Errno::EIO));
+        dropper.join().unwrap();
+        let (p, tx) = pending();
+        tx.send(Reply::error(Errno::EBADF));
+        let r = p.wait_timeout(Duration::from_secs(10)).expect("sent before the wait");
+        assert_eq!(r.errno(), Some(Errno::EBADF));
     }
 }

@@ -12,7 +12,7 @@
 //! The registry maps an address range to its arena: it validates handles on destroy and keeps
 //! an arena's memory alive (an `Arc`) while a waiter still looks at one of its slots.
 
-use super::cache::{ArenaCache, ArenaMemory, Key};
+use super::cache::{ArenaCache, ArenaMemory, Block, Key};
 use super::events::{Event, EventPool};
 use super::hdp::HdpFlush;
 use super::slot::{Slot, SlotInit, FLAG_BATCH_MEMBER, FLAG_DEVICE_MEMORY, FLAG_INTERNAL, SLOT_BYTES};
@@ -89,6 +89,12 @@ impl Arena {
         assert!(self.holds(handle));
         self.slot((handle - self.base()) / SLOT_BYTES)
     }
+}
+
+/// `a` with its pages faulted in (see [`super::cache`]).
+fn populated(a: Allocation) -> std::result::Result<Allocation, thunk::Errno> {
+    a.mem().populate()?;
+    Ok(a)
 }
 
 /// Debug counters (the shim header's cuse_kfd_shim_counters_t).
@@ -203,7 +209,7 @@ impl SignalManager {
         }
         let alloc = self.host_alloc(kfd, POOL_SLOTS * SLOT_BYTES)?;
         // Pool arenas live as long as the runtime: nothing to give back.
-        let mem = ArenaMemory::new(alloc, Key::new(None, 0), std::sync::Weak::new());
+        let mem = ArenaMemory::new(Block::Whole(alloc), Key::new(None, 0), std::sync::Weak::new());
         let arena = Arc::new(Arena { mem, slots: POOL_SLOTS, placement: Placement::Host, batch: None, hdp: None });
         free.extend((0..POOL_SLOTS).rev().map(|i| arena.base() + i * SLOT_BYTES));
         self.counters.pool_arenas.fetch_add(1, Ordering::Relaxed);
@@ -293,10 +299,8 @@ impl SignalManager {
         let mut placed = None;
         if let Some(d) = device {
             let key = Key::new(Some(d.gpu_id), bytes);
-            let alloc = match self.cache.take(key) {
-                Some(a) => Ok(a),
-                None => Allocation::new(kfd, d.gpu_id, key.bytes, Kind::Vram, &[d.gpu_id]),
-            };
+            let vram = |bytes| Allocation::new(kfd, d.gpu_id, bytes, Kind::Vram, &[d.gpu_id]);
+            let alloc = self.cache.block(key, |bytes| vram(bytes).and_then(populated), vram);
             match alloc {
                 Ok(a) => {
                     placed = Some((ArenaMemory::new(a, key, Arc::downgrade(&self.cache)), Placement::Device, d.hdp))
@@ -308,10 +312,11 @@ impl SignalManager {
             Some(p) => p,
             None => {
                 let key = Key::new(None, bytes);
-                let alloc = match self.cache.take(key) {
-                    Some(a) => a,
-                    None => self.host_alloc(kfd, key.bytes)?,
+                let slab = |bytes| {
+                    self.host_alloc(kfd, bytes)
+                        .and_then(|a| populated(a).map_err(|e| Error::from_errno("faulting in signal memory", e)))
                 };
+                let alloc = self.cache.block(key, slab, |bytes| self.host_alloc(kfd, bytes))?;
                 (ArenaMemory::new(alloc, key, Arc::downgrade(&self.cache)), Placement::Host, None)
             }
         };

@@ -56,16 +56,18 @@ pub fn run() {
     ratio("empty_dispatch_p50_vs_pingpong", ns(p50), ns(base_p50));
     drop(q);
 
-    barrier_throughput(&kfd, gpu, 1);
-    barrier_throughput(&kfd, gpu, 4);
+    let one = barrier_throughput(&kfd, gpu, 1);
+    let four = barrier_throughput(&kfd, gpu, 4);
+    // Issue 16's target: four queues on two cores at least 1.8x one queue.
+    ratio("barrier_packets_4q_vs_1q", four, one);
     drop(kfd);
     idle_cpu();
     crate::fairness::run();
 }
 
 /// Barrier packets per second: one producer keeps `queues` rings full (doorbell per packet),
-/// the median of 5 rounds.
-fn barrier_throughput(kfd: &Kfd, gpu: u32, queues: usize) {
+/// the median of 5 rounds (returned, in packets/s).
+fn barrier_throughput(kfd: &Kfd, gpu: u32, queues: usize) -> f64 {
     const PER_ROUND: u64 = 1_000_000;
     let qs: Vec<AqlQueue> = (0..queues).map(|_| AqlQueue::new(kfd, gpu, 4096).expect("queue")).collect();
     let pkt = packet::barrier_and([0; 5], 0, false);
@@ -85,7 +87,9 @@ fn barrier_throughput(kfd: &Kfd, gpu: u32, queues: usize) {
         rates.push(PER_ROUND as f64 / t0.elapsed().as_secs_f64());
     }
     rates.sort_by(f64::total_cmp);
-    bench(&format!("barrier_packets_per_s_{queues}q"), rates[rates.len() / 2] / 1e6, "M/s");
+    let median = rates[rates.len() / 2];
+    bench(&format!("barrier_packets_per_s_{queues}q"), median / 1e6, "M/s");
+    median
 }
 
 /// CPU time of the engine thread over 2 s with 64 idle queues, in percent of one core.
