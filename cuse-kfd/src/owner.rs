@@ -139,6 +139,34 @@ impl OwnerProcess {
     }
 }
 
+impl OwnerProcess {
+    /// The owner's mappings now, as sorted, merged `[start, end)` byte intervals (its VMAs, from
+    /// /proc/<pid>/maps). ESRCH once the owner has gone: the maps read may then have been of
+    /// another process or image, so they are only trusted if the owner is still there after.
+    pub fn mappings(&self) -> Result<Vec<(u64, u64)>, Errno> {
+        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).map_err(io_errno)?;
+        if self.is_gone() {
+            return Err(Errno::ESRCH);
+        }
+        Ok(parse_maps(&text))
+    }
+}
+
+/// The `[start, end)` intervals of a /proc/<pid>/maps text, sorted and with touching ones merged.
+fn parse_maps(text: &str) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for line in text.lines() {
+        let Some((s, e)) = line.split_ascii_whitespace().next().and_then(|r| r.split_once('-')) else { continue };
+        let (Ok(s), Ok(e)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else { continue };
+        match out.last_mut() {
+            Some(last) if last.1 == s => last.1 = e,
+            _ => out.push((s, e)),
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// File offsets are signed: an address past i64::MAX (or a wrapping range) is no user address.
 fn check_range(addr: u64, len: usize) -> Result<(), Errno> {
     match addr.checked_add(len as u64) {
@@ -236,6 +264,34 @@ impl Drop for OwnerWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_become_merged_intervals() {
+        let maps = "\
+55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/x
+55d0c0001000-55d0c0003000 r-xp 00001000 08:01 123 /usr/bin/x
+7f0000000000-7f0000021000 rw-p 00000000 00:00 0
+7fff00000000-7fff00001000 ---p 00000000 00:00 0    [stack guard] (deleted)
+garbage
+";
+        assert_eq!(
+            parse_maps(maps),
+            [
+                (0x55d0_c000_0000, 0x55d0_c000_3000),
+                (0x7f00_0000_0000, 0x7f00_0002_1000),
+                (0x7fff_0000_0000, 0x7fff_0000_1000)
+            ]
+        );
+        assert!(parse_maps("").is_empty());
+    }
+
+    #[test]
+    fn own_mappings_hold_a_stack_variable() {
+        let owner = OwnerProcess::open(std::process::id()).unwrap();
+        let x = 5u64;
+        let at = &x as *const u64 as u64;
+        assert!(owner.mappings().unwrap().iter().any(|&(s, e)| s <= at && at < e));
+    }
 
     #[test]
     fn start_time_is_counted_after_the_last_parenthesis() {

@@ -7,6 +7,7 @@ mod ipc;
 mod memory;
 mod misc;
 mod queue;
+mod svm;
 mod table;
 mod unsupported;
 mod vendor;

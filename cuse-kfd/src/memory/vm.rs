@@ -3,10 +3,20 @@
 //! Like vm-memory's GuestMemory: regions are looked up by address, accesses are bounds-checked,
 //! may span adjacent regions, and fail with a structured fault carrying the address. The soft
 //! command processor reaches client memory only through here.
+//!
+//! An address with no buffer region falls back to the process's SVM ranges ([`SvmSpace`]): a
+//! GPU with ACCESS or ACCESS_IN_PLACE on the range reaches the owner's memory there as a USERPTR
+//! region does. With XNACK on, a new range gives every GPU access, and an address in no range
+//! is reached as amdkfd maps it on a GPU fault (svm_range_restore_pages creating a range of
+//! default attributes; a page the owner has not mapped faults then, as a failed fault-in does),
+//! but only in another process: an owner that is this very process (the embedded device) would
+//! hand the GPU all of the device's own memory unasked, so there only named ranges are reached.
 
 use super::backing::BackingFile;
 use super::remote::ClientAddr;
 use super::shm::ShmError;
+use super::svm::SvmRanges;
+use crate::owner::OwnerProcess;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
@@ -88,9 +98,44 @@ pub struct Region {
     pub len: u64,
     pub backing: RegionBacking,
     pub writable: bool,
-    /// The buffer handle this region belongs to.
+    /// The buffer handle this region belongs to ([`SVM_HANDLE`] for SVM memory).
     pub handle: u64,
 }
+
+/// The handle of the regions [`GpuVm::region`] makes for SVM memory: no buffer has it (buffer
+/// handles carry an index from 1).
+pub const SVM_HANDLE: u64 = 0;
+
+/// The SVM side of a process's VMs: its ranges, and what reaching them needs.
+#[derive(Debug, Default)]
+pub struct SvmSpace {
+    pub ranges: SvmRanges,
+    /// The process's GPUs, in amdkfd's gpuidx order (the bits of the ranges' bitmaps).
+    pub gpu_ids: Vec<u32>,
+    /// The process's XNACK mode (a copy of `ProcessInner::xnack_enabled`, kept by SET_XNACK_MODE).
+    pub xnack: bool,
+    /// Whose memory SVM addresses are; with none, no address reaches SVM memory.
+    pub owner: Option<Arc<OwnerProcess>>,
+}
+
+impl SvmSpace {
+    /// The gpuidx of `gpu_id`.
+    pub fn index(&self, gpu_id: u32) -> Option<usize> {
+        self.gpu_ids.iter().position(|&g| g == gpu_id)
+    }
+
+    /// Every GPU of the process (amdkfd's bitmap_supported: all of them support SVM here).
+    pub fn supported(&self) -> u64 {
+        if self.gpu_ids.len() >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.gpu_ids.len()) - 1
+        }
+    }
+}
+
+/// The page size SVM ranges count in.
+const PAGE_SHIFT: u32 = 12;
 
 impl Region {
     fn end(&self) -> u64 {
@@ -102,9 +147,15 @@ impl Region {
 #[derive(Debug, Default)]
 pub struct GpuVm {
     gpus: HashMap<u32, BTreeMap<u64, Arc<Region>>>,
+    pub svm: SvmSpace,
 }
 
 impl GpuVm {
+    /// An empty VM whose SVM ranges (none yet) are `owner`'s memory, for GPUs `gpu_ids`.
+    pub fn with_svm(gpu_ids: Vec<u32>, owner: Arc<OwnerProcess>) -> GpuVm {
+        GpuVm { gpus: HashMap::new(), svm: SvmSpace { gpu_ids, owner: Some(owner), ..SvmSpace::default() } }
+    }
+
     /// Maps `region` on `gpu_id`. Returns false if it overlaps a mapping already there.
     pub fn map(&mut self, gpu_id: u32, region: Arc<Region>) -> bool {
         let map = self.gpus.entry(gpu_id).or_default();
@@ -129,10 +180,75 @@ impl GpuVm {
         self.walk(gpu_id, va, len, |_, _, _| Ok(())).is_ok()
     }
 
-    /// The region containing `va` on `gpu_id`.
-    pub fn region(&self, gpu_id: u32, va: GpuVa) -> Option<&Arc<Region>> {
+    /// The buffer region containing `va` on `gpu_id`.
+    fn buffer_region(&self, gpu_id: u32, va: GpuVa) -> Option<&Arc<Region>> {
         let (_, r) = self.gpus.get(&gpu_id)?.range(..=va.0).next_back()?;
         (va.0 < r.end()).then_some(r)
+    }
+
+    /// Whether a buffer is mapped on any GPU in `[va, end)` (amdkfd svm_range_check_vm).
+    pub fn any_buffer_in(&self, va: u64, end: u64) -> bool {
+        self.gpus.values().any(|m| m.range(..end).next_back().is_some_and(|(_, r)| r.end() > va))
+    }
+
+    /// The region containing `va` on `gpu_id`: a mapped buffer's, else the SVM memory there
+    /// that `gpu_id` may reach (see the module documentation).
+    pub fn region(&self, gpu_id: u32, va: GpuVa) -> Option<Arc<Region>> {
+        if let Some(r) = self.buffer_region(gpu_id, va) {
+            return Some(r.clone());
+        }
+        self.svm_region(gpu_id, va)
+    }
+
+    fn svm_region(&self, gpu_id: u32, va: GpuVa) -> Option<Arc<Region>> {
+        let svm = &self.svm;
+        let owner = svm.owner.as_ref()?;
+        let idx = svm.index(gpu_id)?;
+        let page = va.0 >> PAGE_SHIFT;
+        let (start, end, writable) = match svm.ranges.find(page) {
+            Some(r) => {
+                if !r.attrs.accessible_by(idx) {
+                    return None;
+                }
+                let writable = r.attrs.flags & uapi::kfd::KFD_IOCTL_SVM_FLAG_GPU_RO == 0;
+                (r.start << PAGE_SHIFT, (r.last + 1) << PAGE_SHIFT, writable)
+            }
+            None if svm.xnack && owner.pid() != std::process::id() => {
+                // The granularity block around `va` (amdkfd faults in 2^9 pages by default),
+                // cut short at any buffer or range, so the region shadows nothing else.
+                let block = 1u64 << (super::svm::DEFAULT_GRANULARITY as u32 + PAGE_SHIFT);
+                let mut lo = va.0 & !(block - 1);
+                let mut hi = lo.checked_add(block)?;
+                let map = self.gpus.get(&gpu_id);
+                if let Some((_, r)) = map.and_then(|m| m.range(..=va.0).next_back()) {
+                    lo = lo.max(r.end());
+                }
+                if let Some((&s, _)) = map.and_then(|m| m.range(va.0..).next()) {
+                    hi = hi.min(s);
+                }
+                let (before, after) = svm.ranges.neighbours(page);
+                if let Some(r) = before {
+                    lo = lo.max((r.last + 1) << PAGE_SHIFT);
+                }
+                if let Some(r) = after {
+                    hi = hi.min(r.start << PAGE_SHIFT);
+                }
+                (lo, hi, true)
+            }
+            None => return None,
+        };
+        // SAFETY: SVM memory of the context's owner: a range SET_ATTR registered, which the
+        // contract of `Device::ioctl` makes valid for the device when the owner is this process
+        // (XNACK's unnamed memory is only reached in another process, no soundness concern). The region lives only while this VM says the GPU may reach it (the TLB
+        // empties whenever the VM changes).
+        let client = unsafe { super::remote::ClientAddr::new(owner.clone(), start) };
+        Some(Arc::new(Region {
+            start: GpuVa(start),
+            len: end - start,
+            backing: RegionBacking::Userptr(client),
+            writable,
+            handle: SVM_HANDLE,
+        }))
     }
 
     /// Number of mappings over all GPUs.
@@ -154,7 +270,7 @@ impl GpuVm {
         while cur < end {
             let r = self.region(gpu_id, GpuVa(cur)).ok_or(VmFault::Unmapped { va: GpuVa(cur) })?;
             let chunk = (r.end().min(end) - cur) as usize;
-            f(r, cur - r.start.0, chunk)?;
+            f(&r, cur - r.start.0, chunk)?;
             cur += chunk as u64;
         }
         Ok(())
