@@ -140,10 +140,10 @@ impl OwnerProcess {
 }
 
 impl OwnerProcess {
-    /// The owner's mappings now, as sorted, merged `[start, end)` byte intervals (its VMAs, from
-    /// /proc/<pid>/maps). ESRCH once the owner has gone: the maps read may then have been of
-    /// another process or image, so they are only trusted if the owner is still there after.
-    pub fn mappings(&self) -> Result<Vec<(u64, u64)>, Errno> {
+    /// The owner's mappings now (its VMAs, from /proc/<pid>/maps), sorted, touching ones of the
+    /// same writability merged. ESRCH once the owner has gone: the maps read may then have been
+    /// of another process or image, so they are only trusted if the owner is still there after.
+    pub fn mappings(&self) -> Result<Vec<Mapping>, Errno> {
         let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).map_err(io_errno)?;
         if self.is_gone() {
             return Err(Errno::ESRCH);
@@ -152,18 +152,29 @@ impl OwnerProcess {
     }
 }
 
-/// The `[start, end)` intervals of a /proc/<pid>/maps text, sorted and with touching ones merged.
-fn parse_maps(text: &str) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::new();
+/// One run of mapped memory `[start, end)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    /// The CPU may write it (the `w` of its permissions).
+    pub writable: bool,
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    let mut out: Vec<Mapping> = Vec::new();
     for line in text.lines() {
-        let Some((s, e)) = line.split_ascii_whitespace().next().and_then(|r| r.split_once('-')) else { continue };
-        let (Ok(s), Ok(e)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else { continue };
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+        let Some((s, e)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else { continue };
+        let writable = perms.as_bytes().get(1) == Some(&b'w');
         match out.last_mut() {
-            Some(last) if last.1 == s => last.1 = e,
-            _ => out.push((s, e)),
+            Some(last) if last.end == start && last.writable == writable => last.end = end,
+            _ => out.push(Mapping { start, end, writable }),
         }
     }
-    out.sort_unstable();
+    out.sort_unstable_by_key(|m| m.start);
     out
 }
 
@@ -271,15 +282,18 @@ mod tests {
 55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/x
 55d0c0001000-55d0c0003000 r-xp 00001000 08:01 123 /usr/bin/x
 7f0000000000-7f0000021000 rw-p 00000000 00:00 0
+7f0000021000-7f0000022000 r--p 00000000 00:00 0
 7fff00000000-7fff00001000 ---p 00000000 00:00 0    [stack guard] (deleted)
 garbage
 ";
+        let m = |start, end, writable| Mapping { start, end, writable };
         assert_eq!(
             parse_maps(maps),
             [
-                (0x55d0_c000_0000, 0x55d0_c000_3000),
-                (0x7f00_0000_0000, 0x7f00_0002_1000),
-                (0x7fff_0000_0000, 0x7fff_0000_1000)
+                m(0x55d0_c000_0000, 0x55d0_c000_3000, false),
+                m(0x7f00_0000_0000, 0x7f00_0002_1000, true),
+                m(0x7f00_0002_1000, 0x7f00_0002_2000, false),
+                m(0x7fff_0000_0000, 0x7fff_0000_1000, false)
             ]
         );
         assert!(parse_maps("").is_empty());
@@ -290,7 +304,7 @@ garbage
         let owner = OwnerProcess::open(std::process::id()).unwrap();
         let x = 5u64;
         let at = &x as *const u64 as u64;
-        assert!(owner.mappings().unwrap().iter().any(|&(s, e)| s <= at && at < e));
+        assert!(owner.mappings().unwrap().iter().any(|m| m.start <= at && at < m.end && m.writable));
     }
 
     #[test]

@@ -15,6 +15,13 @@ use uapi::{FromBytes, IntoBytes};
 
 const PAGE: u64 = PAGE_SIZE;
 
+/// The tests map and unmap memory and watch what the device sees of it: one at a time, so that
+/// no other test's mapping lands where one test unmapped.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// SDMA packets (vega10_sdma_pkt_open.h, counts minus one).
 fn sdma_write(dst: u64, data: &[u32]) -> Vec<u32> {
     let mut p = vec![2, dst as u32, (dst >> 32) as u32, data.len() as u32 - 1];
@@ -128,6 +135,7 @@ const UNDEFINED: u32 = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
 
 #[test]
 fn attributes_read_back_split_and_combine() {
+    let _serial = serial();
     let rig = Rig::new();
     let p = Pages::new(8);
     // No range yet: the defaults (no access with XNACK off).
@@ -196,6 +204,7 @@ fn attributes_read_back_split_and_combine() {
 
 #[test]
 fn sdma_and_pm4_reach_malloced_memory_through_svm() {
+    let _serial = serial();
     let rig = Rig::new();
     let p = Pages::new(4);
     p.set_u32(0x100, 0x1234_5678);
@@ -215,6 +224,7 @@ fn sdma_and_pm4_reach_malloced_memory_through_svm() {
 
 #[test]
 fn no_access_read_only_and_unmapped_memory_fault() {
+    let _serial = serial();
     let rig = Rig::new();
     let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
     let p = Pages::new(4);
@@ -248,6 +258,7 @@ fn no_access_read_only_and_unmapped_memory_fault() {
 
 #[test]
 fn unmapped_memory_faults_and_leaves_the_table() {
+    let _serial = serial();
     let rig = Rig::new();
     let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
     let len = 2 * PAGE as usize;
@@ -286,6 +297,7 @@ fn unmapped_memory_faults_and_leaves_the_table() {
 /// another process (amdkfd maps it on fault); embedded, the owner is this process and it faults.
 #[test]
 fn with_xnack_on_new_ranges_are_accessible() {
+    let _serial = serial();
     let rig = Rig::new();
     let mut x = SetXnackModeArgs { xnack_enabled: 1 };
     rig.call(AMDKFD_IOC_SET_XNACK_MODE, &mut x).expect("XNACK on (gfx90a can)");
@@ -307,4 +319,44 @@ fn with_xnack_on_new_ranges_are_accessible() {
     assert_eq!(fault(&rig, mem_ev, &q), (p.addr(2 * PAGE), 1, 0, Some(p.addr(2 * PAGE))));
     assert_eq!([p.u32_at(PAGE), p.u32_at(2 * PAGE)], [0, 0]);
     drop(q);
+}
+
+/// A page the CPU may not write is read-only for the GPU too, once an SVM request has seen the
+/// protection (amdkfd's notifier sees the mprotect itself).
+#[test]
+fn pages_the_cpu_may_not_write_are_read_only_for_the_gpu() {
+    use nix::sys::mman::{mmap_anonymous, mprotect, munmap, MapFlags, ProtFlags};
+    let _serial = serial();
+    let rig = Rig::new();
+    let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
+    let len = 2 * PAGE as usize;
+    // SAFETY: a fresh anonymous mapping nothing else uses; unmapped below.
+    let m = unsafe {
+        mmap_anonymous(
+            None,
+            std::num::NonZeroUsize::new(len).unwrap(),
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE,
+        )
+    }
+    .expect("mmap");
+    let va = m.as_ptr() as u64;
+    // SAFETY: in the mapping, writable until the mprotect below.
+    unsafe { std::ptr::write_volatile(m.as_ptr() as *mut u32, 0x55) };
+    set(&rig, va, 2 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, rig.gpu)]);
+    // SAFETY: the first page of the mapping made above.
+    unsafe { mprotect(m, PAGE as usize, ProtFlags::PROT_READ) }.expect("mprotect");
+    let _ = get(&rig, va, 2 * PAGE);
+    let q = queue(&rig, RingKind::Sdma);
+    q.submit(&sdma_copy(va + PAGE, va, 4));
+    wait_idle(&q);
+    // SAFETY: in the mapping; the queue is idle.
+    assert_eq!(unsafe { std::ptr::read_volatile((va + PAGE) as *const u32) }, 0x55, "read from the read-only page");
+    q.submit(&sdma_write(va + 8, &[0xAA]));
+    assert_eq!(fault(&rig, mem_ev, &q), (va, 0, 1, Some(va + 8)));
+    // SAFETY: in the mapping; the queue has stopped.
+    assert_eq!(unsafe { std::ptr::read_volatile((va + 8) as *const u32) }, 0, "the faulting write landed");
+    drop(q);
+    // SAFETY: the mapping made above; the device has nothing in flight on it.
+    unsafe { munmap(m, len) }.expect("munmap");
 }

@@ -11,9 +11,11 @@
 //! (/proc/<pid>/maps, [`crate::owner::OwnerProcess::mappings`]) and drops the pages of every
 //! range that are no longer mapped; between two requests a GPU access to an unmapped page
 //! faults, because the owner's memory file refuses it (a VM fault, as amdkfd's failed fault-in).
-//! What this cannot see: memory unmapped and mapped again between two SVM requests keeps its
-//! ranges and attributes here, where amdkfd would have dropped them, and the GPU reaches the new
-//! pages with the old attributes. VM_IO/VM_PFNMAP mappings (which amdkfd refuses with EFAULT)
+//! The same reading notes the pages the CPU may not write: the GPU's writes there fault
+//! read-only, as amdkfd maps them (its MMU notifier also sees a later mprotect; here the next SVM
+//! request does). What this cannot see: memory unmapped and mapped again, or protected anew,
+//! between two SVM requests keeps its ranges and attributes here, where amdkfd would have
+//! dropped them, and the GPU reaches the new pages with the old attributes. VM_IO/VM_PFNMAP mappings (which amdkfd refuses with EFAULT)
 //! cannot be told apart in /proc/<pid>/maps and count as mapped.
 //!
 //! Locations: the soft GPU's VRAM and system memory are both this host's RAM, so PREFERRED_LOC
@@ -23,6 +25,7 @@
 use super::Ctx;
 use crate::memory::svm::{Attr, Attrs};
 use crate::memory::PAGE_SIZE;
+use crate::owner::Mapping;
 use nix::errno::Errno;
 use uapi::kfd::*;
 use uapi::{FromBytes, IntoBytes};
@@ -104,12 +107,11 @@ fn check_attrs(ctx: &Ctx, list: &[SvmAttribute]) -> Result<Vec<Attr>, Errno> {
 /// v6.10 and later).
 fn revalidate(ctx: &Ctx, addr: u64, size: u64) -> Result<(), Errno> {
     let end = addr.checked_add(size).ok_or(Errno::EOVERFLOW)?;
-    let maps = ctx.process.memory.mappings().map_err(|_| Errno::EFAULT)?;
-    ctx.process.vm_mut().svm.ranges.retain_mapped(&page_intervals(&maps));
+    let maps = refresh(ctx).map_err(|_| Errno::EFAULT)?;
     let mut cur = addr;
-    for &(s, e) in &maps {
-        if s <= cur && cur < e {
-            cur = e.min(end);
+    for m in &maps {
+        if m.start <= cur && cur < m.end {
+            cur = m.end.min(end);
         }
         if cur >= end {
             break;
@@ -124,6 +126,25 @@ fn revalidate(ctx: &Ctx, addr: u64, size: u64) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Reads the owner's mappings: drops the unmapped pages of every range and notes the read-only
+/// ones for the GPU (see the module documentation).
+fn refresh(ctx: &Ctx) -> Result<Vec<Mapping>, Errno> {
+    let maps = ctx.process.memory.mappings()?;
+    let pages = |m: &Mapping| (m.start.div_ceil(PAGE_SIZE), m.end / PAGE_SIZE);
+    let mut mapped: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in maps.iter().map(pages).filter(|(s, e)| s < e) {
+        match mapped.last_mut() {
+            Some(last) if last.1 == s => last.1 = e,
+            _ => mapped.push((s, e)),
+        }
+    }
+    let read_only = maps.iter().filter(|m| !m.writable).map(pages).filter(|(s, e)| s < e).collect();
+    let mut vm = ctx.process.vm_mut();
+    vm.svm.ranges.retain_mapped(&mapped);
+    vm.svm.read_only = read_only;
+    Ok(maps)
+}
+
 /// Whether SVM ranges hold any of pages `[start, last]`, once the pages the owner has unmapped
 /// are dropped (they are only looked up when a range is in the way, as an ALLOC there would
 /// otherwise find a stale range; amdkfd's notifier would have removed it).
@@ -131,15 +152,8 @@ pub(super) fn holds(ctx: &Ctx, start: u64, last: u64) -> bool {
     if !ctx.process.vm().svm.ranges.overlaps(start, last) {
         return false;
     }
-    if let Ok(maps) = ctx.process.memory.mappings() {
-        ctx.process.vm_mut().svm.ranges.retain_mapped(&page_intervals(&maps));
-    }
+    let _ = refresh(ctx);
     ctx.process.vm().svm.ranges.overlaps(start, last)
-}
-
-/// Byte intervals as the whole pages inside them.
-fn page_intervals(maps: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    maps.iter().map(|&(s, e)| (s.div_ceil(PAGE_SIZE), e / PAGE_SIZE)).filter(|(s, e)| s < e).collect()
 }
 
 fn set_attr(ctx: &Ctx, addr: u64, size: u64, start: u64, last: u64, list: &[SvmAttribute]) -> Result<(), Errno> {

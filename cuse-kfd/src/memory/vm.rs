@@ -116,12 +116,29 @@ pub struct SvmSpace {
     pub xnack: bool,
     /// Whose memory SVM addresses are; with none, no address reaches SVM memory.
     pub owner: Option<Arc<OwnerProcess>>,
+    /// The owner's pages the CPU may not write, as sorted `[start, end)` page intervals, as last
+    /// read from its mappings (at an SVM request): amdkfd maps such pages read-only for the GPU
+    /// too (the owner's memory file would write through them, as a debugger does).
+    pub read_only: Vec<(u64, u64)>,
 }
 
 impl SvmSpace {
     /// The gpuidx of `gpu_id`.
     pub fn index(&self, gpu_id: u32) -> Option<usize> {
         self.gpu_ids.iter().position(|&g| g == gpu_id)
+    }
+
+    /// Whether page `page` is read-only for the CPU, and the pages `[lo, hi)` around it that
+    /// are the same.
+    fn protection(&self, page: u64) -> (bool, u64, u64) {
+        let i = self.read_only.partition_point(|&(_, e)| e <= page);
+        match self.read_only.get(i) {
+            Some(&(s, e)) if s <= page => (true, s, e),
+            next => {
+                let lo = i.checked_sub(1).map_or(0, |j| self.read_only[j].1);
+                (false, lo, next.map_or(u64::MAX, |&(s, _)| s))
+            }
+        }
     }
 
     /// Every GPU of the process (amdkfd's bitmap_supported: all of them support SVM here).
@@ -237,6 +254,11 @@ impl GpuVm {
             }
             None => return None,
         };
+        // Cut at the CPU's read-only pages, which the GPU may not write either.
+        let (read_only, lo, hi) = svm.protection(page);
+        let start = start.max(lo.saturating_mul(1 << PAGE_SHIFT));
+        let end = end.min(hi.saturating_mul(1 << PAGE_SHIFT));
+        let writable = writable && !read_only;
         // SAFETY: SVM memory of the context's owner: a range SET_ATTR registered, which the
         // contract of `Device::ioctl` makes valid for the device when the owner is this process
         // (XNACK's unnamed memory is only reached in another process, no soundness concern). The region lives only while this VM says the GPU may reach it (the TLB
