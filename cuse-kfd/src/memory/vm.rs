@@ -344,3 +344,67 @@ impl GpuVm {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::svm::{Attr, Attrs};
+
+    const GPU: u32 = 0x1234;
+    const MIB2: u64 = 2 << 20;
+
+    fn vm(owner: Arc<OwnerProcess>, xnack: bool) -> GpuVm {
+        let mut vm = GpuVm::with_svm(vec![GPU, 0x5678], owner);
+        vm.svm.xnack = xnack;
+        vm
+    }
+
+    fn set(vm: &mut GpuVm, start: u64, pages: u64, attrs: &[Attr]) {
+        let new = Attrs::new_range(vm.svm.xnack, vm.svm.supported());
+        vm.svm.ranges.set_attr(start >> PAGE_SHIFT, (start >> PAGE_SHIFT) + pages - 1, attrs, new);
+    }
+
+    fn span(r: &Region) -> (u64, u64, bool) {
+        (r.start.0, r.start.0 + r.len, r.writable)
+    }
+
+    /// Regions are only made here, never accessed: the owner is a child (another process), so
+    /// XNACK's map-on-fault applies.
+    #[test]
+    fn svm_regions_follow_access_flags_protection_and_xnack() {
+        let mut child = std::process::Command::new("sleep").arg("10").spawn().unwrap();
+        let owner = Arc::new(OwnerProcess::open(child.id()).unwrap());
+        let base = 0x7f00_0000_0000;
+        let mut v = vm(owner.clone(), false);
+        set(&mut v, base, 4, &[Attr::Access(0)]);
+        set(&mut v, base + 0x4000, 2, &[Attr::Access(1), Attr::SetFlags(uapi::kfd::KFD_IOCTL_SVM_FLAG_GPU_RO)]);
+        assert_eq!(span(&v.region(GPU, GpuVa(base + 0x1010)).unwrap()), (base, base + 0x4000, true));
+        assert!(v.region(GPU, GpuVa(base + 0x4000)).is_none(), "the second range is GPU 1's only");
+        assert_eq!(
+            span(&v.region(0x5678, GpuVa(base + 0x5000)).unwrap()),
+            (base + 0x4000, base + 0x6000, false),
+            "GPU_RO"
+        );
+        assert!(v.region(GPU, GpuVa(base + 0x6000)).is_none(), "no range, XNACK off");
+        assert!(v.region(0x9999, GpuVa(base)).is_none(), "not the process's GPU");
+        // A CPU read-only page cuts the range and is read-only.
+        v.svm.read_only = vec![((base >> PAGE_SHIFT) + 1, (base >> PAGE_SHIFT) + 2)];
+        assert_eq!(span(&v.region(GPU, GpuVa(base)).unwrap()), (base, base + 0x1000, true));
+        assert_eq!(span(&v.region(GPU, GpuVa(base + 0x1800)).unwrap()), (base + 0x1000, base + 0x2000, false));
+        assert_eq!(span(&v.region(GPU, GpuVa(base + 0x3000)).unwrap()), (base + 0x2000, base + 0x4000, true));
+        v.svm.read_only.clear();
+
+        // XNACK on: memory in no range is reached in its 2 MiB block, cut at ranges.
+        v.svm.xnack = true;
+        assert_eq!(span(&v.region(GPU, GpuVa(base + 0x6000)).unwrap()), (base + 0x6000, base + MIB2, true));
+        assert_eq!(span(&v.region(GPU, GpuVa(base + MIB2 + 8)).unwrap()), (base + MIB2, base + 2 * MIB2, true));
+        assert!(v.region(GPU, GpuVa(base + 0x4000)).is_none(), "a range without access still refuses");
+        // The same table with this process as the owner: only named ranges.
+        let mut own = vm(Arc::new(OwnerProcess::open(std::process::id()).unwrap()), true);
+        set(&mut own, base, 1, &[]);
+        assert!(own.region(GPU, GpuVa(base)).is_some(), "a new range has access with XNACK on");
+        assert!(own.region(GPU, GpuVa(base + 0x1000)).is_none(), "embedded: no map-on-fault");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
