@@ -159,6 +159,8 @@ pub struct Mapping {
     pub end: u64,
     /// The CPU may write it (the `w` of its permissions).
     pub writable: bool,
+    /// The CPU may do nothing with it (`---`: PROT_NONE, as an address space reservation).
+    pub inaccessible: bool,
 }
 
 fn parse_maps(text: &str) -> Vec<Mapping> {
@@ -169,9 +171,12 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
         let Some((s, e)) = range.split_once('-') else { continue };
         let (Ok(start), Ok(end)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else { continue };
         let writable = perms.as_bytes().get(1) == Some(&b'w');
+        let inaccessible = perms.starts_with("---");
         match out.last_mut() {
-            Some(last) if last.end == start && last.writable == writable => last.end = end,
-            _ => out.push(Mapping { start, end, writable }),
+            Some(last) if last.end == start && (last.writable, last.inaccessible) == (writable, inaccessible) => {
+                last.end = end
+            }
+            _ => out.push(Mapping { start, end, writable, inaccessible }),
         }
     }
     out.sort_unstable_by_key(|m| m.start);
@@ -286,14 +291,14 @@ mod tests {
 7fff00000000-7fff00001000 ---p 00000000 00:00 0    [stack guard] (deleted)
 garbage
 ";
-        let m = |start, end, writable| Mapping { start, end, writable };
+        let m = |start, end, writable| Mapping { start, end, writable, inaccessible: false };
         assert_eq!(
             parse_maps(maps),
             [
                 m(0x55d0_c000_0000, 0x55d0_c000_3000, false),
                 m(0x7f00_0000_0000, 0x7f00_0002_1000, true),
                 m(0x7f00_0002_1000, 0x7f00_0002_2000, false),
-                m(0x7fff_0000_0000, 0x7fff_0000_1000, false)
+                Mapping { start: 0x7fff_0000_0000, end: 0x7fff_0000_1000, writable: false, inaccessible: true }
             ]
         );
         assert!(parse_maps("").is_empty());

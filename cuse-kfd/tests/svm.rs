@@ -276,9 +276,8 @@ fn unmapped_memory_faults_and_leaves_the_table() {
     set(&rig, va, 2 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, rig.gpu)]);
     let ranges = || rig.emb.device().process(std::process::id()).unwrap().vm().svm.ranges.len();
     assert_eq!(ranges(), 1);
-    // Made first: the thunk places the queue's buffers by mapping address space, maybe right
-    // where the memory was, which this device would not tell from the old mapping (see the
-    // SVM handler's documentation).
+    // Made first, so that no ALLOC of the queue's buffers looks at the ranges before the GPU
+    // meets the unmapped page.
     let q = queue(&rig, RingKind::Sdma);
     // SAFETY: the mapping made above; the device has nothing in flight on it.
     unsafe { nix::sys::mman::munmap(m, len) }.expect("munmap");
@@ -359,4 +358,39 @@ fn pages_the_cpu_may_not_write_are_read_only_for_the_gpu() {
     drop(q);
     // SAFETY: the mapping made above; the device has nothing in flight on it.
     unsafe { munmap(m, len) }.expect("munmap");
+}
+
+/// Freed SVM memory whose addresses the runtime reserves again (PROT_NONE) for a buffer: the
+/// buffer's ALLOC there succeeds, as amdkfd's notifier would have dropped the range; over live
+/// SVM memory it is EADDRINUSE.
+#[test]
+fn a_buffer_may_take_the_place_of_freed_svm_memory() {
+    use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+    let _serial = serial();
+    let rig = Rig::new();
+    let len = std::num::NonZeroUsize::new(2 * PAGE as usize).unwrap();
+    let rw = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+    // SAFETY: fresh anonymous mappings nothing else uses; unmapped below.
+    let m = unsafe { mmap_anonymous(None, len, rw, MapFlags::MAP_PRIVATE) }.expect("mmap");
+    let va = m.as_ptr() as u64;
+    set(&rig, va, 2 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, rig.gpu)]);
+    let alloc = || {
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let mut a = AllocMemoryOfGpuArgs { va_addr: va, size: 2 * PAGE, gpu_id: rig.gpu, flags, ..Default::default() };
+        rig.call(uapi::ioctl::AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).map(|()| a.handle)
+    };
+    assert_eq!(alloc(), Err(Errno::EADDRINUSE), "over live SVM memory");
+    let at = std::num::NonZeroUsize::new(va as usize);
+    // SAFETY: the mapping made above, replaced in place (nothing else maps meanwhile: serial).
+    let again = unsafe {
+        munmap(m, len.get()).expect("munmap");
+        mmap_anonymous(at, len, ProtFlags::PROT_NONE, MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED)
+    };
+    assert_eq!(again.expect("the reservation").as_ptr() as u64, va);
+    let handle = alloc().expect("ALLOC where the SVM memory was");
+    let mut f = FreeMemoryOfGpuArgs { handle };
+    rig.call(uapi::ioctl::AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f).unwrap();
+    assert_eq!(rig.emb.device().process(std::process::id()).unwrap().vm().svm.ranges.len(), 0);
+    // SAFETY: the reservation made above.
+    unsafe { munmap(std::ptr::NonNull::new(va as *mut std::ffi::c_void).unwrap(), len.get()) }.expect("munmap");
 }

@@ -145,14 +145,28 @@ fn refresh(ctx: &Ctx) -> Result<Vec<Mapping>, Errno> {
     Ok(maps)
 }
 
-/// Whether SVM ranges hold any of pages `[start, last]`, once the pages the owner has unmapped
-/// are dropped (they are only looked up when a range is in the way, as an ALLOC there would
-/// otherwise find a stale range; amdkfd's notifier would have removed it).
+/// Whether SVM ranges hold any of pages `[start, last]` (an ALLOC there is EADDRINUSE), once
+/// the pages the owner has unmapped are dropped: they are only looked up when a range is in the
+/// way, as the ALLOC would otherwise find a stale range amdkfd's notifier would have removed.
+///
+/// A buffer's address is reserved by the runtime (libhsakmt, this project's thunk) with a
+/// PROT_NONE mapping before its ALLOC, often right where freed SVM memory was, so that memory
+/// is mapped again before any request could see it gone. Range pages found PROT_NONE under an
+/// ALLOC are taken for such a reservation and dropped. (A live range the program itself made
+/// PROT_NONE and then allocated a buffer over would be refused by amdkfd and is not here.)
 pub(super) fn holds(ctx: &Ctx, start: u64, last: u64) -> bool {
     if !ctx.process.vm().svm.ranges.overlaps(start, last) {
         return false;
     }
-    let _ = refresh(ctx);
+    if let Ok(maps) = refresh(ctx) {
+        let mut vm = ctx.process.vm_mut();
+        for m in maps.iter().filter(|m| m.inaccessible) {
+            let (s, e) = (m.start.div_ceil(PAGE_SIZE).max(start), (m.end / PAGE_SIZE).min(last.saturating_add(1)));
+            if s < e {
+                vm.svm.ranges.remove(s, e - 1);
+            }
+        }
+    }
     ctx.process.vm().svm.ranges.overlaps(start, last)
 }
 

@@ -266,6 +266,18 @@ impl SvmRanges {
         s
     }
 
+    /// Drops pages `[start, last]` from every range.
+    pub fn remove(&mut self, start: u64, last: u64) -> bool {
+        let mut keep = Vec::new();
+        if start > 0 {
+            keep.push((0, start));
+        }
+        if let Some(after) = last.checked_add(1) {
+            keep.push((after, u64::MAX));
+        }
+        self.retain_mapped(&keep)
+    }
+
     /// Keeps only the pages inside `mapped` (sorted, disjoint `[start, end)` page intervals):
     /// a range whose memory was unmapped loses those pages, as amdkfd's munmap notifier
     /// (svm_range_unmap_from_cpu) removes them. Returns whether anything changed.
@@ -440,6 +452,9 @@ mod tests {
         assert!(t.retain_mapped(&[(0x00, 0x14), (0x18, 0x40)]));
         assert_eq!(spans(&t), [(0x10, 0x13), (0x18, 0x1f)]);
         assert!(t.find(0x18).unwrap().attrs.accessible_by(GPU0));
+        assert!(t.remove(0x19, 0x1a));
+        assert_eq!(spans(&t), [(0x10, 0x13), (0x18, 0x18), (0x1b, 0x1f)]);
+        assert!(!t.remove(0, 0x0f));
         assert!(t.retain_mapped(&[]));
         assert!(t.is_empty());
     }
