@@ -6,6 +6,11 @@
 use nix::errno::Errno;
 use nix::errno::Errno::*;
 
+/// ALLOC_MEMORY_OF_GPU: EADDRINUSE over an SVM range.
+const ALLOC_MEMORY: &[Errno] = &[EINVAL, ENOMEM, EFAULT, EADDRINUSE];
+/// SVM: bad arguments, an unmapped span, a buffer mapped in it, a wrapping span.
+const SVM: &[Errno] = &[EINVAL, EFAULT, EADDRINUSE, EOVERFLOW];
+
 /// Errnos request `nr` may answer with well-formed framing.
 pub fn allowed(nr: u32) -> &'static [Errno] {
     match nr {
@@ -22,30 +27,30 @@ pub fn allowed(nr: u32) -> &'static [Errno] {
         // interrupted EINTR; ENOMEM when the waiters cannot be allocated (amdkfd's
         // alloc_event_waiters; over CUSE, an event array beyond the 128 KiB transfer limit).
         0x0C => &[EINVAL, EFAULT, EIO, EINTR, ENOMEM],
-        0x0D..=0x10 => &[EPERM],                          // DBG_*_DEPRECATED
-        0x11 => &[EINVAL],                                // SET_SCRATCH_BACKING_VA
-        0x12 => &[EINVAL, EFAULT],                        // GET_TILE_CONFIG
-        0x13 => &[EINVAL],                                // SET_TRAP_HANDLER
-        0x14 => &[EINVAL, EFAULT],                        // GET_PROCESS_APERTURES_NEW
-        0x15 => &[EINVAL, EBUSY],                         // ACQUIRE_VM
-        0x16 => &[EINVAL, ENOMEM, EFAULT, EADDRINUSE],    // ALLOC_MEMORY_OF_GPU
-        0x17 => &[EINVAL, EPERM, EBUSY],                  // FREE_MEMORY_OF_GPU
-        0x18 => &[EINVAL, EFAULT, ENOMEM],                // MAP_MEMORY_TO_GPU
-        0x19 => &[EINVAL, EFAULT, ENOMEM, EBUSY],         // UNMAP_MEMORY_FROM_GPU
-        0x1A => &[EINVAL, EFAULT],                        // SET_CU_MASK
-        0x1B => &[EINVAL, EFAULT],                        // GET_QUEUE_WAVE_STATE
-        0x1C | 0x1D => &[EINVAL],                         // GET_DMABUF_INFO, IMPORT_DMABUF
-        0x1E => &[EINVAL, ENODEV, EBUSY],                 // ALLOC_QUEUE_GWS
-        0x1F => &[EINVAL, EOPNOTSUPP],                    // SMI_EVENTS
-        0x20 => &[EINVAL, EFAULT, EADDRINUSE, EOVERFLOW], // SVM
-        0x21 => &[EINVAL, EBUSY, EPERM],                  // SET_XNACK_MODE
-        0x22 => &[EACCES, EINVAL, EOPNOTSUPP],            // CRIU_OP
-        0x23 => &[EINVAL],                                // AVAILABLE_MEMORY
-        0x24 => &[EINVAL, EOPNOTSUPP],                    // EXPORT_DMABUF
-        0x25 => &[EINVAL, EBUSY, EEXIST],                 // RUNTIME_ENABLE
-        0x26 => &[EINVAL],                                // DBG_TRAP
-        0x80 => &[ENAMETOOLONG],                          // CUSE_KFD_GET_RUNTIME_INFO
-        0x81 => &[],                                      // CUSE_KFD_KICK
+        0x0D..=0x10 => &[EPERM],                  // DBG_*_DEPRECATED
+        0x11 => &[EINVAL],                        // SET_SCRATCH_BACKING_VA
+        0x12 => &[EINVAL, EFAULT],                // GET_TILE_CONFIG
+        0x13 => &[EINVAL],                        // SET_TRAP_HANDLER
+        0x14 => &[EINVAL, EFAULT],                // GET_PROCESS_APERTURES_NEW
+        0x15 => &[EINVAL, EBUSY],                 // ACQUIRE_VM
+        0x16 => ALLOC_MEMORY,                     // ALLOC_MEMORY_OF_GPU
+        0x17 => &[EINVAL, EPERM, EBUSY],          // FREE_MEMORY_OF_GPU
+        0x18 => &[EINVAL, EFAULT, ENOMEM],        // MAP_MEMORY_TO_GPU
+        0x19 => &[EINVAL, EFAULT, ENOMEM, EBUSY], // UNMAP_MEMORY_FROM_GPU
+        0x1A => &[EINVAL, EFAULT],                // SET_CU_MASK
+        0x1B => &[EINVAL, EFAULT],                // GET_QUEUE_WAVE_STATE
+        0x1C | 0x1D => &[EINVAL],                 // GET_DMABUF_INFO, IMPORT_DMABUF
+        0x1E => &[EINVAL, ENODEV, EBUSY],         // ALLOC_QUEUE_GWS
+        0x1F => &[EINVAL, EOPNOTSUPP],            // SMI_EVENTS
+        0x20 => SVM,                              // SVM
+        0x21 => &[EINVAL, EBUSY, EPERM],          // SET_XNACK_MODE
+        0x22 => &[EACCES, EINVAL, EOPNOTSUPP],    // CRIU_OP
+        0x23 => &[EINVAL],                        // AVAILABLE_MEMORY
+        0x24 => &[EINVAL, EOPNOTSUPP],            // EXPORT_DMABUF
+        0x25 => &[EINVAL, EBUSY, EEXIST],         // RUNTIME_ENABLE
+        0x26 => &[EINVAL],                        // DBG_TRAP
+        0x80 => &[ENAMETOOLONG],                  // CUSE_KFD_GET_RUNTIME_INFO
+        0x81 => &[],                              // CUSE_KFD_KICK
         _ => &[],
     }
 }
