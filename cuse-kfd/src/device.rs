@@ -382,9 +382,10 @@ impl Device {
     ///
     /// If the context of `file` is bound to this process (the embedded device's clients,
     /// simulated ones included): every range a request registers (the CPU address of a USERPTR
-    /// allocation) is valid for the device's reads and writes for as long as the registration
-    /// lasts (until the buffer is freed or the context ends), and no Rust reference aliases
-    /// memory the device writes. For any other owner there is no requirement: the kernel checks
+    /// allocation, an SVM SET_ATTR span) is valid for the device's reads and writes for as long
+    /// as the registration lasts (until the buffer is freed, the range is unmapped or set to
+    /// NO_ACCESS for every GPU, or the context ends), and no Rust reference aliases memory the
+    /// device writes. For any other owner there is no requirement: the kernel checks
     /// its addresses against that process's page tables.
     pub unsafe fn ioctl(&self, file: FileId, req: &Request, user: &dyn UserMemory, responder: Responder) {
         // amdkfd: a KFD fd used from another process, or after its process has gone, is EBADF.

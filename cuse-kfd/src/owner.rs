@@ -139,6 +139,50 @@ impl OwnerProcess {
     }
 }
 
+impl OwnerProcess {
+    /// The owner's mappings now (its VMAs, from /proc/<pid>/maps), sorted, touching ones of the
+    /// same writability merged. ESRCH once the owner has gone: the maps read may then have been
+    /// of another process or image, so they are only trusted if the owner is still there after.
+    pub fn mappings(&self) -> Result<Vec<Mapping>, Errno> {
+        let text = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).map_err(io_errno)?;
+        if self.is_gone() {
+            return Err(Errno::ESRCH);
+        }
+        Ok(parse_maps(&text))
+    }
+}
+
+/// One run of mapped memory `[start, end)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    /// The CPU may write it (the `w` of its permissions).
+    pub writable: bool,
+    /// The CPU may do nothing with it (`---`: PROT_NONE, as an address space reservation).
+    pub inaccessible: bool,
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    let mut out: Vec<Mapping> = Vec::new();
+    for line in text.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+        let Some((s, e)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16)) else { continue };
+        let writable = perms.as_bytes().get(1) == Some(&b'w');
+        let inaccessible = perms.starts_with("---");
+        match out.last_mut() {
+            Some(last) if last.end == start && (last.writable, last.inaccessible) == (writable, inaccessible) => {
+                last.end = end
+            }
+            _ => out.push(Mapping { start, end, writable, inaccessible }),
+        }
+    }
+    out.sort_unstable_by_key(|m| m.start);
+    out
+}
+
 /// File offsets are signed: an address past i64::MAX (or a wrapping range) is no user address.
 fn check_range(addr: u64, len: usize) -> Result<(), Errno> {
     match addr.checked_add(len as u64) {
@@ -236,6 +280,37 @@ impl Drop for OwnerWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_become_merged_intervals() {
+        let maps = "\
+55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/x
+55d0c0001000-55d0c0003000 r-xp 00001000 08:01 123 /usr/bin/x
+7f0000000000-7f0000021000 rw-p 00000000 00:00 0
+7f0000021000-7f0000022000 r--p 00000000 00:00 0
+7fff00000000-7fff00001000 ---p 00000000 00:00 0    [stack guard] (deleted)
+garbage
+";
+        let m = |start, end, writable| Mapping { start, end, writable, inaccessible: false };
+        assert_eq!(
+            parse_maps(maps),
+            [
+                m(0x55d0_c000_0000, 0x55d0_c000_3000, false),
+                m(0x7f00_0000_0000, 0x7f00_0002_1000, true),
+                m(0x7f00_0002_1000, 0x7f00_0002_2000, false),
+                Mapping { start: 0x7fff_0000_0000, end: 0x7fff_0000_1000, writable: false, inaccessible: true }
+            ]
+        );
+        assert!(parse_maps("").is_empty());
+    }
+
+    #[test]
+    fn own_mappings_hold_a_stack_variable() {
+        let owner = OwnerProcess::open(std::process::id()).unwrap();
+        let x = 5u64;
+        let at = &x as *const u64 as u64;
+        assert!(owner.mappings().unwrap().iter().any(|m| m.start <= at && at < m.end && m.writable));
+    }
 
     #[test]
     fn start_time_is_counted_after_the_last_parenthesis() {

@@ -133,6 +133,7 @@ impl Process {
         topology: &Topology,
     ) -> Process {
         let devices = topology.gpus().iter().map(|g| (g.gpu_id, ProcessDevice::new(g.gpu_id))).collect();
+        let vm = GpuVm::with_svm(topology.gpus().iter().map(|g| g.gpu_id).collect(), memory.clone());
         Process {
             pid,
             owner,
@@ -149,7 +150,7 @@ impl Process {
                 runtime_enabled: false,
                 event_page_handle: None,
             }),
-            vm: RwLock::new(GpuVm::default()),
+            vm: RwLock::new(vm),
             vm_generation: AtomicU64::new(0),
             events: Mutex::new(EventTable::default()),
             trap_handlers: Mutex::new(BTreeMap::new()),

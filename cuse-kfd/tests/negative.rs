@@ -29,6 +29,8 @@ struct Fx {
     queue: Option<Queue>,
     /// A signal event.
     event: Option<u32>,
+    /// A page-aligned address of two pages of this process's memory (in `keep`).
+    pages: Option<u64>,
     /// Memory and files the request points at, kept alive until it is answered.
     keep: Vec<Box<[u8]>>,
     files: Vec<File>,
@@ -42,7 +44,7 @@ impl Fx {
     fn on(rig: Rig) -> Fx {
         let c = rig.open();
         let gpu = rig.gpu();
-        Fx { rig, c, gpu, buf: None, queue: None, event: None, keep: Vec::new(), files: Vec::new() }
+        Fx { rig, c, gpu, buf: None, queue: None, event: None, pages: None, keep: Vec::new(), files: Vec::new() }
     }
 
     fn buf(&self) -> Buf {
@@ -120,6 +122,15 @@ fn unmap(handle: u64, ids: u64, n_devices: u32, n_success: u32) -> Req {
     req(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, args)
 }
 
+/// An SVM request over `[start, start + size)` with `attrs` (type, value) inline.
+fn svm(start_addr: u64, size: u64, op: u32, attrs: &[(u32, u32)]) -> Req {
+    let mut b = bytes_of(&SvmArgs { start_addr, size, op, nattr: attrs.len() as u32 });
+    for &(type_, value) in attrs {
+        b.extend(bytes_of(&SvmAttribute { type_, value }));
+    }
+    Req::Ioctl(with_size(AMDKFD_IOC_SVM, b.len()), b)
+}
+
 fn row(name: &'static str, setup: fn(&mut Fx), request: fn(&mut Fx) -> Req, errno: Errno) -> Row {
     Row { name, setup, request, errno }
 }
@@ -134,6 +145,19 @@ fn with_buf(fx: &mut Fx) {
 
 fn with_unmapped_buf(fx: &mut Fx) {
     fx.buf = Some(fx.c.alloc(Mem::Gtt, 2 * PAGE_SIZE));
+}
+
+fn with_pages(fx: &mut Fx) {
+    let p = fx.mem(&[0u8; 3 * PAGE_SIZE as usize]);
+    fx.pages = Some(p.next_multiple_of(PAGE_SIZE));
+}
+
+fn with_svm_range(fx: &mut Fx) {
+    with_pages(fx);
+    let Req::Ioctl(cmd, mut b) = svm(fx.pages.unwrap(), 2 * PAGE_SIZE, KFD_IOCTL_SVM_OP_SET_ATTR, &[]) else {
+        unreachable!()
+    };
+    fx.c.ioctl(cmd, &mut b).unwrap();
 }
 
 fn with_queue(fx: &mut Fx) {
@@ -272,11 +296,58 @@ fn rows() -> Vec<Row> {
             },
             EPERM,
         ),
+        // --- SVM (kfd_chardev.c kfd_ioctl_svm, kfd_svm.c svm_range_check_attr, svm_range_is_valid).
+        row("SVM start 0", nothing, |_| svm(0, PAGE_SIZE, KFD_IOCTL_SVM_OP_SET_ATTR, &[]), EINVAL),
+        row("SVM start unaligned", with_pages, |fx| svm(fx.pages.unwrap() + 8, PAGE_SIZE, 0, &[]), EINVAL),
+        row("SVM size 0", with_pages, |fx| svm(fx.pages.unwrap(), 0, KFD_IOCTL_SVM_OP_GET_ATTR, &[]), EINVAL),
+        row("SVM size unaligned", with_pages, |fx| svm(fx.pages.unwrap(), 100, 0, &[]), EINVAL),
+        row("SVM unknown op", with_pages, |fx| svm(fx.pages.unwrap(), PAGE_SIZE, 2, &[]), EINVAL),
         row(
-            "SVM without CONFIG_HSA_AMD_SVM",
-            nothing,
-            |_| req(AMDKFD_IOC_SVM, SvmArgs { start_addr: 0x1000_0000, size: PAGE_SIZE, op: 0, nattr: 0 }),
-            EPERM,
+            "SVM nattr beyond the request",
+            with_pages,
+            |fx| {
+                let a = SvmArgs { start_addr: fx.pages.unwrap(), size: PAGE_SIZE, op: 1, nattr: 4 };
+                Req::Ioctl(with_size(AMDKFD_IOC_SVM, 24 + 8), [bytes_of(&a), vec![0; 8]].concat())
+            },
+            EINVAL,
+        ),
+        row("SVM SET unknown attribute", with_pages, |fx| svm(fx.pages.unwrap(), PAGE_SIZE, 0, &[(8, 0)]), EINVAL),
+        row(
+            "SVM SET ACCESS of an unknown GPU",
+            with_pages,
+            |fx| svm(fx.pages.unwrap(), PAGE_SIZE, 0, &[(KFD_IOCTL_SVM_ATTR_ACCESS, 0x7777)]),
+            EINVAL,
+        ),
+        row(
+            "SVM SET PREFETCH_LOC undefined",
+            with_pages,
+            |fx| {
+                let undefined = (KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, KFD_IOCTL_SVM_LOCATION_UNDEFINED);
+                svm(fx.pages.unwrap(), PAGE_SIZE, 0, &[undefined])
+            },
+            EINVAL,
+        ),
+        row(
+            "SVM GET NO_ACCESS",
+            with_pages,
+            |fx| svm(fx.pages.unwrap(), PAGE_SIZE, 1, &[(KFD_IOCTL_SVM_ATTR_NO_ACCESS, fx.gpu)]),
+            EINVAL,
+        ),
+        row(
+            "SVM GET ACCESS of an unknown GPU",
+            with_pages,
+            |fx| svm(fx.pages.unwrap(), PAGE_SIZE, 1, &[(KFD_IOCTL_SVM_ATTR_ACCESS, 0x7777)]),
+            EINVAL,
+        ),
+        // Page 1 is below mmap_min_addr: never mapped.
+        row("SVM SET unmapped", nothing, |_| svm(PAGE_SIZE, PAGE_SIZE, 0, &[]), EFAULT),
+        row("SVM GET unmapped", nothing, |_| svm(PAGE_SIZE, PAGE_SIZE, 1, &[]), EFAULT),
+        row("SVM wrapping", nothing, |_| svm(!(PAGE_SIZE - 1), 2 * PAGE_SIZE, 0, &[]), EOVERFLOW),
+        row(
+            "ALLOC over an SVM range",
+            with_svm_range,
+            |fx| alloc(fx.gpu, fx.pages.unwrap(), PAGE_SIZE, KFD_IOC_ALLOC_MEM_FLAGS_GTT),
+            EADDRINUSE,
         ),
         // --- Caller buffers shorter than the size they claim: copy_from_user fails.
         row("CREATE_QUEUE short buffer", nothing, |_| Req::Short(AMDKFD_IOC_CREATE_QUEUE, vec![0; 40]), EFAULT),

@@ -69,7 +69,7 @@ fn version_and_topology_come_from_the_device_tree() {
     assert_eq!(gpu.amd_name, "Aldebaran");
     assert_eq!(gpu.drm_render_minor, 128);
     assert_eq!(gpu.vgpr_size_per_cu, 0x80000);
-    assert_eq!(gpu.capability.svm_api_supported(), 0);
+    assert_eq!(gpu.capability.svm_api_supported(), 1);
     if std::path::Path::new("/usr/share/libdrm/amdgpu.ids").exists() {
         assert_eq!(gpu.marketing_name, "AMD Instinct MI210");
     }
@@ -136,17 +136,51 @@ fn clocks_xnack_tile_config_and_the_absent_debugger() {
     t.set_trap_handler(1, 0x1000, 0x100, 0x2000, 0x100).unwrap();
     assert_eq!(t.set_trap_handler(7, 0, 0, 0, 0), Err(Status::InvalidNodeUnit));
     assert_eq!(t.set_memory_policy(1, 0, 0, 0, 0), Err(Status::NotImplemented), "Kaveri only");
-    // No SVM: what amdkfd without SVM answers (the request fails).
-    let mut attrs = [SvmAttribute { attr_type: SvmAttrType::ACCESS, value: 1 }];
-    // SAFETY: the device has no SVM and refuses every SET_ATTR: the range never becomes
-    // reachable (the first call checks exactly that).
+}
+
+#[test]
+fn svm_attributes_go_through_node_ids() {
+    let t = thunk();
+    let layout = std::alloc::Layout::from_size_align(0x4000, 0x1000).unwrap();
+    // SAFETY: a non-zero size; freed below with the same layout, once no range names it.
+    let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!mem.is_null());
+    let va = mem as u64;
+    let set = [
+        SvmAttribute { attr_type: SvmAttrType::ACCESS, value: 1 },
+        SvmAttribute { attr_type: SvmAttrType::PREFERRED_LOC, value: 1 },
+        SvmAttribute { attr_type: SvmAttrType::PREFETCH_LOC, value: 0 },
+        SvmAttribute { attr_type: SvmAttrType::SET_FLAGS, value: 0x10 },
+    ];
+    // SAFETY: the memory stays allocated while the range keeps GPU access (NO_ACCESS below), and
+    // no queue runs to reach it.
+    unsafe { t.svm_set_attr(va, 0x4000, &set).unwrap() };
+    let mut get = set;
+    get[0].value = 1;
+    t.svm_get_attr(va, 0x4000, &mut get).unwrap();
+    assert_eq!((get[0].attr_type, get[0].value), (SvmAttrType::ACCESS, 1), "ACCESS, for node 1");
+    assert_eq!(get[1].value, 1, "the preferred location, as a node id");
+    assert_eq!(get[2].value, 0, "the prefetch location: system memory, node 0");
+    assert_eq!(get[3].value, 0x1 | 0x2 | 0x10, "HOST_ACCESS | COHERENT | GPU_EXEC");
+    let off = [SvmAttribute { attr_type: SvmAttrType::NO_ACCESS, value: 1 }];
+    // SAFETY: takes access away.
+    unsafe { t.svm_set_attr(va, 0x4000, &off).unwrap() };
+    let mut g = [SvmAttribute { attr_type: SvmAttrType::ACCESS, value: 1 }];
+    t.svm_get_attr(va, 0x4000, &mut g).unwrap();
+    assert_eq!(g[0].attr_type, SvmAttrType::NO_ACCESS);
+    // SAFETY: as above; the calls are refused before the device sees them.
     unsafe {
-        assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::Error));
-        assert_eq!(t.svm_get_attr(0x10_0000, 0x1000, &mut attrs), Err(Status::Error));
-        assert_eq!(t.svm_set_attr(0x10_0001, 0x1000, &attrs), Err(Status::InvalidParameter));
-        attrs[0].value = 0;
-        assert_eq!(t.svm_set_attr(0x10_0000, 0x1000, &attrs), Err(Status::InvalidNodeUnit), "CPU node");
+        assert_eq!(t.svm_set_attr(va + 1, 0x1000, &set), Err(Status::InvalidParameter));
+        assert_eq!(
+            t.svm_set_attr(va, 0x1000, &[SvmAttribute { attr_type: SvmAttrType::ACCESS, value: 0 }]),
+            Err(Status::InvalidNodeUnit),
+            "CPU node"
+        );
+        // Page 1 is never mapped: the device refuses it.
+        assert_eq!(t.svm_set_attr(0x1000, 0x1000, &set), Err(Status::Error));
     }
+    // SAFETY: allocated above with this layout; no range gives a GPU access to it.
+    unsafe { std::alloc::dealloc(mem, layout) };
 }
 
 #[test]

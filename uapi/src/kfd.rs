@@ -283,6 +283,23 @@ abi_struct!(SmiEventsArgs = 8 { gpuid: u32, anon_fd: u32 });
 
 pub const KFD_IOCTL_SVM_OP_SET_ATTR: u32 = 0;
 pub const KFD_IOCTL_SVM_OP_GET_ATTR: u32 = 1;
+pub const KFD_IOCTL_SVM_LOCATION_SYSMEM: u32 = 0;
+pub const KFD_IOCTL_SVM_LOCATION_UNDEFINED: u32 = 0xffff_ffff;
+pub const KFD_IOCTL_SVM_ATTR_PREFERRED_LOC: u32 = 0;
+pub const KFD_IOCTL_SVM_ATTR_PREFETCH_LOC: u32 = 1;
+pub const KFD_IOCTL_SVM_ATTR_ACCESS: u32 = 2;
+pub const KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE: u32 = 3;
+pub const KFD_IOCTL_SVM_ATTR_NO_ACCESS: u32 = 4;
+pub const KFD_IOCTL_SVM_ATTR_SET_FLAGS: u32 = 5;
+pub const KFD_IOCTL_SVM_ATTR_CLR_FLAGS: u32 = 6;
+pub const KFD_IOCTL_SVM_ATTR_GRANULARITY: u32 = 7;
+pub const KFD_IOCTL_SVM_FLAG_HOST_ACCESS: u32 = 0x01;
+pub const KFD_IOCTL_SVM_FLAG_COHERENT: u32 = 0x02;
+pub const KFD_IOCTL_SVM_FLAG_HIVE_LOCAL: u32 = 0x04;
+pub const KFD_IOCTL_SVM_FLAG_GPU_RO: u32 = 0x08;
+pub const KFD_IOCTL_SVM_FLAG_GPU_EXEC: u32 = 0x10;
+pub const KFD_IOCTL_SVM_FLAG_GPU_READ_MOSTLY: u32 = 0x20;
+pub const KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED: u32 = 0x40;
 abi_struct!(SvmAttribute = 8 { type_: u32, value: u32 });
 abi_struct!(
     /// `struct kfd_ioctl_svm_args`; `nattr` [`SvmAttribute`]s follow it inline.

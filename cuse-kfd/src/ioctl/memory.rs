@@ -89,6 +89,10 @@ pub fn alloc(ctx: &Ctx, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
     let va = GpuVa(a.va_addr);
     let mut inner = ctx.process.inner();
     check_free_range(&inner, va, size)?;
+    // kfd_ioctl_alloc_memory_of_gpu: memory SVM ranges already hold is EADDRINUSE.
+    if super::svm::holds(ctx, va.0 / PAGE_SIZE, (va.0 + size) / PAGE_SIZE - 1) {
+        return Err(Errno::EADDRINUSE);
+    }
     let gpu = a.gpu_id;
     let index = inner.next_buffer_index;
     let next_index = index.checked_add(1).ok_or(Errno::ENOMEM)?;

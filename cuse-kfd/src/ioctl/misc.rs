@@ -95,6 +95,9 @@ pub fn get_tile_config(ctx: &Ctx, a: &mut GetTileConfigArgs) -> Result<(), Errno
     Ok(())
 }
 
+/// amdkfd kfd_chardev.c kfd_ioctl_set_xnack_mode: a negative value queries; a change is EBUSY
+/// while the process has queues, and turning XNACK on EPERM unless every GPU can
+/// (kfd_process_xnack_mode). New SVM ranges take their default access from the mode.
 pub fn set_xnack_mode(ctx: &Ctx, a: &mut SetXnackModeArgs) -> Result<(), Errno> {
     let mut inner = ctx.process.inner();
     if a.xnack_enabled < 0 {
@@ -109,6 +112,7 @@ pub fn set_xnack_mode(ctx: &Ctx, a: &mut SetXnackModeArgs) -> Result<(), Errno> 
         return Err(Errno::EPERM);
     }
     inner.xnack_enabled = enable;
+    ctx.process.vm_mut().svm.xnack = enable;
     Ok(())
 }
 

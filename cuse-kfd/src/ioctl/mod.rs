@@ -8,6 +8,7 @@ mod ipc;
 mod memory;
 mod misc;
 mod queue;
+mod svm;
 mod table;
 mod unsupported;
 mod vendor;

@@ -1,6 +1,6 @@
 //! The ioctl table: one row per AMDKFD_IOC_* number, as amdkfd's `amdkfd_ioctls[]`.
 
-use super::{cma, event, ipc, memory, misc, queue, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
+use super::{cma, event, ipc, memory, misc, queue, svm, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::vendor::{CUSE_KFD_IOC_GET_RUNTIME_INFO, CUSE_KFD_IOC_KICK};
@@ -76,7 +76,13 @@ const ROWS: [IoctlDesc; ALL.len()] = [
     row!(AMDKFD_IOC_IMPORT_DMABUF, unsupported::import_dmabuf),
     row!(AMDKFD_IOC_ALLOC_QUEUE_GWS, queue::alloc_gws),
     row!(AMDKFD_IOC_SMI_EVENTS, unsupported::smi_events),
-    row!(AMDKFD_IOC_SVM, unsupported::svm),
+    // Variable-size: the attributes follow the arguments (see `svm`), so the handler takes the bytes.
+    IoctlDesc {
+        cmd: AMDKFD_IOC_SVM,
+        name: short_name(AMDKFD_IOC_SVM),
+        handler: |c, b| svm::svm(c, b).into(),
+        user_ranges: no_ranges,
+    },
     row!(AMDKFD_IOC_SET_XNACK_MODE, misc::set_xnack_mode),
     row!(AMDKFD_IOC_CRIU_OP, unsupported::criu),
     row!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available),

@@ -36,11 +36,6 @@ pub fn smi_events(ctx: &Ctx, a: &mut SmiEventsArgs) -> Result<(), Errno> {
     Err(Errno::EOPNOTSUPP)
 }
 
-/// amdkfd built without CONFIG_HSA_AMD_SVM answers EPERM.
-pub fn svm(_: &Ctx, _: &mut SvmArgs) -> Result<(), Errno> {
-    Err(Errno::EPERM)
-}
-
 /// CRIU_OP carries KFD_IOC_FLAG_CHECKPOINT_RESTORE: amdkfd answers EACCES, before looking at
 /// the arguments, to a caller without CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN. For one with
 /// them an unknown op is EINVAL, and a known one EOPNOTSUPP: this device cannot checkpoint.

@@ -6,6 +6,7 @@ pub mod offsets;
 pub mod remote;
 pub mod shm;
 pub mod sigbus;
+pub mod svm;
 pub mod vm;
 
 use backing::BackingFile;

@@ -15,6 +15,8 @@ pub const CAP_RASEVENTNOTIFY: u32 = 0x0020_0000;
 pub const CAP_ASIC_REVISION_SHIFT: u32 = 22;
 pub const CAP_ASIC_REVISION_MASK: u32 = 0x03c0_0000;
 pub const CAP_SRAM_EDCSUPPORTED: u32 = 0x0400_0000;
+/// The SVM ioctl works (kfd_topology.c sets it where KFD_IS_SVM_API_SUPPORTED).
+pub const CAP_SVMAPI_SUPPORTED: u32 = 0x0800_0000;
 
 /// `capability` with 2^`log2` address watch points, as kfd_topology.c sets it.
 pub const fn cap_watch_points(log2: u32) -> u32 {

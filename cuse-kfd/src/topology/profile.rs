@@ -181,14 +181,15 @@ static PROFILES: &[Profile] = &[
         num_tile_configs: 32,
         num_macro_tile_configs: 16,
         // What an MI210 reports (4 watch points, SOC15 doorbells, revision 1, SRAM and HBM
-        // ECC, RAS events), minus what this device does not implement: the debugger trap bits
-        // (DBG_TRAP answers EINVAL), SVM_API (no SVM ioctl) and per-queue reset.
+        // ECC, RAS events, the SVM API), minus what this device does not implement: the
+        // debugger trap bits (DBG_TRAP answers EINVAL) and per-queue reset.
         capability: cap_watch_points(2)
             | cap_doorbell_type(CAP_DOORBELL_TYPE_2_0)
             | cap_asic_revision(1)
             | CAP_SRAM_EDCSUPPORTED
             | CAP_MEM_EDCSUPPORTED
-            | CAP_RASEVENTNOTIFY,
+            | CAP_RASEVENTNOTIFY
+            | CAP_SVMAPI_SUPPORTED,
         // kfd_topology_set_capabilities: GFX9 watch mask bits; GC 9.4.2 lacks always-valid TTMPs.
         debug_prop: DBG_WATCH_ADDR_MASK_LO_BIT_GFX9 | DBG_WATCH_ADDR_MASK_HI_BIT,
         // rocminfo on MI210: Packet Processor uCode 96, SDMA engine uCode 9.
@@ -233,9 +234,12 @@ static PROFILES: &[Profile] = &[
         gb_addr_config: 0x0000_0444,
         num_tile_configs: 32,
         num_macro_tile_configs: 16,
-        // 4 watch points and SOC15 doorbells; consumer boards report no ECC/RAS. Debugger trap
-        // and SVM bits are left out as for gfx90a. Revision 0 is chosen.
-        capability: cap_watch_points(2) | cap_doorbell_type(CAP_DOORBELL_TYPE_2_0) | cap_asic_revision(0),
+        // 4 watch points, SOC15 doorbells and the SVM API; consumer boards report no ECC/RAS.
+        // Debugger trap bits are left out as for gfx90a. Revision 0 is chosen.
+        capability: cap_watch_points(2)
+            | cap_doorbell_type(CAP_DOORBELL_TYPE_2_0)
+            | cap_asic_revision(0)
+            | CAP_SVMAPI_SUPPORTED,
         // GFX10 watch mask bits; TTMPs are always set up before GC 11 (kfd_debug.h).
         debug_prop: DBG_WATCH_ADDR_MASK_LO_BIT_GFX10 | DBG_WATCH_ADDR_MASK_HI_BIT | DBG_DISPATCH_INFO_ALWAYS_VALID,
         // Chosen: plausible Navi 21 MEC/SDMA firmware (>= 89, which kfd's debugger check needs).

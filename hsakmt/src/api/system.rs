@@ -258,7 +258,7 @@ unsafe fn svm_attrs(attrs: *const HSA_SVM_ATTRIBUTE, nattr: u32) -> thunk::hsakm
     Ok(c.iter().map(SvmAttribute::from).collect())
 }
 
-/// `hsaKmtSVMSetAttr`: `HSAKMT_STATUS_ERROR` on this device, which has no SVM.
+/// `hsaKmtSVMSetAttr`.
 ///
 /// # Safety
 /// `attrs` is null or points to `nattr` readable `HSA_SVM_ATTRIBUTE`s; the range
@@ -279,7 +279,7 @@ pub unsafe extern "C" fn hsaKmtSVMSetAttr(
     })
 }
 
-/// `hsaKmtSVMGetAttr`: `HSAKMT_STATUS_ERROR` on this device, which has no SVM.
+/// `hsaKmtSVMGetAttr`: ACCESS queries answer in their type, as libhsakmt.
 ///
 /// # Safety
 /// `attrs` is null or points to `nattr` readable and writable `HSA_SVM_ATTRIBUTE`s.

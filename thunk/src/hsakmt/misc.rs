@@ -261,7 +261,7 @@ impl Thunk {
         }
     }
 
-    /// `hsaKmtSVMSetAttr`. amdkfd without SVM (this device) refuses the request: `Error`.
+    /// `hsaKmtSVMSetAttr`.
     ///
     /// # Safety
     ///
@@ -274,8 +274,8 @@ impl Thunk {
         unsafe { self.svm_ioctl(&mut args) }
     }
 
-    /// `hsaKmtSVMGetAttr`: fills the values of `attrs` (locations as node ids). `Error` on this
-    /// device, which has no SVM.
+    /// `hsaKmtSVMGetAttr`: fills the values of `attrs` (locations as node ids), and the type of
+    /// each ACCESS query with the GPU's access.
     pub fn svm_get_attr(&self, start: u64, size: u64, attrs: &mut [SvmAttribute]) -> Result<()> {
         let mut args = self.svm_args(start, size, attrs, KFD_IOCTL_SVM_OP_GET_ATTR, true)?;
         // SAFETY: GET_ATTR only reports attributes, inline in `args`; it registers nothing.
@@ -284,6 +284,8 @@ impl Thunk {
         for (i, at) in attrs.iter_mut().enumerate() {
             let off = head + i * 8 + 4;
             let value = u32::from_le_bytes(args[off..off + 4].try_into().expect("4 bytes"));
+            // ACCESS answers in its type (ACCESS, ACCESS_IN_PLACE or NO_ACCESS for its GPU).
+            at.attr_type = SvmAttrType(u32::from_le_bytes(args[off - 4..off].try_into().expect("4 bytes")));
             let located = matches!(
                 at.attr_type,
                 SvmAttrType::PREFERRED_LOC

@@ -245,10 +245,27 @@ int main(void)
 	OK(hsaKmtAllocQueueGWS(res.QueueId, 1, &first));
 	CHECK(first == 0);
 
-	/* What the device lacks. */
-	CHECK(hsaKmtRuntimeEnable(NULL, false) == HSAKMT_STATUS_NOT_SUPPORTED);
+	/* SVM: refused over a mapped buffer (EADDRINUSE); over malloc'd memory the attributes
+	 * hold, locations as node ids, ACCESS answered in its type. */
 	HSA_SVM_ATTRIBUTE attr = {HSA_SVM_ATTR_ACCESS, gpu};
 	CHECK(hsaKmtSVMSetAttr(ring, 4096, 1, &attr) == HSAKMT_STATUS_ERROR);
+	void *host = aligned_alloc(4096, 2 * 4096);
+	CHECK(host != NULL);
+	HSA_SVM_ATTRIBUTE set[2] = {{HSA_SVM_ATTR_ACCESS, gpu}, {HSA_SVM_ATTR_PREFERRED_LOC, gpu}};
+	OK(hsaKmtSVMSetAttr(host, 2 * 4096, 2, set));
+	HSA_SVM_ATTRIBUTE get[3] = {{HSA_SVM_ATTR_ACCESS, gpu}, {HSA_SVM_ATTR_PREFERRED_LOC, 0},
+				    {HSA_SVM_ATTR_GRANULARITY, 0}};
+	OK(hsaKmtSVMGetAttr(host, 2 * 4096, 3, get));
+	CHECK(get[0].type == HSA_SVM_ATTR_ACCESS && get[1].value == gpu && get[2].value == 9);
+	HSA_SVM_ATTRIBUTE off = {HSA_SVM_ATTR_NO_ACCESS, gpu};
+	OK(hsaKmtSVMSetAttr(host, 2 * 4096, 1, &off));
+	OK(hsaKmtSVMGetAttr(host, 4096, 1, get));
+	CHECK(get[0].type == HSA_SVM_ATTR_NO_ACCESS);
+	free(host);
+	printf("client: SVM attributes set and read back\n");
+
+	/* What the device lacks. */
+	CHECK(hsaKmtRuntimeEnable(NULL, false) == HSAKMT_STATUS_NOT_SUPPORTED);
 	HsaGraphicsResourceInfo gfx;
 	/* libhsakmt's status when the driver's GET_DMABUF_INFO fails. */
 	CHECK(hsaKmtRegisterGraphicsHandleToNodes(3, &gfx, 1, &gpu) == HSAKMT_STATUS_ERROR);

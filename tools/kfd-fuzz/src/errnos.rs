@@ -6,6 +6,11 @@
 use nix::errno::Errno;
 use nix::errno::Errno::*;
 
+/// ALLOC_MEMORY_OF_GPU: EADDRINUSE over an SVM range.
+const ALLOC_MEMORY: &[Errno] = &[EINVAL, ENOMEM, EFAULT, EADDRINUSE];
+/// SVM: bad arguments, an unmapped span, a buffer mapped in it, a wrapping span.
+const SVM: &[Errno] = &[EINVAL, EFAULT, EADDRINUSE, EOVERFLOW];
+
 /// Errnos request `nr` may answer with well-formed framing.
 pub fn allowed(nr: u32) -> &'static [Errno] {
     match nr {
@@ -28,7 +33,7 @@ pub fn allowed(nr: u32) -> &'static [Errno] {
         0x13 => &[EINVAL],                        // SET_TRAP_HANDLER
         0x14 => &[EINVAL, EFAULT],                // GET_PROCESS_APERTURES_NEW
         0x15 => &[EINVAL, EBUSY],                 // ACQUIRE_VM
-        0x16 => &[EINVAL, ENOMEM, EFAULT],        // ALLOC_MEMORY_OF_GPU
+        0x16 => ALLOC_MEMORY,                     // ALLOC_MEMORY_OF_GPU
         0x17 => &[EINVAL, EPERM, EBUSY],          // FREE_MEMORY_OF_GPU
         0x18 => &[EINVAL, EFAULT, ENOMEM],        // MAP_MEMORY_TO_GPU
         0x19 => &[EINVAL, EFAULT, ENOMEM, EBUSY], // UNMAP_MEMORY_FROM_GPU
@@ -37,7 +42,7 @@ pub fn allowed(nr: u32) -> &'static [Errno] {
         0x1C | 0x1D => &[EINVAL],                 // GET_DMABUF_INFO, IMPORT_DMABUF
         0x1E => &[EINVAL, ENODEV, EBUSY],         // ALLOC_QUEUE_GWS
         0x1F => &[EINVAL, EOPNOTSUPP],            // SMI_EVENTS
-        0x20 => &[EPERM],                         // SVM (no CONFIG_HSA_AMD_SVM)
+        0x20 => SVM,                              // SVM
         0x21 => &[EINVAL, EBUSY, EPERM],          // SET_XNACK_MODE
         0x22 => &[EACCES, EINVAL, EOPNOTSUPP],    // CRIU_OP
         0x23 => &[EINVAL],                        // AVAILABLE_MEMORY

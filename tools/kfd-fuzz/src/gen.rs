@@ -554,8 +554,18 @@ impl Gen {
             }
             0x1F => (AMDKFD_IOC_SMI_EVENTS, SmiEventsArgs { gpuid: gpu, anon_fd: 0 }.as_bytes().to_vec()),
             0x20 => {
-                let a = SvmArgs { start_addr: 0x30_0000_0000, size: PAGE_SIZE, op: self.rng.below(2) as u32, nattr: 0 };
-                (AMDKFD_IOC_SVM, a.as_bytes().to_vec())
+                // An address this process never maps: SET_ATTR never registers fuzzer memory the
+                // GPU could then reach (it is EFAULT after the attributes are checked).
+                let sent = self.rng.below(4) as u32;
+                let nattr = sent + u32::from(self.rng.chance(1, 8));
+                let a = SvmArgs { start_addr: 0x30_0000_0000, size: PAGE_SIZE, op: self.rng.below(3) as u32, nattr };
+                let mut b = a.as_bytes().to_vec();
+                for _ in 0..sent {
+                    let value = if self.rng.chance(1, 2) { gpu } else { self.rng.u32() };
+                    b.extend_from_slice(SvmAttribute { type_: self.rng.below(9) as u32, value }.as_bytes());
+                }
+                let cmd = ioc(ioc_dir(AMDKFD_IOC_SVM), ioc_type(AMDKFD_IOC_SVM), ioc_nr(AMDKFD_IOC_SVM), b.len());
+                (cmd, b)
             }
             0x21 => (
                 AMDKFD_IOC_SET_XNACK_MODE,
