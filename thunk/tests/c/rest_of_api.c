@@ -1,8 +1,8 @@
 /* The hsaKmt calls ROCr 5.2.3 does not import, from a C client written against Debian's
  * hsakmt.h (libhsakmt-dev 5.2.3): the ones that work on this device (ResetEvent,
- * QueryEventState, RegisterMemory(ToNodes), UnmapGraphicHandle) and the exact status of each
- * one it refuses as libhsakmt 5.2.3 does on a driver or host without the feature (the old
- * debugger, the ROCm debugger's version, PMC without an IOMMU PMU, SPM, cross-process copies,
+ * QueryEventState, RegisterMemory(ToNodes), UnmapGraphicHandle, ProcessVMRead/Write) and the
+ * exact status of each one it refuses as libhsakmt 5.2.3 does on a driver or host without the
+ * feature (the old debugger, the ROCm debugger's version, PMC without an IOMMU PMU, SPM,
  * MapGraphicHandle, GetQueueInfo without a context save area).
  * Run with CUSE_KFD_EMBEDDED=1 and LD_LIBRARY_PATH at the directory of cuse-kfd's library.
  * Prints "rest_of_api: ok" and exits 0 when every check holds. */
@@ -209,15 +209,33 @@ int main(void)
 	IS(hsaKmtSPMRelease(gpu), SPM_FAILED);
 	IS(hsaKmtSPMRelease(bad_node), HSAKMT_STATUS_INVALID_NODE_UNIT);
 
-	/* Cross-process copies need AMD's out-of-tree CROSS_MEMORY_COPY: ERROR. */
-	HsaMemoryRange local = {ring, 4096}, remote = {desc, 4096};
+	/* Cross-memory copies (AMD's out-of-tree CROSS_MEMORY_COPY), here within this process. */
+	unsigned char *a = NULL, *b = NULL;
+	OK(hsaKmtAllocMemory(0, 4096, hflags, (void **)&a));
+	OK(hsaKmtAllocMemory(0, 4096, hflags, (void **)&b));
+	OK(hsaKmtMapMemoryToGPUNodes(a, 4096, NULL, mflags, 1, &gpu));
+	OK(hsaKmtMapMemoryToGPUNodes(b, 4096, NULL, mflags, 1, &gpu));
+	memset(a, 0, 4096);
+	memset(b, 0xa5, 4096);
+	HsaMemoryRange local = {a, 4096}, remote = {b, 4096};
 	HSAuint64 done = 99;
-	IS(hsaKmtProcessVMRead(getpid(), &local, 1, &remote, 1, &done), HSAKMT_STATUS_ERROR);
-	CHECK(done == 0);
+	OK(hsaKmtProcessVMRead(getpid(), &local, 1, &remote, 1, &done));
+	CHECK(done == 4096 && a[0] == 0xa5 && a[4095] == 0xa5);
+	memset(a, 0x5a, 2048);
+	HsaMemoryRange half = {a, 2048};
 	done = 99;
-	IS(hsaKmtProcessVMWrite(getpid(), &local, 1, &remote, 1, &done), HSAKMT_STATUS_ERROR);
+	OK(hsaKmtProcessVMWrite(getpid(), &half, 1, &remote, 1, &done));
+	CHECK(done == 2048 && b[0] == 0x5a && b[2047] == 0x5a && b[2048] == 0xa5);
+	/* A range past its buffer copies nothing and fails. */
+	HsaMemoryRange past = {b + 2048, 4096};
+	done = 99;
+	IS(hsaKmtProcessVMRead(getpid(), &local, 1, &past, 1, &done), HSAKMT_STATUS_ERROR);
 	CHECK(done == 0);
 	IS(hsaKmtProcessVMRead(getpid(), NULL, 0, &remote, 1, &done), HSAKMT_STATUS_ERROR);
+	OK(hsaKmtUnmapMemoryToGPU(a));
+	OK(hsaKmtUnmapMemoryToGPU(b));
+	OK(hsaKmtFreeMemory(a, 4096));
+	OK(hsaKmtFreeMemory(b, 4096));
 
 	/* A Kaveri-era call no upstream driver had. */
 	HSAuint64 flat = 0;
