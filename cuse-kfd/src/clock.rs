@@ -30,5 +30,10 @@ pub const SYSTEM_CLOCK_HZ: u64 = 1_000_000_000;
 /// GPU counter: CLOCK_MONOTONIC_RAW at 100 MHz, so it is monotonic and shares the CPU
 /// counter's time base.
 pub fn gpu_clock_counter() -> u64 {
-    cpu_clock_counter() / (1_000_000_000 / GPU_CLOCK_HZ)
+    gpu_counter_at(cpu_clock_counter())
+}
+
+/// The GPU counter at CPU counter reading `cpu_ns` (a reading the caller already has).
+pub fn gpu_counter_at(cpu_ns: u64) -> u64 {
+    cpu_ns / (1_000_000_000 / GPU_CLOCK_HZ)
 }

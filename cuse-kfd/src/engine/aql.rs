@@ -12,7 +12,7 @@ use super::grid::Offload;
 use super::kernels::{self, Ran};
 use super::mem::{Mem, Tlb};
 use super::ring::pm4_ib::{self, IbProgress, IbRun};
-use super::runner::{Interrupt, LazyNow, PollCtx, Polled, PropsCache};
+use super::runner::{Deadline, Interrupt, LazyNow, PollCtx, Polled, PropsCache};
 use super::{signal, HwQueue};
 use crate::clock;
 use crate::faults::Faults;
@@ -36,6 +36,22 @@ struct InFlight {
     until: Instant,
     signal: u64,
     start_ts: u64,
+}
+
+/// The clock of one pass of a queue: its slice and the last clock reading that is still "now"
+/// (none once a packet has run since), so a packet's end timestamp is also the next packet's
+/// start and the slice check between them. Packets run back to back as on a command
+/// processor, which starts the next packet when the last one ends.
+struct Pass {
+    deadline: Deadline,
+    now_ns: Option<u64>,
+}
+
+impl Pass {
+    /// Now on the CPU counter (ns), read from the clock unless a reading is still current.
+    fn now(&mut self) -> u64 {
+        *self.now_ns.get_or_insert_with(clock::cpu_clock_counter)
+    }
 }
 
 /// What one packet did.
@@ -77,7 +93,7 @@ impl Work {
     fn resume(
         &mut self,
         mem: &mut Mem,
-        deadline: Instant,
+        deadline: Deadline,
         interrupts: &mut Vec<Interrupt>,
         offload: Option<Offload>,
     ) -> Result<Resumed, QueueFault> {
@@ -196,10 +212,13 @@ impl QueueRunner {
         let process = self.hw.process.clone();
         let faults = self.faults.clone();
         let mut tlb = std::mem::take(&mut self.tlb);
-        let deadline = Instant::now() + ctx.slice;
+        // One clock read starts the slice and is the first packet's start timestamp.
+        let start_ns = clock::cpu_clock_counter();
+        let deadline = Deadline::at(start_ns, ctx.slice);
         let out = {
             let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut tlb, &faults);
-            self.run(&mut mem, now, ctx, deadline, out, (ring_base, ring_size), grace)
+            let mut pass = Pass { deadline, now_ns: Some(start_ns) };
+            self.run(&mut mem, now, ctx, &mut pass, out, (ring_base, ring_size), grace)
         };
         self.tlb = tlb;
         out
@@ -213,11 +232,12 @@ impl QueueRunner {
         mem: &mut Mem<'_>,
         now: &LazyNow,
         ctx: &PollCtx,
-        deadline: Instant,
+        pass: &mut Pass,
         mut out: Polled,
         (ring_base, ring_size): (u64, u64),
         grace: std::time::Duration,
     ) -> Polled {
+        let deadline = pass.deadline;
         let start_index = self.read_index;
         // Retire running kernels whose time has come.
         let mut i = 0;
@@ -225,7 +245,7 @@ impl QueueRunner {
             if self.in_flight[i].until <= now.get() {
                 let f = self.in_flight.remove(i).expect("index checked");
                 fence(Ordering::Release);
-                match signal::complete(mem, f.signal, f.start_ts, clock::gpu_clock_counter()) {
+                match signal::complete(mem, f.signal, f.start_ts, clock::gpu_counter_at(pass.now())) {
                     Ok(ev) => out.events.extend(ev),
                     Err(e) => {
                         self.fail(e.into(), &mut out, ctx.trace);
@@ -242,7 +262,7 @@ impl QueueRunner {
         let mut failure = None;
         let mut sliced = false;
         while budget > 0 {
-            if self.read_index > start_index && Instant::now() >= deadline {
+            if self.read_index > start_index && deadline.passed_at(pass.now()) {
                 break;
             }
             let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
@@ -269,7 +289,8 @@ impl QueueRunner {
                 budget -= 1;
                 let step = Step::Done(Vec::new());
                 let started = (c.first, c.signal, c.start_ts, c.trace_start);
-                if let Err(f) = self.consume(mem, slot, started, step, &mut out, now, ctx) {
+                pass.now_ns = None;
+                if let Err(f) = self.consume(mem, slot, started, step, &mut out, now, (ctx, pass)) {
                     failure = Some(f);
                     break;
                 }
@@ -317,12 +338,14 @@ impl QueueRunner {
                 break;
             }
             let signal = u64::from_le_bytes(packet[56..64].try_into().expect("8 bytes"));
-            let start_ts = if signal != 0 { clock::gpu_clock_counter() } else { 0 };
+            let start_ts = if signal != 0 { clock::gpu_counter_at(pass.now()) } else { 0 };
             let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
             let read_ptr = self.hw.queue.read_ptr.0;
             let target = self.hw.gfx_target_version;
             let at = gfx::PacketAt { slot, index: self.read_index, read_ptr, target };
             let offload = self.offload(ctx);
+            // The packet runs: the time read before it is not its end's.
+            pass.now_ns = None;
             let step = match run_packet(mem, ptype, &packet, (at, offload), now, deadline, &mut out.interrupts) {
                 Ok(s) => s,
                 Err(f) => {
@@ -348,7 +371,8 @@ impl QueueRunner {
                 out.pending = true;
                 break;
             }
-            if let Err(f) = self.consume(mem, slot, (first, signal, start_ts, trace_start), step, &mut out, now, ctx) {
+            let started = (first, signal, start_ts, trace_start);
+            if let Err(f) = self.consume(mem, slot, started, step, &mut out, now, (ctx, pass)) {
                 failure = Some(f);
                 break;
             }
@@ -383,7 +407,7 @@ impl QueueRunner {
         step: Step,
         out: &mut Polled,
         now: &LazyNow,
-        ctx: &PollCtx,
+        (ctx, pass): (&PollCtx, &mut Pass),
     ) -> Result<(), QueueFault> {
         let (first, signal, start_ts, trace_start) = started;
         // Header back to INVALID (barrier bit set), then the read index.
@@ -409,7 +433,9 @@ impl QueueRunner {
                 out.events.extend(events);
                 fence(Ordering::Release);
                 if signal != 0 {
-                    out.events.extend(signal::complete(mem, signal, start_ts, clock::gpu_clock_counter())?);
+                    // The end timestamp's read also starts the next packet and checks the slice.
+                    let end_ns = pass.now();
+                    out.events.extend(signal::complete(mem, signal, start_ts, clock::gpu_counter_at(end_ns))?);
                 }
             }
             Step::Running(until) => self.in_flight.push_back(InFlight { until, signal, start_ts }),
@@ -508,7 +534,7 @@ fn run_packet(
     packet: &[u8; AQL_PACKET_SIZE],
     (at, offload): (gfx::PacketAt, Option<Offload>),
     now: &LazyNow,
-    deadline: Instant,
+    deadline: Deadline,
     interrupts: &mut Vec<Interrupt>,
 ) -> Result<Step, QueueFault> {
     match ptype {

@@ -15,6 +15,7 @@ use super::kernels::Geometry;
 use super::mem::Mem;
 use super::runner::Interrupt;
 use super::signal;
+use crate::engine::runner::Deadline;
 use crate::memory::vm::{GpuVa, VmFault};
 use shader::exec::{Apertures, Code, Fault};
 use shader::group::{self, Workgroup};
@@ -24,7 +25,6 @@ use shader::mem::{AtomicOp, MemFault, Memory};
 use shader::wave::TrapHandler;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 use uapi::aql::KernelDispatchPacket;
 use uapi::queue::{
     AmdQueue, AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE,
@@ -341,7 +341,7 @@ impl Work {
     pub fn resume(
         &mut self,
         mem: &mut Mem,
-        deadline: Instant,
+        deadline: Deadline,
         interrupts: &mut Vec<Interrupt>,
         offload: Option<Offload>,
     ) -> Result<Progress, QueueFault> {
@@ -389,7 +389,7 @@ impl Work {
     fn run(
         &mut self,
         mem: &mut Mem,
-        deadline: Instant,
+        deadline: Deadline,
         interrupts: &mut Vec<Interrupt>,
         offload: Option<Offload>,
     ) -> Result<Progress, QueueFault> {
@@ -435,7 +435,7 @@ impl Work {
                 Ok(group::Progress::Paused) => {}
                 Err(f) => return Err(self.fault(f, vm)),
             }
-            if Instant::now() >= deadline {
+            if deadline.passed() {
                 return Ok(Progress::Paused);
             }
         }

@@ -2,9 +2,10 @@
 
 use super::fault::{QueueFault, ERROR_INVALID_ARGUMENT, ERROR_INVALID_CODE_OBJECT, ERROR_INVALID_PACKET_FORMAT};
 use super::mem::Mem;
+use super::runner::Deadline;
 use super::signal;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use uapi::aql::KernelDispatchPacket;
 use uapi::soft::*;
 use uapi::FromBytes;
@@ -84,7 +85,7 @@ pub fn run(
     mem: &mut Mem,
     p: &KernelDispatchPacket,
     desc: &SoftKernelDescriptor,
-    deadline: Instant,
+    deadline: Deadline,
 ) -> Result<Ran, QueueFault> {
     let g = Geometry::of(p)?;
     let n = g.work_items();
@@ -165,14 +166,14 @@ pub struct Work {
 impl Work {
     /// Runs chunks of the remaining work-items until all are done (`Ok(true)`) or `deadline`
     /// has passed (`Ok(false)`; at least one chunk ran).
-    pub fn resume(&mut self, mem: &mut Mem, deadline: Instant) -> Result<bool, QueueFault> {
+    pub fn resume(&mut self, mem: &mut Mem, deadline: Deadline) -> Result<bool, QueueFault> {
         let chunk = self.op.chunk();
         let mut buf = Vec::new();
         while self.next < self.total {
             let (i, k) = (self.next, chunk.min(self.total - self.next));
             run_chunk(mem, &self.op, i, k, &mut buf)?;
             self.next += k;
-            if self.next < self.total && Instant::now() >= deadline {
+            if self.next < self.total && deadline.passed() {
                 return Ok(false);
             }
         }

@@ -376,7 +376,10 @@ impl Bell {
 fn run(s: &Shared) {
     let mut runners: Vec<Runner> = Vec::new();
     let mut seen = 0u64;
-    let mut last_activity = Instant::now();
+    // When the engine was last found idle after activity (None: it was busy in its last pass,
+    // or just woken): the spin, yield and sleep phases count from there, so a busy pass needs
+    // no clock read of its own.
+    let mut idle_since: Option<Instant> = None;
     let mut sleep = Duration::from_micros(50);
     let mut polls = 0u64;
     // The SIGBUS guard's loss count the runners were last checked against (None: check now).
@@ -395,7 +398,7 @@ fn run(s: &Shared) {
             seen = generation;
             *s.acked.lock() = generation;
             s.acked.notify_all();
-            last_activity = Instant::now();
+            idle_since = None;
         }
         polls += 1;
         s.packets_polls.store(polls, Ordering::Relaxed);
@@ -447,13 +450,13 @@ fn run(s: &Shared) {
             }
         }
         if progressed {
-            last_activity = now.get();
+            idle_since = None;
             sleep = Duration::from_micros(50);
             continue;
         }
         drop(busy);
         let now = now.get();
-        let idle = now.duration_since(last_activity);
+        let idle = now.duration_since(*idle_since.get_or_insert(now));
         if idle < s.config.spin {
             std::hint::spin_loop();
             continue;
@@ -474,7 +477,7 @@ fn run(s: &Shared) {
         }
         s.bell.parked.store(false, Ordering::Release);
         if std::mem::take(&mut *woken) {
-            last_activity = Instant::now();
+            idle_since = None;
             sleep = Duration::from_micros(50);
         }
     }

@@ -29,6 +29,35 @@ impl LazyNow {
 /// client's expensive packets delay another's by about a slice per busy queue.
 pub const SLICE: Duration = Duration::from_millis(1);
 
+/// The end of a pass's time slice on the device clock (CLOCK_MONOTONIC_RAW ns, see
+/// crate::clock), the clock packet timestamps come from: one read serves as the slice's start
+/// and the first packet's start timestamp, one as a packet's end timestamp and the check before
+/// the next packet.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(u64);
+
+impl Deadline {
+    /// `slice` after `start_ns` (a [`crate::clock::cpu_clock_counter`] reading).
+    pub fn at(start_ns: u64, slice: Duration) -> Deadline {
+        Deadline(start_ns.saturating_add(u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX)))
+    }
+
+    /// `slice` from now.
+    pub fn after(slice: Duration) -> Deadline {
+        Deadline::at(crate::clock::cpu_clock_counter(), slice)
+    }
+
+    /// Whether the slice has ended (reads the clock).
+    pub fn passed(self) -> bool {
+        self.passed_at(crate::clock::cpu_clock_counter())
+    }
+
+    /// Whether the slice had ended at `now_ns`.
+    pub fn passed_at(self, now_ns: u64) -> bool {
+        now_ns >= self.0
+    }
+}
+
 /// What every poll needs from the engine.
 pub struct PollCtx<'a> {
     pub grace: Duration,

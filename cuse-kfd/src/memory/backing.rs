@@ -466,8 +466,18 @@ fn in_ram(dir: &OwnedFd) -> bool {
 /// programs (or two embedded devices) each within their own limits could bring in the OOM
 /// killer, which takes whatever it likes. Counting MemAvailable makes every store on the machine
 /// share one bound; an allocation it refuses is ENOMEM to its client, as on a full GPU.
+/// /proc/meminfo is read with one pread of a file kept open rather than open, fstat, reads and
+/// close each time: a read at offset 0 regenerates it (seq_file), so the figure is as fresh.
+/// Its first lines are MemTotal, MemFree and MemAvailable (Linux 3.14 fs/proc/meminfo.c), well
+/// within the buffer; only whole lines are parsed. (sysinfo(2) is one syscall too, but has no
+/// MemAvailable: free plus buffer RAM leaves out the reclaimable page cache.)
 fn ram_allows(len: u64) -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else { return true };
+    static MEMINFO: std::sync::OnceLock<Option<File>> = std::sync::OnceLock::new();
+    let Some(meminfo) = MEMINFO.get_or_init(|| File::open("/proc/meminfo").ok()) else { return true };
+    let mut buf = [0u8; 512];
+    let Ok(n) = std::os::unix::fs::FileExt::read_at(meminfo, &mut buf, 0) else { return true };
+    let whole = buf[..n].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let Ok(text) = std::str::from_utf8(&buf[..whole]) else { return true };
     let kib = |key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key))

@@ -32,10 +32,10 @@ use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use crate::engine::gfx::{self, Work};
 use crate::engine::grid::Offload;
 use crate::engine::mem::Mem;
+use crate::engine::runner::Deadline;
 use crate::engine::runner::Interrupt;
 use shader::isa::Target;
 use shader::launch::{Dispatch, KernelCode};
-use std::time::Instant;
 
 // Opcodes: Linux drivers/gpu/drm/amd/amdgpu/soc15d.h (v6.1), the same in nvd.h.
 pub const SET_BASE: u8 = 0x11;
@@ -180,7 +180,7 @@ impl Compute {
         &mut self,
         mem: &mut Mem,
         p: &[u32],
-        deadline: Instant,
+        deadline: Deadline,
         offload: Option<Offload>,
     ) -> Result<Action, QueueFault> {
         if self.running.is_none() {
@@ -202,7 +202,7 @@ impl Compute {
         &mut self,
         mem: &mut Mem,
         p: &[u32],
-        deadline: Instant,
+        deadline: Deadline,
         offload: Option<Offload>,
     ) -> Result<Action, QueueFault> {
         if self.running.is_none() {
@@ -245,7 +245,7 @@ impl Compute {
 
     /// Runs the started dispatch until it ends or the slice does, or hands it to the workers
     /// and looks how far they got.
-    fn run(&mut self, mem: &mut Mem, deadline: Instant, offload: Option<Offload>) -> Result<Action, QueueFault> {
+    fn run(&mut self, mem: &mut Mem, deadline: Deadline, offload: Option<Offload>) -> Result<Action, QueueFault> {
         let work = self.running.as_mut().expect("a started dispatch");
         let r = work.resume(mem, deadline, &mut self.interrupts, offload);
         match r {

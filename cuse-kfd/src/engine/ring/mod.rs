@@ -21,13 +21,12 @@ mod sdma;
 use super::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use super::grid::Offload;
 use super::mem::{Mem, Tlb};
-use super::runner::{Interrupt, LazyNow, PollCtx, Polled, PropsCache};
+use super::runner::{Deadline, Interrupt, LazyNow, PollCtx, Polled, PropsCache};
 use super::HwQueue;
 use crate::faults::Faults;
 use crate::queue::QueueType;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Packets one queue runs per pass before the others get a turn.
 const BUDGET: u32 = 256;
@@ -218,9 +217,9 @@ impl RingRunner {
         let mut budget = BUDGET;
         let mut failure = None;
         let start = self.rptr;
-        let deadline = Instant::now() + ctx.slice;
+        let deadline = Deadline::after(ctx.slice);
         while budget > 0 {
-            if budget < BUDGET && Instant::now() >= deadline {
+            if budget < BUDGET && deadline.passed() {
                 out.pending = true;
                 break;
             }
@@ -328,7 +327,7 @@ fn step(
     kind: Kind,
     at: Position,
     (resume, compute, offload): (&mut u64, &mut compute::Compute, Option<Offload>),
-    deadline: Instant,
+    deadline: Deadline,
     target: u64,
     mem: &mut Mem,
     ring_base: u64,

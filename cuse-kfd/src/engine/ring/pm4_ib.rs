@@ -24,9 +24,9 @@ use super::{step, Frame, Kind, Position, Stepped};
 use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use crate::engine::grid::Offload;
 use crate::engine::mem::Mem;
+use crate::engine::runner::Deadline;
 use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 use uapi::aql::{AmdAqlPm4IbPacket, AMD_AQL_PM4_IB_DW_CNT_REMAIN};
 
 /// The header of ROCr's jump command: type 3, count 2 (four dwords), opcode INDIRECT_BUFFER.
@@ -130,7 +130,7 @@ impl IbRun {
     pub fn resume(
         &mut self,
         mem: &mut Mem,
-        deadline: Instant,
+        deadline: Deadline,
         interrupts: &mut Vec<Interrupt>,
         offload: Option<Offload>,
     ) -> Result<IbProgress, QueueFault> {
@@ -143,7 +143,7 @@ impl IbRun {
         };
         let mut ran = false;
         while !self.ibs.is_empty() {
-            if ran && Instant::now() >= deadline {
+            if ran && deadline.passed() {
                 return Ok(IbProgress::Paused);
             }
             let at = Position { ibs: &mut self.ibs, rptr: &mut self.rptr, ib_return: &mut self.ib_return };

@@ -23,9 +23,9 @@ use super::{Action, WaitFunction};
 use crate::clock;
 use crate::engine::fault::{QueueFault, ERROR_INVALID_PACKET_FORMAT};
 use crate::engine::mem::Mem;
+use crate::engine::runner::Deadline;
 use crate::engine::runner::Interrupt;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 pub const OP_NOP: u8 = 0;
 pub const OP_COPY: u8 = 1;
@@ -108,7 +108,7 @@ fn unsupported(header: u32) -> QueueFault {
 /// Runs the packet `p` (header included, as long as [`length`] said). A COPY or CONST_FILL
 /// starts `*resume` bytes in and stops once `deadline` has passed: it then returns
 /// [`Action::Sliced`] with `*resume` moved on.
-pub fn exec(mem: &mut Mem, p: &[u32], resume: &mut u64, deadline: Instant) -> Result<Action, QueueFault> {
+pub fn exec(mem: &mut Mem, p: &[u32], resume: &mut u64, deadline: Deadline) -> Result<Action, QueueFault> {
     let header = p[0];
     match header as u8 {
         OP_NOP => Ok(Action::Done),
@@ -186,7 +186,7 @@ fn copy(
     dsts: &[u64],
     bytes: u64,
     done: &mut u64,
-    deadline: Instant,
+    deadline: Deadline,
 ) -> Result<Action, QueueFault> {
     let mut buf = vec![0u8; (bytes - (*done).min(bytes)).min(CHUNK) as usize];
     while *done < bytes {
@@ -196,7 +196,7 @@ fn copy(
             mem.write(d.wrapping_add(*done), &buf[..n])?;
         }
         *done += n as u64;
-        if *done < bytes && Instant::now() >= deadline {
+        if *done < bytes && deadline.passed() {
             return Ok(Action::Sliced);
         }
     }
@@ -211,7 +211,7 @@ fn fill(
     pattern: &[u8],
     bytes: u64,
     done: &mut u64,
-    deadline: Instant,
+    deadline: Deadline,
 ) -> Result<Action, QueueFault> {
     let chunk: Vec<u8> = pattern.iter().copied().cycle().take(bytes.min(CHUNK) as usize).collect();
     while *done < bytes {
@@ -219,7 +219,7 @@ fn fill(
         let n = (bytes - *done).min(CHUNK) as usize;
         mem.write(dst.wrapping_add(*done), &chunk[..n])?;
         *done += n as u64;
-        if *done < bytes && Instant::now() >= deadline {
+        if *done < bytes && deadline.passed() {
             return Ok(Action::Sliced);
         }
     }
