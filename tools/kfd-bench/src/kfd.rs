@@ -260,27 +260,35 @@ fn event_round_trip(kfd: &Kfd, gpu: u32) {
     ratio("event_release_mem_round_trip_p50_vs_futex", ns(p50), ns(base));
 }
 
-/// hsaKmtRegisterMemory + hsaKmtDeregisterMemory of 4 and 64 MiB of touched heap memory.
+/// hsaKmtRegisterMemory + hsaKmtDeregisterMemory of 4 and 64 MiB of touched heap memory, the two
+/// sizes in alternate rounds so that the machine's load changes both alike.
 fn userptr() {
     let thunk = Thunk::open(kfd()).expect("the thunk over an embedded device");
     let big = vec![1u8; 64 << 20];
-    let mut per_s = Vec::new();
-    for bytes in [4usize << 20, 64 << 20] {
-        let label = size_label(bytes);
-        let addr = big.as_ptr() as u64;
-        let r = rate(|| {
-            // SAFETY: `big` outlives the registration, which ends in this closure; the device
-            // does no work on it, and nothing writes it meanwhile.
-            unsafe { thunk.register_memory(addr, bytes as u64) }.expect("hsaKmtRegisterMemory");
-            thunk.deregister_memory(addr).expect("hsaKmtDeregisterMemory");
-        });
-        bench(&format!("userptr_register_deregister_{label}_per_s"), r / 1e3, "k/s");
-        per_s.push(r);
+    let addr = big.as_ptr() as u64;
+    let sizes = [4usize << 20, 64 << 20];
+    let mut rates = [Vec::new(), Vec::new()];
+    for _ in 0..ROUNDS {
+        for (bytes, rates) in sizes.iter().zip(&mut rates) {
+            let t0 = Instant::now();
+            let mut n = 0u32;
+            while t0.elapsed() < ROUND {
+                // SAFETY: `big` outlives the registration, which ends right here; the device does
+                // no work on it, and nothing writes it meanwhile.
+                unsafe { thunk.register_memory(addr, *bytes as u64) }.expect("hsaKmtRegisterMemory");
+                thunk.deregister_memory(addr).expect("hsaKmtDeregisterMemory");
+                n += 1;
+            }
+            rates.push(f64::from(n) / t0.elapsed().as_secs_f64());
+        }
     }
+    let [small, large] = rates.map(median);
+    bench("userptr_register_deregister_4m_per_s", small / 1e3, "k/s");
+    bench("userptr_register_deregister_64m_per_s", large / 1e3, "k/s");
     // Time per registration, 64 MiB over 4 MiB: 1 if it does not depend on the size, 16 if it
     // were a copy or a pin of every page.
-    ratio("userptr_register_64m_vs_4m", per_s[0], per_s[1]);
+    ratio("userptr_register_64m_vs_4m", small, large);
     let copy = memcpy_gbps(64 << 20) * 1e9 / f64::from(64u32 << 20);
     bench("baseline_memcpy_64m_per_s", copy, "1/s");
-    ratio("userptr_register_64m_vs_memcpy_64m", copy, per_s[1]);
+    ratio("userptr_register_64m_vs_memcpy_64m", copy, large);
 }
