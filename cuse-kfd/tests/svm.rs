@@ -7,8 +7,8 @@ mod support;
 use nix::errno::Errno;
 use std::alloc::Layout;
 use support::client::{wait_for, Rig, TIMEOUT};
-use support::pm4;
 use thunk::queue::{RingKind, RingQueue};
+use thunk::{pm4, sdma};
 use uapi::ioctl::{ioc, ioc_dir, ioc_nr, ioc_type, AMDKFD_IOC_SET_XNACK_MODE, AMDKFD_IOC_SVM};
 use uapi::kfd::*;
 use uapi::{FromBytes, IntoBytes};
@@ -20,17 +20,6 @@ const PAGE: u64 = PAGE_SIZE;
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// SDMA packets (vega10_sdma_pkt_open.h, counts minus one).
-fn sdma_write(dst: u64, data: &[u32]) -> Vec<u32> {
-    let mut p = vec![2, dst as u32, (dst >> 32) as u32, data.len() as u32 - 1];
-    p.extend_from_slice(data);
-    p
-}
-
-fn sdma_copy(dst: u64, src: u64, bytes: u32) -> Vec<u32> {
-    vec![1, bytes - 1, 0, src as u32, (src >> 32) as u32, dst as u32, (dst >> 32) as u32]
 }
 
 /// Page-aligned memory of this process the GPU may write (no Rust reference to it exists while
@@ -210,8 +199,8 @@ fn sdma_and_pm4_reach_malloced_memory_through_svm() {
     p.set_u32(0x100, 0x1234_5678);
     set(&rig, p.addr(0), 4 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, rig.gpu)]);
     let sdma = queue(&rig, RingKind::Sdma);
-    sdma.submit(&sdma_write(p.addr(0x1000), &[1, 2, 3]));
-    sdma.submit(&sdma_copy(p.addr(0x2ffc), p.addr(0x100), 8));
+    sdma.submit(&sdma::write(p.addr(0x1000), &[1, 2, 3]));
+    sdma.submit(&sdma::copy_linear(p.addr(0x2ffc), p.addr(0x100), 8));
     wait_idle(&sdma);
     assert_eq!([p.u32_at(0x1000), p.u32_at(0x1004), p.u32_at(0x1008)], [1, 2, 3]);
     assert_eq!([p.u32_at(0x2ffc), p.u32_at(0x3000)], [0x1234_5678, 0], "a copy across a page boundary");
@@ -231,7 +220,7 @@ fn no_access_read_only_and_unmapped_memory_fault() {
     // A range without access for this GPU (XNACK off: a new range has none).
     set(&rig, p.addr(0), PAGE, &[attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, rig.gpu)]);
     let q = queue(&rig, RingKind::Sdma);
-    q.submit(&sdma_write(p.addr(0x10), &[0xDEAD]));
+    q.submit(&sdma::write(p.addr(0x10), &[0xDEAD]));
     assert_eq!(fault(&rig, mem_ev, &q), (p.addr(0), 1, 0, Some(p.addr(0x10))));
     // Access given, then taken away again.
     set(&rig, p.addr(PAGE), PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, rig.gpu)]);
@@ -246,10 +235,10 @@ fn no_access_read_only_and_unmapped_memory_fault() {
     set(&rig, p.addr(2 * PAGE), PAGE, &flags);
     set(&rig, p.addr(3 * PAGE), PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, rig.gpu)]);
     let q = queue(&rig, RingKind::Sdma);
-    q.submit(&sdma_copy(p.addr(3 * PAGE), p.addr(2 * PAGE), 4));
+    q.submit(&sdma::copy_linear(p.addr(3 * PAGE), p.addr(2 * PAGE), 4));
     wait_idle(&q);
     assert_eq!(p.u32_at(3 * PAGE), 42, "read from the read-only range");
-    q.submit(&sdma_write(p.addr(2 * PAGE + 4), &[0xDEAD]));
+    q.submit(&sdma::write(p.addr(2 * PAGE + 4), &[0xDEAD]));
     assert_eq!(fault(&rig, mem_ev, &q), (p.addr(2 * PAGE), 0, 1, Some(p.addr(2 * PAGE + 4))));
     assert_eq!([p.u32_at(0x10), p.u32_at(PAGE + 8), p.u32_at(2 * PAGE + 4)], [0, 0, 0], "no faulting write landed");
     drop(q);
@@ -282,7 +271,7 @@ fn unmapped_memory_faults_and_leaves_the_table() {
     // SAFETY: the mapping made above; the device has nothing in flight on it.
     unsafe { nix::sys::mman::munmap(m, len) }.expect("munmap");
     // Between SVM requests the range is still listed, but the GPU finds no memory there.
-    q.submit(&sdma_write(va + PAGE, &[1]));
+    q.submit(&sdma::write(va + PAGE, &[1]));
     let (page, not_present, _, at) = fault(&rig, mem_ev, &q);
     assert_eq!((page, not_present, at), (va + PAGE, 1, Some(va + PAGE)));
     // The next SVM request sees the unmapping (EFAULT for the span, as svm_range_is_valid) and
@@ -305,16 +294,16 @@ fn with_xnack_on_new_ranges_are_accessible() {
     assert_eq!(get(&rig, p.addr(0), 3 * PAGE)[2], KFD_IOCTL_SVM_ATTR_ACCESS, "no range: a new one's access");
     set(&rig, p.addr(0), PAGE, &[attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, rig.gpu)]);
     let q = queue(&rig, RingKind::Sdma);
-    q.submit(&sdma_write(p.addr(0x20), &[5, 6]));
+    q.submit(&sdma::write(p.addr(0x20), &[5, 6]));
     wait_idle(&q);
     assert_eq!([p.u32_at(0x20), p.u32_at(0x24)], [5, 6]);
     // NO_ACCESS still refuses the GPU.
     set(&rig, p.addr(PAGE), PAGE, &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, rig.gpu)]);
-    q.submit(&sdma_write(p.addr(PAGE), &[7]));
+    q.submit(&sdma::write(p.addr(PAGE), &[7]));
     assert_eq!(fault(&rig, mem_ev, &q), (p.addr(PAGE), 1, 0, Some(p.addr(PAGE))));
     // The third page is in no range.
     let q = queue(&rig, RingKind::Sdma);
-    q.submit(&sdma_write(p.addr(2 * PAGE), &[8]));
+    q.submit(&sdma::write(p.addr(2 * PAGE), &[8]));
     assert_eq!(fault(&rig, mem_ev, &q), (p.addr(2 * PAGE), 1, 0, Some(p.addr(2 * PAGE))));
     assert_eq!([p.u32_at(PAGE), p.u32_at(2 * PAGE)], [0, 0]);
     drop(q);
@@ -347,11 +336,11 @@ fn pages_the_cpu_may_not_write_are_read_only_for_the_gpu() {
     unsafe { mprotect(m, PAGE as usize, ProtFlags::PROT_READ) }.expect("mprotect");
     let _ = get(&rig, va, 2 * PAGE);
     let q = queue(&rig, RingKind::Sdma);
-    q.submit(&sdma_copy(va + PAGE, va, 4));
+    q.submit(&sdma::copy_linear(va + PAGE, va, 4));
     wait_idle(&q);
     // SAFETY: in the mapping; the queue is idle.
     assert_eq!(unsafe { std::ptr::read_volatile((va + PAGE) as *const u32) }, 0x55, "read from the read-only page");
-    q.submit(&sdma_write(va + 8, &[0xAA]));
+    q.submit(&sdma::write(va + 8, &[0xAA]));
     assert_eq!(fault(&rig, mem_ev, &q), (va, 0, 1, Some(va + 8)));
     // SAFETY: in the mapping; the queue has stopped.
     assert_eq!(unsafe { std::ptr::read_volatile((va + 8) as *const u32) }, 0, "the faulting write landed");

@@ -5,13 +5,11 @@
 //! * [`client`]: an embedded device with the thunk as its client (GPU memory, AQL queues, soft
 //!   kernels) and bounded waits;
 //! * [`code_object`]: gfx90a code objects built at test time with LLVM 15 and loaded into GPU
-//!   memory;
-//! * [`pm4`]: PM4 packet builders.
+//!   memory.
 //!
 //! A test binary uses part of this, so the rest is dead code there.
 #![allow(dead_code)]
 
 pub mod client;
 pub mod code_object;
-pub mod pm4;
 pub mod raw;

@@ -67,7 +67,7 @@ pub fn run() {
 
 /// Barrier packets per second: one producer keeps `queues` rings full (doorbell per packet),
 /// the median of 5 rounds (returned, in packets/s).
-fn barrier_throughput(kfd: &Kfd, gpu: u32, queues: usize) -> f64 {
+pub(crate) fn barrier_throughput(kfd: &Kfd, gpu: u32, queues: usize) -> f64 {
     const PER_ROUND: u64 = 1_000_000;
     let qs: Vec<AqlQueue> = (0..queues).map(|_| AqlQueue::new(kfd, gpu, 4096).expect("queue")).collect();
     let pkt = packet::barrier_and([0; 5], 0, false);

@@ -181,7 +181,7 @@ fn futex_wake(word: &AtomicU32) {
 }
 
 /// One-way latencies (half round trips) of a futex ping-pong.
-fn futex_ping_pong(iters: usize) -> Vec<Duration> {
+pub(crate) fn futex_ping_pong(iters: usize) -> Vec<Duration> {
     let words = Arc::new((AtomicU32::new(0), AtomicU32::new(0)));
     let w2 = words.clone();
     let peer = std::thread::spawn(move || {

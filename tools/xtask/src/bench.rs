@@ -3,9 +3,10 @@
 use crate::steps::{Ctx, Outcome, Step};
 
 /// Every bench. A new bench is one entry here and one function below.
-pub const BENCHES: [Step; 4] = [
+pub const BENCHES: [Step; 5] = [
     Step { name: "engine", aliases: &[], needs: "the kfd-bench binary (tools/kfd-bench)", run: engine_bench },
     Step { name: "signals", aliases: &[], needs: "the kfd-bench binary and the rocr-shim", run: signals_bench },
+    Step { name: "kfd", aliases: &[], needs: "the kfd-bench binary (tools/kfd-bench)", run: kfd_bench },
     Step {
         name: "shader",
         aliases: &[],
@@ -31,6 +32,12 @@ fn engine_bench(ctx: &Ctx) -> Outcome {
 /// Signal batches and wake-up latency through the rocr-shim (tools/kfd-bench/src/signals.rs).
 fn signals_bench(ctx: &Ctx) -> Outcome {
     ctx.cargo(&["run", "--release", "-p", "kfd-bench", "--", "signals"])
+}
+
+/// The KFD interface's throughput on the embedded device: SDMA copies, PM4 packets, queue
+/// churn, event round trips, USERPTR registration (tools/kfd-bench/src/kfd.rs).
+fn kfd_bench(ctx: &Ctx) -> Outcome {
+    ctx.cargo(&["run", "--release", "-p", "kfd-bench", "--", "kfd"])
 }
 
 /// The soft shader core on gfx90a kernels built with LLVM 15, against plain Rust

@@ -1,4 +1,5 @@
-//! PM4 type-3 packet builders (Linux amdgpu soc15d.h encoding; shader type compute).
+//! PM4 type-3 packet builders for a [`crate::queue::RingQueue`] of kind PM4 (Linux amdgpu
+//! soc15d.h encoding; shader type compute), shared by the device's tests and kfd-bench.
 
 /// A type-3 header: `body` dwords after it, shader type compute.
 pub fn header(op: u8, body: usize) -> u32 {
