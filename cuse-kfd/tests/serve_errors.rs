@@ -18,11 +18,13 @@ fn runtime_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// `cuse-kfd serve` with a test's own node name and runtime directory, plus `extra`.
+/// `cuse-kfd serve` with a test's own node name and runtime directory, plus `extra`. The node's
+/// group is root's (gid 0, which every system has): the default, `render`, exists only where
+/// udev created it, and serve looks it up before it opens /dev/cuse.
 fn serve(cmd: &mut Command, test: &str, extra: &[&str]) -> Output {
     let dir = runtime_dir(test);
     let out = cmd
-        .args(["serve", "--name", &format!("kfd-serve-errors-{test}"), "--runtime-dir"])
+        .args(["serve", "--name", &format!("kfd-serve-errors-{test}"), "--group", "0", "--runtime-dir"])
         .arg(&dir)
         .args(extra)
         .output()
