@@ -1,6 +1,8 @@
 //! The ioctl table: one row per AMDKFD_IOC_* number, as amdkfd's `amdkfd_ioctls[]`.
 
-use super::{cma, event, ipc, memory, misc, queue, svm, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange};
+use super::{
+    cma, event, ipc, memory, misc, queue, svm, typed, unsupported, vendor, Ctx, Direction, Handled, UserRange,
+};
 use uapi::ioctl::*;
 use uapi::kfd::*;
 use uapi::vendor::{CUSE_KFD_IOC_GET_RUNTIME_INFO, CUSE_KFD_IOC_KICK};
