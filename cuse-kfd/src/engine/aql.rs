@@ -54,6 +54,13 @@ impl Pass {
     }
 }
 
+/// The address of the amd_queue_t field at `offset`, found from the queue's read pointer (its
+/// read_dispatch_id field); None where a client's read pointer puts the structure below address 0
+/// or the field past the top of the address space.
+fn amd_queue_field(read_ptr: u64, offset: usize) -> Option<u64> {
+    read_ptr.checked_sub(uapi::queue::AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64)?.checked_add(offset as u64)
+}
+
 /// What one packet did.
 enum Step {
     /// Consumed and finished: complete its signal now.
@@ -456,9 +463,9 @@ impl QueueRunner {
             // The queue's amd_queue_t holds the read pointer it was created with; its
             // queue_inactive_signal receives the error code.
             let mut mem = Mem::new(&process, gpu_id, &mut self.tlb, &self.faults);
-            let base = self.hw.queue.read_ptr.0.wrapping_sub(uapi::queue::AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64);
-            let inactive = mem.load_u64(base + uapi::queue::AMD_QUEUE_INACTIVE_SIGNAL_OFFSET as u64, Ordering::Acquire);
-            if let Some(sig) = inactive.ok().filter(|s| *s != 0) {
+            let field = amd_queue_field(self.hw.queue.read_ptr.0, uapi::queue::AMD_QUEUE_INACTIVE_SIGNAL_OFFSET);
+            let inactive = field.and_then(|va| mem.load_u64(va, Ordering::Acquire).ok());
+            if let Some(sig) = inactive.filter(|s| *s != 0) {
                 // A handle whose value field would wrap around the address space is not mapped.
                 let value = sig.checked_add(uapi::signal::AMD_SIGNAL_VALUE_OFFSET as u64);
                 let first = value.map(|va| mem.swap_i64(va, *code as i64, Ordering::AcqRel));
@@ -632,4 +639,22 @@ fn published_past_target(mem: &mut Mem, write_ptr: u64, read_index: u64, ring_ba
     }
     let slot = ring_base + (read_index % slots) * AQL_PACKET_SIZE as u64;
     matches!(mem.load_u64(slot, Ordering::Acquire), Ok(w) if w as u8 != HSA_PACKET_TYPE_INVALID)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::amd_queue_field;
+    use uapi::queue::{AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, AMD_QUEUE_READ_DISPATCH_ID_OFFSET};
+
+    #[test]
+    fn a_read_pointer_near_either_end_of_the_address_space_has_no_queue_fields() {
+        let rd = AMD_QUEUE_READ_DISPATCH_ID_OFFSET as u64;
+        let inactive = AMD_QUEUE_INACTIVE_SIGNAL_OFFSET;
+        // The fuzzer's queue with its read pointer at GPU address 8 (once an overflow panic).
+        assert_eq!(amd_queue_field(8, inactive), None);
+        assert_eq!(amd_queue_field(rd - 1, inactive), None);
+        assert_eq!(amd_queue_field(rd, inactive), Some(inactive as u64));
+        assert_eq!(amd_queue_field(0x1000 + rd, inactive), Some(0x1000 + inactive as u64));
+        assert_eq!(amd_queue_field(u64::MAX, inactive), None);
+    }
 }
