@@ -160,7 +160,10 @@ fn replace(addr: usize) -> bool {
                 start as *mut libc::c_void,
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                // NORESERVE: a private writable mapping is charged against the commit limit,
+                // and a buffer of several GiB may be over it; a failed MAP_FIXED mmap can leave
+                // the range unmapped, turning the lost file into a segfault.
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
@@ -242,6 +245,33 @@ mod tests {
         assert!(losses() > before);
         // SAFETY: as above: the private pages take stores now.
         unsafe { word.write_volatile(9) };
+        drop(guard);
+    }
+
+    /// A lost buffer larger than RAM and swap together (a VRAM buffer on a small machine) is
+    /// replaced too: Linux's heuristic overcommit refuses a private writable mapping that size
+    /// unless it is MAP_NORESERVE, and the failed MAP_FIXED mmap left the range unmapped (the
+    /// node fuzzer's engine then died of SIGSEGV in a 2 GiB guest).
+    #[test]
+    fn a_lost_mapping_larger_than_memory_is_replaced() {
+        // SAFETY: plain data, zero is valid, and sysinfo only writes it.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to a sysinfo struct.
+        assert_eq!(unsafe { libc::sysinfo(&mut info) }, 0);
+        let memory = (info.totalram as u64 + info.totalswap as u64) * u64::from(info.mem_unit);
+        let len = (2 * memory).next_multiple_of(page() as u64) as usize;
+        let file = tempfile::tempfile().unwrap();
+        // Sparse: no space is used, and a shared file mapping is not charged.
+        file.set_len(len as u64).unwrap();
+        let map = memmap2::MmapOptions::new().len(len).map_raw(&file).unwrap();
+        let guard = Guard::register(map.as_mut_ptr(), len).unwrap();
+        file.set_len(0).unwrap();
+        let word = map.as_mut_ptr().wrapping_add(len - page()) as *mut u64;
+        // SAFETY: in bounds of the live mapping, aligned; the access faults and the guard
+        // replaces the whole mapping with zero pages.
+        let seen = unsafe { word.read_volatile() };
+        assert_eq!(seen, 0);
+        assert!(guard.is_lost());
         drop(guard);
     }
 
