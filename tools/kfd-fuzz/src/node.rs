@@ -535,6 +535,7 @@ pub fn child(device: &Path, seed: u64, len: usize, timeout: Duration, canary: &P
     let at = std::cell::Cell::new(0);
     let place = Place { at, doing };
     let r = child_run(device, seed, len, canary, &heartbeat, &mut stats, &place);
+    *place.doing.lock() = "done: reporting and exiting".into();
     let at = place.at;
     // The parent adds these up for its summary.
     for (name, h) in &stats.answers {
@@ -647,6 +648,7 @@ fn child_run(
             let ids: Vec<u32> = model.events.keys().copied().collect();
             let id = *gen.rng.pick(&ids);
             let t = if gen.rng.chance(1, 2) { KFD_EVENT_TIMEOUT_INFINITE } else { gen.rng.range(1, 50) as u32 };
+            *doing.lock() = format!("operation {i}: starting a helper thread to wait on event {id} (timeout {t})");
             let fd2 = fd.try_clone().map_err(|e| e.to_string())?;
             helpers.push(std::thread::spawn(move || {
                 let mut data = [EventData { event_id: id, ..Default::default() }];
@@ -681,7 +683,9 @@ fn child_run(
             }
         }
         crate::exec::sanitize(call.cmd, &mut data);
-        if cuse_kfd::ioctl::lookup(call.cmd).is_some_and(|d| ioc_nr(d.cmd) == 0x0C) && data.len() >= 24 {
+        // The timeout is bytes 16..20: a short request (20 to 23 bytes) carries it too, and the
+        // device honours it as amdkfd does (the missing tail reads as zeros).
+        if cuse_kfd::ioctl::lookup(call.cmd).is_some_and(|d| ioc_nr(d.cmd) == 0x0C) && data.len() >= 20 {
             // This thread must not block for long: helpers do the long waits.
             let t = u32::from_le_bytes(data[16..20].try_into().expect("4 bytes")).min(100);
             data[16..20].copy_from_slice(&t.to_le_bytes());
@@ -814,6 +818,7 @@ fn child_run(
         *stats.time_us.entry(kind).or_insert(0) += t.elapsed().as_micros() as u64;
     }
     at.set(len);
+    *doing.lock() = format!("after its {len} operations: setting {} events to wake the helpers", model.events.len());
     // Wake every helper: set the events they wait on; infinite waits on destroyed events were
     // failed by the device. Whatever is still parked goes with the process.
     for id in model.events.keys() {
@@ -821,6 +826,7 @@ fn child_run(
         // SAFETY: `a` is a whole SetEventArgs owned here, with no pointers in it.
         let _ = unsafe { raw_ioctl(&fd, AMDKFD_IOC_SET_EVENT, a.as_mut_bytes().as_mut_ptr() as u64) };
     }
+    *doing.lock() = format!("after its {len} operations: joining {} helpers", helpers.len());
     let t0 = Instant::now();
     for h in helpers {
         while !h.is_finished() && t0.elapsed() < Duration::from_millis(200) {
