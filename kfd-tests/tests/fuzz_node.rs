@@ -134,7 +134,12 @@ fn kfd_fuzz_100000_operations_on_the_node() {
     // and the whole run from a copy, pass.
     let fuzz = PrivateCopy::of(&built);
     let fuzz = fuzz.path.as_path();
-    let d = Daemon::start(&bin, "kfd-t-fuzz");
+    // Buffers of at most 32 MiB per process: the node's runtime directory is on the guest's
+    // root (the host's, through 9p), not tmpfs, where the fallocate that reserves a buffer's
+    // backing writes every block (~120 MB/s under TCG: 4-6 s for the fuzzer's 512 MiB VRAM
+    // buffers), and a request answered that late is a hang to the fuzzer. Larger requests are
+    // refused with ENOMEM, one of ALLOC's errnos, so every path is still reached.
+    let d = Daemon::start_with(&bin, "kfd-t-fuzz", &["--process-limit", "vram=32M,gtt=32M"]);
     let args = [
         "--target".to_string(),
         "node".into(),
