@@ -281,46 +281,10 @@ fn wake_latency(rt: &Runtime) {
         ratio(&format!("signal_wake_{name}_p50_vs_futex"), ns(p50), ns(base));
     }
 
-    let word = Arc::new(AtomicU32::new(0));
-    let w2 = word.clone();
-    let mut f = asleep(
-        move |i| loop {
-            let v = w2.load(Ordering::Acquire);
-            if u64::from(v) >= i {
-                break;
-            }
-            futex_wait(&w2, v);
-        },
-        |i| {
-            word.store(i as u32, Ordering::Release);
-            futex_wake(&word);
-        },
-    );
-    let fbase = percentile(&mut f, 50);
+    let fbase = percentile(&mut futex_asleep(Duration::ZERO), 50);
     bench("baseline_futex_wake_asleep_p50", ns(fbase), "ns");
     // The same, with the spin a BLOCKED signal waiter does before each sleep.
-    let word = Arc::new(AtomicU32::new(0));
-    let w2 = word.clone();
-    let mut f = asleep(
-        move |i| {
-            let t0 = Instant::now();
-            while u64::from(w2.load(Ordering::Acquire)) < i && t0.elapsed() < BLOCKED_SPIN {
-                std::hint::spin_loop();
-            }
-            loop {
-                let v = w2.load(Ordering::Acquire);
-                if u64::from(v) >= i {
-                    break;
-                }
-                futex_wait(&w2, v);
-            }
-        },
-        |i| {
-            word.store(i as u32, Ordering::Release);
-            futex_wake(&word);
-        },
-    );
-    let spun = percentile(&mut f, 50);
+    let spun = percentile(&mut futex_asleep(BLOCKED_SPIN), 50);
     bench("baseline_futex_wake_asleep_spun_p50", ns(spun), "ns");
     let s = Arc::new(rt.create_signal(0, &[]).expect("signal"));
     let s2 = s.clone();
@@ -335,4 +299,30 @@ fn wake_latency(rt: &Runtime) {
     bench("signal_wake_blocked_asleep_p99", ns(percentile(&mut w, 99)), "ns");
     ratio("signal_wake_blocked_asleep_p50_vs_futex", ns(p50), ns(fbase));
     ratio("signal_wake_blocked_asleep_p50_vs_spun_futex", ns(p50), ns(spun));
+}
+
+/// Wake latencies of a futex sleeper that first spins for `spin` (none when zero) on the word
+/// its waker stores, as [`asleep`] measures them.
+fn futex_asleep(spin: Duration) -> Vec<Duration> {
+    let word = Arc::new(AtomicU32::new(0));
+    let w2 = word.clone();
+    asleep(
+        move |i| {
+            let t0 = Instant::now();
+            while u64::from(w2.load(Ordering::Acquire)) < i && t0.elapsed() < spin {
+                std::hint::spin_loop();
+            }
+            loop {
+                let v = w2.load(Ordering::Acquire);
+                if u64::from(v) >= i {
+                    break;
+                }
+                futex_wait(&w2, v);
+            }
+        },
+        |i| {
+            word.store(i as u32, Ordering::Release);
+            futex_wake(&word);
+        },
+    )
 }
