@@ -22,6 +22,21 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A fresh private read-write anonymous mapping of `len` bytes, which the caller unmaps.
+fn map_rw(len: usize) -> std::ptr::NonNull<std::ffi::c_void> {
+    use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
+    // SAFETY: a new mapping at an address of the kernel's choosing overlaps nothing of ours.
+    unsafe {
+        mmap_anonymous(
+            None,
+            std::num::NonZeroUsize::new(len).unwrap(),
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE,
+        )
+    }
+    .expect("mmap")
+}
+
 /// Page-aligned memory of this process the GPU may write (no Rust reference to it exists while
 /// a queue runs: the tests read it with volatile loads once the queue is idle or stopped).
 struct Pages {
@@ -251,16 +266,7 @@ fn unmapped_memory_faults_and_leaves_the_table() {
     let rig = Rig::new();
     let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
     let len = 2 * PAGE as usize;
-    // SAFETY: a fresh anonymous mapping nothing else uses; unmapped below.
-    let m = unsafe {
-        nix::sys::mman::mmap_anonymous(
-            None,
-            std::num::NonZeroUsize::new(len).unwrap(),
-            nix::sys::mman::ProtFlags::PROT_READ | nix::sys::mman::ProtFlags::PROT_WRITE,
-            nix::sys::mman::MapFlags::MAP_PRIVATE,
-        )
-    }
-    .expect("mmap");
+    let m = map_rw(len);
     let va = m.as_ptr() as u64;
     set(&rig, va, 2 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, rig.gpu)]);
     let ranges = || rig.emb.device().process(std::process::id()).unwrap().vm().svm.ranges.len();
@@ -313,21 +319,12 @@ fn with_xnack_on_new_ranges_are_accessible() {
 /// protection (amdkfd's notifier sees the mprotect itself).
 #[test]
 fn pages_the_cpu_may_not_write_are_read_only_for_the_gpu() {
-    use nix::sys::mman::{mmap_anonymous, mprotect, munmap, MapFlags, ProtFlags};
+    use nix::sys::mman::{mprotect, munmap, ProtFlags};
     let _serial = serial();
     let rig = Rig::new();
     let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
     let len = 2 * PAGE as usize;
-    // SAFETY: a fresh anonymous mapping nothing else uses; unmapped below.
-    let m = unsafe {
-        mmap_anonymous(
-            None,
-            std::num::NonZeroUsize::new(len).unwrap(),
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_PRIVATE,
-        )
-    }
-    .expect("mmap");
+    let m = map_rw(len);
     let va = m.as_ptr() as u64;
     // SAFETY: in the mapping, writable until the mprotect below.
     unsafe { std::ptr::write_volatile(m.as_ptr() as *mut u32, 0x55) };
