@@ -10,13 +10,18 @@
 //! * `panic-queue=ID`: the command processor panics while polling queue `ID`, as a bug in it
 //!   would: that queue stops with an error its client sees, the other queues go on;
 //! * `crash-at=POINT`: the daemon aborts when it reaches POINT (`ioctl:NAME`, e.g.
-//!   `ioctl:CREATE_QUEUE`), so clients see what a dying driver gives them.
+//!   `ioctl:CREATE_QUEUE`), so clients see what a dying driver gives them;
+//! * `stall-ioctl=NAME:MS`: every NAME ioctl (e.g. `ALLOC_MEMORY_OF_GPU`) waits MS milliseconds
+//!   before it is handled, as one waiting on a slow backing store does, so that what a stalled
+//!   request holds up (and what it must not) can be tested.
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 const NONE: u64 = u64::MAX;
+/// The longest stall-ioctl (ten minutes): a longer one is a typo, not a test.
+const MAX_STALL_MS: u64 = 600_000;
 
 #[derive(Debug)]
 pub struct Faults {
@@ -27,6 +32,8 @@ pub struct Faults {
     delay_ns: AtomicU64,
     crash_armed: AtomicBool,
     crash_at: Mutex<Option<String>>,
+    stall_armed: AtomicBool,
+    stall: Mutex<Option<(String, Duration)>>,
 }
 
 impl Default for Faults {
@@ -39,6 +46,8 @@ impl Default for Faults {
             delay_ns: AtomicU64::new(0),
             crash_armed: AtomicBool::new(false),
             crash_at: Mutex::new(None),
+            stall_armed: AtomicBool::new(false),
+            stall: Mutex::new(None),
         }
     }
 }
@@ -46,8 +55,8 @@ impl Default for Faults {
 /// A fault setting that could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "bad fault {spec:?}: {why} (want vm-fault=ADDR[+LEN], hang-queue=ID, panic-queue=ID, delay-completions=MS or \
-     crash-at=ioctl:NAME)"
+    "bad fault {spec:?}: {why} (want vm-fault=ADDR[+LEN], hang-queue=ID, panic-queue=ID, delay-completions=MS, \
+     crash-at=ioctl:NAME or stall-ioctl=NAME:MS)"
 )]
 pub struct FaultSpecError {
     pub spec: String,
@@ -86,6 +95,16 @@ impl Faults {
                     return Err(err("crash points are ioctl:NAME"));
                 }
                 self.set_crash_at(Some(value.to_string()));
+            }
+            "stall-ioctl" => {
+                let (ioctl, ms) = value.split_once(':').ok_or_else(|| err("want NAME:MS"))?;
+                if ioctl.is_empty() {
+                    return Err(err("no ioctl name"));
+                }
+                let ms = number(ms)
+                    .filter(|&ms| ms <= MAX_STALL_MS)
+                    .ok_or_else(|| err("MS is not a number up to 600000"))?;
+                self.set_stall(Some((ioctl.to_string(), Duration::from_millis(ms))));
             }
             _ => return Err(err("unknown fault")),
         }
@@ -145,6 +164,21 @@ impl Faults {
         self.crash_armed.load(Ordering::Relaxed)
     }
 
+    /// Every `ioctl` (its table name, e.g. `GET_VERSION`) waits this long before its handler;
+    /// `None` clears.
+    pub fn set_stall(&self, stall: Option<(String, Duration)>) {
+        self.stall_armed.store(stall.is_some(), Ordering::Release);
+        *self.stall.lock() = stall;
+    }
+
+    /// How long an `ioctl` is to stall, if it is the stalled one.
+    pub fn stall_of(&self, ioctl: &str) -> Option<Duration> {
+        if !self.stall_armed.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.stall.lock().as_ref().filter(|(name, _)| name == ioctl).map(|&(_, d)| d)
+    }
+
     /// Aborts the process if `point` is the armed crash point.
     pub fn crash_point(&self, point: &str) {
         if self.crash_armed.load(Ordering::Relaxed) && self.crash_at.lock().as_deref() == Some(point) {
@@ -174,5 +208,14 @@ mod tests {
         assert_eq!(f.apply("crash-at=somewhere").unwrap_err().why, "crash points are ioctl:NAME");
         f.set_vm_fault(None);
         assert_eq!(f.vm_fault_in(0x1000, 8), None);
+        assert_eq!(f.stall_of("GET_VERSION"), None);
+        f.apply("stall-ioctl=GET_VERSION:250").unwrap();
+        assert_eq!(f.stall_of("GET_VERSION"), Some(Duration::from_millis(250)));
+        assert_eq!(f.stall_of("CREATE_QUEUE"), None);
+        assert_eq!(f.apply("stall-ioctl=GET_VERSION").unwrap_err().why, "want NAME:MS");
+        assert_eq!(f.apply("stall-ioctl=:5").unwrap_err().why, "no ioctl name");
+        assert_eq!(f.apply("stall-ioctl=X:600001").unwrap_err().why, "MS is not a number up to 600000");
+        f.set_stall(None);
+        assert_eq!(f.stall_of("GET_VERSION"), None);
     }
 }

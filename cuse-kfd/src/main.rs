@@ -78,9 +78,13 @@ struct ServeArgs {
     /// Where backing files and the topology tree live (default /run/cuse-kfd/<NAME>).
     #[arg(long)]
     runtime_dir: Option<PathBuf>,
-    /// Reader threads on the CUSE channel.
-    #[arg(long, default_value_t = 4)]
+    /// Idle reader threads kept on the CUSE channel. Another one starts whenever every reader is
+    /// busy with a request (one waiting on storage, say), up to --max-threads.
+    #[arg(long, default_value_t = channel::Readers::DEFAULT.min)]
     threads: usize,
+    /// The most reader threads at once: past it, requests wait until a reader is free.
+    #[arg(long, default_value_t = channel::Readers::DEFAULT.max)]
+    max_threads: usize,
     /// The CUSE control device.
     #[arg(long, default_value = "/dev/cuse")]
     cuse: PathBuf,
@@ -89,7 +93,7 @@ struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     sysfs_mount: Option<PathBuf>,
     /// Inject a fault (repeatable): vm-fault=ADDR[+LEN], hang-queue=ID, panic-queue=ID, delay-completions=MS,
-    /// crash-at=ioctl:NAME.
+    /// crash-at=ioctl:NAME, stall-ioctl=NAME:MS (NAME as in crash-at, e.g. ALLOC_MEMORY_OF_GPU).
     #[arg(long = "fault", value_name = "SPEC")]
     faults: Vec<String>,
     /// Per-process limits, e.g. `vram=8G,queues=64`: RES is buffers, vram, gtt (bytes, with a
@@ -240,6 +244,8 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     if a.name.is_empty() || a.name.contains("..") || a.name.starts_with('/') {
         return Err(format!("invalid device name {:?}", a.name));
     }
+    let readers =
+        channel::Readers::new(a.threads, a.max_threads).map_err(|e| format!("--threads/--max-threads: {e}"))?;
     for spec in &a.faults {
         // Checked before anything is set up, so a typo costs nothing.
         cuse_kfd::faults::Faults::default().apply(spec).map_err(|e| e.to_string())?;
@@ -291,11 +297,11 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("starting the control socket in {}: {e}", runtime_dir.display()))?;
 
     let session = Arc::new(Session::new(device.clone(), channel.clone(), Box::new(SystemProcfs), &a.name));
-    let (s, c, threads) = (session.clone(), channel.clone(), a.threads);
+    let (s, c) = (session.clone(), channel.clone());
     let server = std::thread::Builder::new()
         .name("cuse-serve".into())
         .spawn(move || {
-            let r = channel::serve(c, s, threads);
+            let r = channel::serve(c, move |frame: &[u8]| s.handle(frame), readers);
             if let Err(e) = &r {
                 log::error!("the CUSE channel failed: {e}");
             }

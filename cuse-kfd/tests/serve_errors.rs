@@ -1,5 +1,6 @@
-//! `cuse-kfd serve`'s clear errors: not root, and no /dev/cuse (with the modprobe
-//! hint). No VM and no CUSE needed: these are the paths where serve gives up before serving.
+//! `cuse-kfd serve`'s clear errors: not root, no /dev/cuse (with the modprobe hint), a reader
+//! pool it cannot have. No VM and no CUSE needed: these are the paths where serve gives up
+//! before serving.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -82,4 +83,16 @@ fn serve_with_a_missing_cuse_path_names_modprobe() {
     let stderr = failed(&serve(&mut Command::new(BIN), "badpath", &["--cuse", missing.to_str().unwrap()]));
     assert!(stderr.contains(&format!("{} does not exist", missing.display())), "{stderr}");
     assert!(stderr.contains("modprobe cuse"), "the hint: {stderr}");
+}
+
+#[test]
+fn serve_refuses_a_reader_pool_it_cannot_have() {
+    // Checked before the root check, so anyone gets the message.
+    for (extra, says) in [
+        (&["--threads", "0"][..], "at least one reader thread"),
+        (&["--threads", "8", "--max-threads", "4"][..], "at most 4 reader threads, fewer than the 8"),
+    ] {
+        let stderr = failed(&serve(&mut Command::new(BIN), "readers", extra));
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
+    }
 }

@@ -54,6 +54,44 @@ fn open_version_apertures_and_runtime_info() {
 
 #[test]
 #[ignore = "device tier"]
+fn requests_stalled_in_every_reader_do_not_stall_another_client() {
+    let bin = tier();
+    // One reader kept, and GET_CLOCK_COUNTERS stalled as a request waiting on storage is.
+    const STALL_MS: u64 = 8000;
+    let stall = format!("stall-ioctl=GET_CLOCK_COUNTERS:{STALL_MS}");
+    let d = Daemon::start_with(&bin, "kfd-t-readers", &["--threads", "1", "--fault", &stall]);
+    let fast = Kfd::open_node(&d.node).expect("open the node");
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stalled: Vec<_> = (0..3)
+        .map(|_| {
+            let (node, finished) = (d.node.clone(), finished.clone());
+            std::thread::spawn(move || {
+                let kfd = Kfd::open_node(&node).expect("open the node");
+                let _ = kfd.clock_counters(0);
+                finished.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    // Let the three reach the daemon (a fixed pool of readers would be held by them now, and
+    // the next request would wait until the first of them ends).
+    std::thread::sleep(Duration::from_millis(1500));
+    let start = Instant::now();
+    assert_eq!(fast.version().unwrap(), (1, 18));
+    let waited = start.elapsed();
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        0,
+        "GET_VERSION was answered only after a stalled request ended ({waited:?})"
+    );
+    println!("GET_VERSION beside 3 stalled requests: {waited:?}");
+    for t in stalled {
+        t.join().unwrap();
+    }
+    assert_eq!(finished.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+#[ignore = "device tier"]
 fn memory_queues_and_soft_kernels_through_the_node() {
     let bin = tier();
     let d = Daemon::start(&bin, "kfd-t-queue");

@@ -170,6 +170,11 @@ pub(crate) unsafe fn dispatch(
     if faults.crash_armed() {
         faults.crash_point(&format!("ioctl:{}", desc.name));
     }
+    if let Some(stall) = faults.stall_of(desc.name) {
+        // Holding nothing of the device: only this request (and its reader) waits.
+        log::debug!("fault injection: {} stalls {stall:?}", desc.name);
+        std::thread::sleep(stall);
+    }
     let trace = device.trace();
     let start = if trace.enabled() { trace.now_ns() } else { 0 };
     let handled = (desc.handler)(&ctx, &mut kdata);

@@ -1,4 +1,12 @@
-//! The /dev/cuse channel: one fd, several reader threads, one write() per reply.
+//! The /dev/cuse channel: one fd, a pool of reader threads, one write() per reply.
+//!
+//! A request holds its reader until its handler returns, and some handlers wait on storage (an
+//! ALLOC's backing file on a slow file system takes seconds) or on other processes' locks. With
+//! a fixed number of readers, that many such requests from one client would leave every other
+//! client's requests unread. So the pool grows by one reader whenever the last idle one takes a
+//! request (as libfuse's multi-threaded loop does), up to a cap, and shrinks back once requests
+//! stop: an extra reader leaves when enough others are idle. The cap only matters when that many
+//! requests are slow at once, and the slow ones are bounded by the quotas.
 
 use super::session::{FrameSink, MAX_TRANSFER};
 use nix::errno::Errno;
@@ -7,7 +15,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// Bytes one read() must be able to take: the kernel refuses smaller buffers
 /// (max(8192, 80 + max_write)).
@@ -44,6 +52,8 @@ impl Channel {
     pub fn read(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         loop {
             match nix::unistd::read(self.file.as_raw_fd(), buf) {
+                // EOF: a channel that is not /dev/cuse (a test's socket) closed.
+                Ok(0) => return Ok(None),
                 Ok(n) => return Ok(Some(n)),
                 // A request the kernel dropped before we read it.
                 Err(Errno::EINTR | Errno::ENOENT | Errno::EAGAIN) => continue,
@@ -65,34 +75,322 @@ impl FrameSink for Channel {
     }
 }
 
-/// Serves `session` on `channel` with `threads` readers; returns when the device goes away.
-pub fn serve(channel: Arc<Channel>, session: Arc<super::session::Session>, threads: usize) -> io::Result<()> {
-    let mut handles = Vec::new();
-    for i in 0..threads.max(1) {
-        let (c, s) = (channel.clone(), session.clone());
-        handles.push(std::thread::Builder::new().name(format!("cuse-reader-{i}")).spawn(
-            move || -> io::Result<()> {
-                let mut buf = vec![0u8; READ_BUFFER];
-                while let Some(n) = c.read(&mut buf)? {
-                    // A panic in a handler answers its request EIO (the responder's drop) and
-                    // must not take the reader along: with every reader gone, every client
-                    // would hang in its ioctl.
-                    let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.handle(&buf[..n])));
-                    if handled.is_err() {
-                        log::error!("a CUSE request handler panicked; the reader goes on");
-                    }
-                }
-                Ok(())
-            },
-        )?);
+/// How many reader threads serve the channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Readers {
+    /// Idle readers kept waiting for requests (at least one).
+    pub min: usize,
+    /// The most readers at once (at least `min`).
+    pub max: usize,
+}
+
+impl Readers {
+    pub const DEFAULT: Readers = Readers { min: 4, max: 64 };
+
+    /// `min` and `max` as given on a command line, checked.
+    pub fn new(min: usize, max: usize) -> Result<Readers, String> {
+        if min == 0 {
+            return Err("at least one reader thread is needed".into());
+        }
+        if max < min {
+            return Err(format!("at most {max} reader threads, fewer than the {min} always kept"));
+        }
+        Ok(Readers { min, max })
     }
-    let mut result = Ok(());
-    for h in handles {
-        match h.join() {
-            Ok(Err(e)) if result.is_ok() => result = Err(e),
-            Err(_) => log::error!("a CUSE reader thread panicked"),
-            _ => {}
+}
+
+/// The readers' shared state.
+struct Pool<H> {
+    channel: Arc<Channel>,
+    handle: H,
+    readers: Readers,
+    /// Taken twice per request, never across a read or a handler.
+    counts: Mutex<Counts>,
+    all_gone: Condvar,
+    error: Mutex<Option<io::Error>>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// Reader threads alive.
+    running: usize,
+    /// Of them, those waiting in read() (or about to).
+    idle: usize,
+    /// The most that were alive at once.
+    peak: usize,
+    /// Readers started so far (their names).
+    started: usize,
+    /// Whether the cap was reported since the pool was last below it.
+    capped: bool,
+}
+
+/// Serves frames from `channel` with `handle` on a pool of reader threads sized by `readers`;
+/// returns when the device goes away, with the first read error if there was one.
+pub fn serve<H>(channel: Arc<Channel>, handle: H, readers: Readers) -> io::Result<()>
+where
+    H: Fn(&[u8]) + Send + Sync + 'static,
+{
+    Pool::new(channel, handle, readers).serve()
+}
+
+impl<H: Fn(&[u8]) + Send + Sync + 'static> Pool<H> {
+    fn new(channel: Arc<Channel>, handle: H, readers: Readers) -> Arc<Self> {
+        Arc::new(Pool {
+            channel,
+            handle,
+            readers,
+            counts: Mutex::new(Counts::default()),
+            all_gone: Condvar::new(),
+            error: Mutex::new(None),
+        })
+    }
+
+    /// Starts the readers and waits until the last one is gone.
+    fn serve(self: &Arc<Self>) -> io::Result<()> {
+        for _ in 0..self.readers.min.max(1) {
+            Pool::add_reader(self)?;
+        }
+        let mut counts = self.lock();
+        while counts.running > 0 {
+            counts = self.all_gone.wait(counts).unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(counts);
+        match self.error.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
-    result
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts one more reader, counted idle.
+    fn add_reader(pool: &Arc<Self>) -> io::Result<()> {
+        let name = {
+            let mut c = pool.lock();
+            c.running += 1;
+            c.idle += 1;
+            c.peak = c.peak.max(c.running);
+            c.started += 1;
+            format!("cuse-reader-{}", c.started - 1)
+        };
+        let p = pool.clone();
+        match std::thread::Builder::new().name(name).spawn(move || p.read_loop()) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let mut c = pool.lock();
+                c.running -= 1;
+                c.idle -= 1;
+                Err(e)
+            }
+        }
+    }
+
+    fn read_loop(self: Arc<Self>) {
+        let mut leave = Leave { pool: &self, idle: true };
+        let mut buf = vec![0u8; READ_BUFFER];
+        loop {
+            let n = match self.channel.read(&mut buf) {
+                Ok(Some(n)) => n,
+                Ok(None) => return,
+                Err(e) => {
+                    self.error.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(e);
+                    return;
+                }
+            };
+            leave.idle = false;
+            self.took_request();
+            // A panic in a handler answers its request EIO (the responder's drop) and must not
+            // take the reader along: with every reader gone, every client would hang in its ioctl.
+            let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.handle)(&buf[..n])));
+            if handled.is_err() {
+                log::error!("a CUSE request handler panicked; the reader goes on");
+            }
+            if !self.back_to_idle() {
+                return;
+            }
+            leave.idle = true;
+        }
+    }
+
+    /// This reader left the idle ones: when it was the last, another one reads meanwhile.
+    fn took_request(self: &Arc<Self>) {
+        let grow = {
+            let mut c = self.lock();
+            c.idle -= 1;
+            let grow = c.idle == 0 && c.running < self.readers.max;
+            if c.idle == 0 && !grow && !c.capped {
+                c.capped = true;
+                log::warn!(
+                    "every one of the {} CUSE reader threads is busy (the --max-threads cap): requests wait until one is free",
+                    c.running
+                );
+            }
+            grow
+        };
+        if grow {
+            match Pool::add_reader(self) {
+                Ok(()) => log::debug!("every CUSE reader is busy: one more started"),
+                Err(e) => log::warn!("starting another CUSE reader thread failed: {e}"),
+            }
+        }
+    }
+
+    /// Back from a request: whether this reader reads on (true) or leaves, as an extra one when
+    /// enough others are idle (false, already uncounted).
+    fn back_to_idle(&self) -> bool {
+        let mut c = self.lock();
+        if c.idle >= self.readers.min && c.running > self.readers.min {
+            c.running -= 1;
+            c.capped = false;
+            return false;
+        }
+        c.idle += 1;
+        true
+    }
+}
+
+/// Uncounts a reader thread however it ends (a panic outside a handler included) and wakes
+/// [`serve`] when it was the last.
+struct Leave<'a, H: Fn(&[u8]) + Send + Sync + 'static> {
+    pool: &'a Pool<H>,
+    /// Whether the reader is still counted idle.
+    idle: bool,
+}
+
+impl<H: Fn(&[u8]) + Send + Sync + 'static> Drop for Leave<'_, H> {
+    fn drop(&mut self) {
+        let mut c = self.pool.lock();
+        // A reader that left through back_to_idle was uncounted there.
+        if self.idle {
+            c.idle -= 1;
+            c.running -= 1;
+        } else if std::thread::panicking() {
+            c.running -= 1;
+        }
+        if c.running == 0 {
+            self.pool.all_gone.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    use std::os::fd::OwnedFd;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A channel over one end of a SOCK_SEQPACKET pair (one frame per read, as /dev/cuse gives,
+    /// and EOF when the other end closes), and that other end.
+    fn socket_channel() -> (Arc<Channel>, OwnedFd) {
+        let (ours, theirs) =
+            socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC).unwrap();
+        (Arc::new(Channel { file: File::from(ours) }), theirs)
+    }
+
+    fn send(fd: &OwnedFd, frame: &[u8]) {
+        assert_eq!(nix::unistd::write(fd, frame).unwrap(), frame.len());
+    }
+
+    /// A handler whose "slow" frames wait until `release` is sent, and which reports every
+    /// frame it finished on `done`.
+    fn handler(release: Arc<(Mutex<bool>, Condvar)>, done: mpsc::Sender<Vec<u8>>) -> impl Fn(&[u8]) + Send + Sync {
+        let done = Mutex::new(done);
+        move |frame: &[u8]| {
+            if frame == b"slow" {
+                let (open, cv) = &*release;
+                let mut open = open.lock().unwrap();
+                while !*open {
+                    open = cv.wait(open).unwrap();
+                }
+            }
+            done.lock().unwrap().send(frame.to_vec()).unwrap();
+        }
+    }
+
+    fn open(release: &(Mutex<bool>, Condvar)) {
+        *release.0.lock().unwrap() = true;
+        release.1.notify_all();
+    }
+
+    /// How long a frame that should be handled may take before the test calls it stuck.
+    const STUCK: Duration = Duration::from_secs(20);
+
+    #[test]
+    fn requests_that_hold_every_reader_do_not_hold_the_others_back() {
+        let (channel, peer) = socket_channel();
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let (tx, rx) = mpsc::channel();
+        let h = handler(release.clone(), tx);
+        let pool = Pool::new(channel, h, Readers { min: 2, max: 16 });
+        let server = std::thread::spawn({
+            let pool = pool.clone();
+            move || pool.serve()
+        });
+        // More slow requests than the readers always kept: a fixed pool of two would leave the
+        // fast one unread until a slow one ends, which here is never before it is answered.
+        for _ in 0..5 {
+            send(&peer, b"slow");
+        }
+        send(&peer, b"fast");
+        assert_eq!(rx.recv_timeout(STUCK).expect("the fast request was left unread"), b"fast");
+        open(&release);
+        for _ in 0..5 {
+            assert_eq!(rx.recv_timeout(STUCK).unwrap(), b"slow");
+        }
+        drop(peer);
+        server.join().unwrap().unwrap();
+        let peak = pool.lock().peak;
+        assert!((7..=16).contains(&peak), "5 slow + 1 fast + 1 reading: {peak} readers at most");
+    }
+
+    #[test]
+    fn the_pool_stops_at_its_cap_and_shrinks_back() {
+        let (channel, peer) = socket_channel();
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let (tx, rx) = mpsc::channel();
+        let h = handler(release.clone(), tx);
+        let pool = Pool::new(channel, h, Readers { min: 1, max: 3 });
+        let server = std::thread::spawn({
+            let pool = pool.clone();
+            move || pool.serve()
+        });
+        for _ in 0..3 {
+            send(&peer, b"slow");
+        }
+        send(&peer, b"fast");
+        // Three readers hold the three slow frames: the fast one waits for the release.
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "a fourth reader was started");
+        open(&release);
+        let mut got: Vec<Vec<u8>> = (0..4).map(|_| rx.recv_timeout(STUCK).unwrap()).collect();
+        got.sort();
+        assert_eq!(got, [b"fast".to_vec(), b"slow".to_vec(), b"slow".to_vec(), b"slow".to_vec()]);
+        assert_eq!(pool.lock().peak, 3);
+        // Idle again, the extras leave, down to the one always kept.
+        let start = std::time::Instant::now();
+        while pool.lock().running > 1 {
+            assert!(start.elapsed() < STUCK, "the pool kept {:?}", *pool.lock());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // And it grows again when needed.
+        *release.0.lock().unwrap() = false;
+        send(&peer, b"slow");
+        send(&peer, b"fast");
+        assert_eq!(rx.recv_timeout(STUCK).expect("the fast request was left unread"), b"fast");
+        open(&release);
+        assert_eq!(rx.recv_timeout(STUCK).unwrap(), b"slow");
+        drop(peer);
+        server.join().unwrap().unwrap();
+        assert_eq!(pool.lock().running, 0);
+    }
+
+    #[test]
+    fn readers_must_be_at_least_one_and_within_the_cap() {
+        assert!(Readers::new(0, 4).is_err());
+        assert!(Readers::new(4, 3).is_err());
+        assert_eq!(Readers::new(2, 2), Ok(Readers { min: 2, max: 2 }));
+    }
 }
