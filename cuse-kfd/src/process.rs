@@ -55,8 +55,6 @@ pub struct ProcessDevice {
     pub alternate_aperture: (u64, u64),
     pub doorbells: Option<Doorbells>,
     pub mmio_page: Option<Arc<BackingFile>>,
-    /// The queue holding this GPU's global wave sync resources (one per process, as in amdkfd).
-    pub gws_queue: Option<u32>,
 }
 
 impl ProcessDevice {
@@ -70,7 +68,6 @@ impl ProcessDevice {
             alternate_aperture: (0, 0),
             doorbells: None,
             mmio_page: None,
-            gws_queue: None,
         }
     }
 }
@@ -118,6 +115,9 @@ pub struct Process {
     /// The trap handler (TBA, TMA) installed for each GPU with SET_TRAP_HANDLER. A leaf lock:
     /// the engine reads it when a dispatch starts, without the process lock.
     trap_handlers: Mutex<BTreeMap<u32, (u64, u64)>>,
+    /// By GPU: the queue holding the GPU's global wave sync resources (one per process, as in
+    /// amdkfd) and their values, which its dispatches' waves reach.
+    gws: Mutex<BTreeMap<u32, (u32, Arc<shader::gws::Gws>)>>,
 }
 
 /// First render-node mmap offset handed out (leaves low offsets unused, as DRM does).
@@ -154,6 +154,7 @@ impl Process {
             vm_generation: AtomicU64::new(0),
             events: Mutex::new(EventTable::default()),
             trap_handlers: Mutex::new(BTreeMap::new()),
+            gws: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -166,6 +167,25 @@ impl Process {
         } else {
             t.insert(gpu_id, (tba, tma));
         }
+    }
+
+    /// The queue of `gpu_id` that holds its GWS, if one does.
+    pub fn gws_queue(&self, gpu_id: u32) -> Option<u32> {
+        self.gws.lock().get(&gpu_id).map(|&(q, _)| q)
+    }
+
+    /// Gives `gpu_id`'s GWS to `queue` (fresh: every resource at zero), or takes them back.
+    pub fn set_gws_queue(&self, gpu_id: u32, queue: Option<u32>) {
+        let mut g = self.gws.lock();
+        match queue {
+            Some(q) => g.insert(gpu_id, (q, Arc::default())),
+            None => g.remove(&gpu_id),
+        };
+    }
+
+    /// The GWS a dispatch on `queue` of `gpu_id` reaches, if that queue holds them.
+    pub fn gws(&self, gpu_id: u32, queue: u32) -> Option<Arc<shader::gws::Gws>> {
+        self.gws.lock().get(&gpu_id).filter(|&&(q, _)| q == queue).map(|(_, g)| g.clone())
     }
 
     /// The (TBA, TMA) of `gpu_id`'s trap handler, if one is installed.

@@ -12,7 +12,7 @@
 
 mod support;
 
-use cuse_kfd::engine::{EngineConfig, ERROR_INVALID_PACKET_FORMAT, ERROR_TRAP};
+use cuse_kfd::engine::{EngineConfig, ERROR_ILLEGAL_INSTRUCTION, ERROR_INVALID_PACKET_FORMAT, ERROR_TRAP};
 use cuse_kfd::memory::vm::GpuVa;
 use std::sync::atomic::Ordering;
 use support::client::{wait_for, Rig, TIMEOUT};
@@ -572,4 +572,76 @@ fn s_trap_without_a_handler_is_the_queue_error_and_an_unmapped_handler_a_vm_faul
     assert_eq!((fault.va, fault.gpu_id, fault.failure.not_present), (tba, rig.gpu, 1));
     assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(tba));
     assert_eq!(u32s(&dst, 1), [0], "the faulting dispatch wrote nothing");
+}
+
+/// Gives the PM4 queue `q` its GPU's GWS (ALLOC_QUEUE_GWS), as kfdtest's KFDGWSTest does.
+fn give_gws(rig: &Rig, q: &RingQueue) {
+    let mut g = AllocQueueGwsArgs { queue_id: q.id, num_gws: 64, ..Default::default() };
+    rig.call(uapi::ioctl::AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut g).expect("ALLOC_QUEUE_GWS");
+    assert_eq!(g.first_gws, 0);
+}
+
+/// kfdtest's GwsInitIsa: the GWS semaphore 0 starts at the dword at s[0:1].
+const GWS_INIT: &str = "  s_mov_b32 m0, 0
+  s_load_dword s16, s[0:1], 0x0 glc
+  s_waitcnt 0
+  v_mov_b32 v0, s16
+  ds_gws_init v0 offset:0 gds
+  s_waitcnt 0";
+
+/// kfdtest's GwsAtomicIncreaseIsa (gfx9): add one to the dword at s[0:1] with scalar loads and
+/// stores, inside semaphore 0.
+const GWS_INCREASE: &str = "  s_mov_b32 m0, 0
+  ds_gws_sema_p offset:0 gds
+  s_waitcnt 0
+  s_load_dword s16, s[0:1], 0x0 glc
+  s_waitcnt 0
+  s_add_u32 s16, s16, 1
+  s_store_dword s16, s[0:1], 0x0 glc
+  s_waitcnt lgkmcnt(0)
+  ds_gws_sema_v offset:0 gds";
+
+#[test]
+fn a_queue_given_gws_keeps_a_semaphore_from_one_dispatch_to_the_next_across_the_workers() {
+    let (Some(init_co), Some(inc_co)) = (program("gws-init", GWS_INIT), program("gws-inc", GWS_INCREASE)) else {
+        return;
+    };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let (init, inc) = (init_co.load(&rig.kfd, rig.gpu), inc_co.load(&rig.kfd, rig.gpu));
+    let (init, inc) = (init.mem.addr(init_co.symbol("shader")), inc.mem.addr(inc_co.symbol("shader")));
+    let buf = rig.alloc(4096, Kind::Gtt);
+    buf.u32_at(0).store(1, Ordering::Release);
+    let q = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Pm4, 4096).expect("creating a PM4 queue");
+    give_gws(&rig, &q);
+    let ev = run_on(&rig, &q, &dispatch_ib(init, 1, buf.addr(0), 0));
+    rig.assert_fires(ev, "the init dispatch");
+    // 512 work-groups, resident by twos or more on two workers: without the semaphore the
+    // scalar read-modify-writes would lose increments.
+    let ev = run_on(&rig, &q, &dispatch_ib(inc, 512, buf.addr(0), 0));
+    rig.assert_fires(ev, "the increasing dispatch");
+    assert_eq!(rig.status(q.id).error, None);
+    assert_eq!(buf.u32_at(0).load(Ordering::Acquire), 513, "kfdtest's 1 + one per work-group");
+}
+
+#[test]
+fn a_gws_instruction_on_a_queue_without_gws_is_a_queue_error_naming_it() {
+    let Some(co) = program("gws-inc-nogws", GWS_INCREASE) else {
+        return;
+    };
+    let rig = Rig::new();
+    let loaded = co.load(&rig.kfd, rig.gpu);
+    let inc = loaded.mem.addr(co.symbol("shader"));
+    let buf = rig.alloc(4096, Kind::Gtt);
+    let (q, ev) = run(&rig, &dispatch_ib(inc, 4, buf.addr(0), 0));
+    let e = rig.wait_error(q.id).error.expect("a queue error");
+    assert_eq!(e.code, ERROR_ILLEGAL_INSTRUCTION, "{e:?}");
+    assert!(e.reason.contains("ds_gws_sema_p") && e.reason.contains("holds no GWS"), "{}", e.reason);
+    rig.assert_quiet(ev, "the end-of-pipe event");
+    // Given the GWS and then taken back, another queue's dispatches have none either.
+    let other = RingQueue::new(&rig.kfd, rig.gpu, RingKind::Pm4, 4096).expect("creating a PM4 queue");
+    give_gws(&rig, &other);
+    let mut g = AllocQueueGwsArgs { queue_id: other.id, num_gws: 0, ..Default::default() };
+    rig.call(uapi::ioctl::AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut g).expect("giving the GWS back");
+    run_on(&rig, &other, &dispatch_ib(inc, 1, buf.addr(0), 0));
+    assert!(rig.wait_error(other.id).error.expect("a queue error").reason.contains("holds no GWS"));
 }

@@ -361,6 +361,8 @@ pub struct Dispatch {
     /// ENABLE_TRAP_HANDLER: "Must be 0 ... set by the CP if the runtime has installed a trap
     /// handler"), and s_trap enters it.
     pub trap_handler: Option<TrapHandler>,
+    /// The queue's GWS resources, if it holds them (AMDKFD_IOC_ALLOC_QUEUE_GWS).
+    pub gws: Option<std::sync::Arc<crate::gws::Gws>>,
 }
 
 impl Dispatch {
@@ -489,7 +491,7 @@ impl Dispatch {
             self.load_vgprs(&mut w, size, first, lanes);
             waves.push(w);
         }
-        Ok(Workgroup::new(waves, self.lds_bytes() as usize))
+        Ok(Workgroup::new(waves, self.lds_bytes() as usize).with_gws(self.gws.clone()))
     }
 
     /// The private segment buffer V# a wave gets: the queue's, with gfx10's INDEX_STRIDE set

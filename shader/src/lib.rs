@@ -24,6 +24,7 @@
 pub mod exec;
 pub mod fp;
 pub mod group;
+pub mod gws;
 pub mod isa;
 pub mod launch;
 pub mod mem;

@@ -86,7 +86,7 @@ pub fn run_wave(w: &mut Wave, ram: &mut Ram, lds: &mut [u8]) -> Result<(), Fault
 /// Like [`run_wave`], decoding for `target`.
 pub fn run_wave_for(target: Target, w: &mut Wave, ram: &mut Ram, lds: &mut [u8]) -> Result<(), Fault> {
     let mut code = Code::new(target);
-    let mut cx = Cx { mem: ram, lds, apertures: Apertures::default() };
+    let mut cx = Cx { mem: ram, lds, apertures: Apertures::default(), gws: None };
     for _ in 0..1_000_000 {
         if step(w, &mut code, &mut cx)? == Flow::End {
             return Ok(());

@@ -59,6 +59,8 @@ pub struct Wave {
     pub trap: Option<TrapHandler>,
     /// Running the trap handler (STATUS.PRIV), from trap entry until s_rfe_b64.
     pub in_trap: bool,
+    /// Waiting at ds_gws_barrier: the barrier round it waits past.
+    pub gws_round: Option<u64>,
 }
 
 impl Wave {
@@ -76,6 +78,7 @@ impl Wave {
             done: false,
             trap: None,
             in_trap: false,
+            gws_round: None,
         }
     }
 

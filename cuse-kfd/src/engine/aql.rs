@@ -349,7 +349,7 @@ impl QueueRunner {
             let trace_start = if ctx.trace.enabled() { ctx.trace.now_ns() } else { 0 };
             let read_ptr = self.hw.queue.read_ptr.0;
             let target = self.hw.gfx_target_version;
-            let at = gfx::PacketAt { slot, index: self.read_index, read_ptr, target };
+            let at = gfx::PacketAt { queue_id: self.hw.queue.id, slot, index: self.read_index, read_ptr, target };
             let offload = self.offload(ctx);
             // The packet runs: the time read before it is not its end's.
             pass.now_ns = None;
@@ -561,7 +561,7 @@ fn run_packet(
             let format = AmdVendorPacketHeader::read_from_bytes(&packet[..4]).expect("4 bytes").amd_format;
             if format == AMD_AQL_FORMAT_PM4_IB {
                 let p = AmdAqlPm4IbPacket::read_from_bytes(packet).expect("64 bytes");
-                let mut ib = pm4_ib::start(mem, &p, at.target)?;
+                let mut ib = pm4_ib::start(mem, &p, at.target, at.queue_id)?;
                 return Ok(match ib.resume(mem, deadline, interrupts, offload)? {
                     IbProgress::Finished => Step::Done(Vec::new()),
                     IbProgress::Paused => Step::Sliced(Work::Pm4(ib)),

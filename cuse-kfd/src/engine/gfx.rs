@@ -43,6 +43,8 @@ const SQ_INTERRUPT_BITS: u32 = 24;
 /// pointer (inside its amd_queue_t).
 #[derive(Debug, Clone, Copy)]
 pub struct PacketAt {
+    /// The queue's id: its GWS, if it holds them, are its dispatches'.
+    pub queue_id: u32,
     pub slot: u64,
     pub index: u64,
     pub read_ptr: u64,
@@ -199,6 +201,7 @@ pub fn start(
         // IB_STS, halted waves). So s_trap stays ERROR_TRAP, which ROCr reports as
         // HSA_STATUS_ERROR_EXCEPTION, as it reports the real handler's outcome.
         trap_handler: None,
+        gws: mem.process.gws(mem.gpu_id, at.queue_id),
     };
     read_scratch(mem, &mut dispatch);
     match dispatch.check() {
@@ -264,8 +267,10 @@ impl Work {
     /// The work of a PM4 dispatch, checked as a whole before any workgroup runs (its scratch is
     /// what the registers say). With COMPUTE_PGM_RSRC2.TRAP_PRESENT set by the client its waves
     /// get the trap handler the process installed for the GPU with SET_TRAP_HANDLER, if any.
-    pub fn new(mem: &Mem, mut dispatch: Dispatch) -> Result<Work, QueueFault> {
+    /// The waves of a dispatch on queue `queue_id` reach its GWS, if it holds them.
+    pub fn new(mem: &Mem, mut dispatch: Dispatch, queue_id: u32) -> Result<Work, QueueFault> {
         dispatch.check().map_err(|e| launch_fault(dispatch.kernel_object, e))?;
+        dispatch.gws = mem.process.gws(mem.gpu_id, queue_id);
         if dispatch.code.rsrc2 & RSRC2_TRAP_PRESENT != 0 {
             dispatch.trap_handler = mem.process.trap_handler(mem.gpu_id).map(|(tba, tma)| TrapHandler { tba, tma });
         }

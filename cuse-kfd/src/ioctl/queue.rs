@@ -126,10 +126,10 @@ pub fn destroy(ctx: &Ctx, a: &mut DestroyQueueArgs) -> Result<(), Errno> {
         if let Some(db) = pdd.doorbells.as_mut() {
             db.free(q.doorbell_index);
         }
-        // Its GWS go with it (pqm_destroy_queue).
-        if pdd.gws_queue == Some(a.queue_id) {
-            pdd.gws_queue = None;
-        }
+    }
+    // Its GWS go with it (pqm_destroy_queue).
+    if ctx.process.gws_queue(q.gpu_id) == Some(a.queue_id) {
+        ctx.process.set_gws_queue(q.gpu_id, None);
     }
     Ok(())
 }
@@ -182,18 +182,22 @@ pub fn get_wave_state(ctx: &Ctx, a: &mut GetQueueWaveStateArgs) -> Result<(), Er
 /// that holds none is EINVAL (amdkfd checks only the process's count and would go on to
 /// release the holder's through a queue without any).
 pub fn alloc_gws(ctx: &Ctx, a: &mut AllocQueueGwsArgs) -> Result<(), Errno> {
-    let mut inner = ctx.process.inner();
+    let inner = ctx.process.inner();
     let gpu_id = inner.queues.get(&a.queue_id).ok_or(Errno::EINVAL)?.gpu_id;
     if ctx.device.topology().gpu(gpu_id).is_none_or(|g| g.profile.num_gws == 0) {
         return Err(Errno::ENODEV);
     }
-    let pdd = inner.devices.get_mut(&gpu_id).ok_or(Errno::EINVAL)?;
-    match (a.num_gws, pdd.gws_queue) {
-        (0, Some(q)) if q == a.queue_id => pdd.gws_queue = None,
+    if !inner.devices.contains_key(&gpu_id) {
+        return Err(Errno::EINVAL);
+    }
+    // Under the process lock, so two calls cannot both find the GPU's GWS free.
+    match (a.num_gws, ctx.process.gws_queue(gpu_id)) {
+        (0, Some(q)) if q == a.queue_id => ctx.process.set_gws_queue(gpu_id, None),
         (0, _) => return Err(Errno::EINVAL),
         (_, Some(_)) => return Err(Errno::EBUSY),
-        (_, None) => pdd.gws_queue = Some(a.queue_id),
+        (_, None) => ctx.process.set_gws_queue(gpu_id, Some(a.queue_id)),
     }
+    drop(inner);
     a.first_gws = 0;
     Ok(())
 }

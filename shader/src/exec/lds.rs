@@ -277,13 +277,6 @@ pub fn implements(op: Op) -> bool {
 /// Why the core lacks a DS operation it decodes.
 fn missing(op: Op) -> &'static str {
     match op {
-        // The global wave sync unit: barriers and semaphores across the whole device.
-        Op::DsGwsInit
-        | Op::DsGwsBarrier
-        | Op::DsGwsSemaV
-        | Op::DsGwsSemaBr
-        | Op::DsGwsSemaP
-        | Op::DsGwsSemaReleaseAll => "GWS",
         Op::DsOrderedCount => "GDS",
         _ => "",
     }

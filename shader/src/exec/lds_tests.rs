@@ -454,24 +454,6 @@ fn gds_is_refused() {
 }
 
 #[test]
-fn gws_operations_decode_and_are_refused() {
-    for src in [
-        "ds_gws_init v2 offset:16 gds",
-        "ds_gws_barrier v2 gds",
-        "ds_gws_sema_v gds",
-        "ds_gws_sema_br v2 gds",
-        "ds_gws_sema_p gds",
-        "ds_gws_sema_release_all gds",
-    ] {
-        let Some(r) = run(src, Apertures::default(), |_, _, _| {}) else {
-            return;
-        };
-        let f = r.fault.expect("a fault");
-        assert!(matches!(&f, Fault::Unimplemented { what, inst, .. } if what == "GWS" && inst == src), "{f}");
-    }
-}
-
-#[test]
 fn waves_of_a_workgroup_share_their_lds_across_a_barrier() {
     use crate::exec::Code;
     use crate::group::{Progress, Workgroup};

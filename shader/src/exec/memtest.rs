@@ -40,7 +40,7 @@ pub fn run(src: &str, apertures: Apertures, setup: impl FnOnce(&mut Wave, &mut R
     let mut fault = None;
     {
         let mut code = Code::new(Target::Gfx90a);
-        let mut cx = Cx { mem: &mut ram, lds: &mut lds, apertures };
+        let mut cx = Cx { mem: &mut ram, lds: &mut lds, apertures, gws: None };
         for _ in 0..10_000 {
             match step(&mut wave, &mut code, &mut cx) {
                 Ok(Flow::End) => break,

@@ -7,6 +7,7 @@
 
 mod buffer;
 mod flat;
+mod gws;
 mod lds;
 mod memop;
 #[cfg(test)]
@@ -37,6 +38,9 @@ pub enum Flow {
     End,
     /// s_sleep (64 * n clocks on the hardware): a hint to let other waves run.
     Sleep(u32),
+    /// A GWS semaphore or barrier holds the wave: it stays at the instruction, which runs
+    /// again at its next turn.
+    Wait,
     /// s_sendmsg MSG_INTERRUPT: raises an interrupt with M0's value as its payload (the event id
     /// of a signal, as ROCm's device library sends it for hostcall and signal stores).
     Interrupt(u32),
@@ -193,6 +197,8 @@ pub struct Cx<'a> {
     /// The workgroup's LDS.
     pub lds: &'a mut [u8],
     pub apertures: Apertures,
+    /// The queue's GWS resources, if it holds them.
+    pub gws: Option<&'a crate::gws::Gws>,
 }
 
 /// Runs the instruction at the wave's PC.
@@ -208,16 +214,23 @@ pub fn step(w: &mut Wave, code: &mut Code, cx: &mut Cx) -> Result<Flow, Fault> {
             Some(h) => h(w, inst, cx),
             None => Err(unimplemented()),
         },
-        Encoding::Ds => lds::exec(w, inst, cx),
+        Encoding::Ds => gws::exec(w, inst, cx).unwrap_or_else(|| lds::exec(w, inst, cx)),
         Encoding::Flat | Encoding::Global | Encoding::Scratch => flat::exec(w, inst, cx),
         Encoding::Mubuf => buffer::exec(w, inst, cx),
         Encoding::Mtbuf | Encoding::Mimg | Encoding::Exp | Encoding::Vintrp => Err(unimplemented()),
     };
-    r.map_err(|e| {
-        // The wave stays at the faulting instruction.
-        w.pc = pc;
-        Fault::new(e, pc, inst)
-    })
+    match r {
+        Ok(Flow::Wait) => {
+            w.pc = pc;
+            Ok(Flow::Wait)
+        }
+        Ok(flow) => Ok(flow),
+        Err(e) => {
+            // The wave stays at the faulting instruction.
+            w.pc = pc;
+            Err(Fault::new(e, pc, inst))
+        }
+    }
 }
 
 /// The error for an instruction a family does not implement.
@@ -233,6 +246,7 @@ pub fn implemented(op: Op) -> bool {
         || smem::implements(op)
         || valu::implements(op)
         || lds::implements(op)
+        || gws::implements(op)
         || flat::implements(op)
         || buffer::implements(op)
 }

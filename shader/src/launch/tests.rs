@@ -89,6 +89,7 @@ fn dispatch(code: KernelCode) -> Dispatch {
         apertures: Apertures::default(),
         user_data: None,
         trap_handler: None,
+        gws: None,
     }
 }
 

@@ -102,17 +102,20 @@ pub struct Compute {
     pub interrupts: Vec<Interrupt>,
     /// The queue's GPU's gfx_target_version: the machine code its dispatches run.
     gfx_target_version: u32,
+    /// The queue's id: its GWS, if it holds them, are its dispatches'.
+    queue_id: u32,
     /// The dispatch-indirect base of the last SET_BASE, if any.
     indirect_base: Option<u64>,
 }
 
 impl Compute {
-    pub fn new(gfx_target_version: u32) -> Compute {
+    pub fn new(gfx_target_version: u32, queue_id: u32) -> Compute {
         Compute {
             regs: Box::new([0; COMPUTE_REGS]),
             running: None,
             interrupts: Vec::new(),
             gfx_target_version,
+            queue_id,
             indirect_base: None,
         }
     }
@@ -190,7 +193,7 @@ impl Compute {
             let Some(dispatch) = self.dispatch("DISPATCH_DIRECT", mem.gpu_id, [p[1], p[2], p[3]], p[4])? else {
                 return Ok(Action::Done);
             };
-            self.running = Some(Box::new(Work::new(mem, dispatch)?));
+            self.running = Some(Box::new(Work::new(mem, dispatch, self.queue_id)?));
         }
         self.run(mem, deadline, offload)
     }
@@ -238,7 +241,7 @@ impl Compute {
             let Some(dispatch) = self.dispatch("DISPATCH_INDIRECT", mem.gpu_id, dims, initiator)? else {
                 return Ok(Action::Done);
             };
-            self.running = Some(Box::new(Work::new(mem, dispatch)?));
+            self.running = Some(Box::new(Work::new(mem, dispatch, self.queue_id)?));
         }
         self.run(mem, deadline, offload)
     }
@@ -340,6 +343,7 @@ impl Compute {
             apertures: gfx::apertures(gpu_id),
             user_data: Some(user_data),
             trap_handler: None,
+            gws: None,
         }))
     }
 }

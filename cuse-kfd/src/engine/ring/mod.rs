@@ -145,7 +145,7 @@ pub struct RingRunner {
 impl RingRunner {
     /// A runner for a PM4 or SDMA queue; a new queue starts at ring offset 0, as a fresh MQD.
     pub fn new(hw: Arc<HwQueue>, faults: Arc<Faults>) -> RingRunner {
-        let gfx_target_version = hw.gfx_target_version;
+        let (gfx_target_version, queue_id) = (hw.gfx_target_version, hw.queue.id);
         let kind = if hw.queue.queue_type == QueueType::Compute { Kind::Pm4 } else { Kind::Sdma };
         RingRunner {
             hw,
@@ -158,7 +158,7 @@ impl RingRunner {
             ibs: Vec::new(),
             ib_return: 0,
             resume: 0,
-            compute: compute::Compute::new(gfx_target_version),
+            compute: compute::Compute::new(gfx_target_version, queue_id),
             stopped: false,
             props: PropsCache::default(),
         }

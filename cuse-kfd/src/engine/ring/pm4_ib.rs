@@ -67,7 +67,12 @@ fn bad(reason: String) -> QueueFault {
 }
 
 /// Checks the packet `p` and returns its indirect buffer, ready to run.
-pub fn start(mem: &mut Mem, p: &AmdAqlPm4IbPacket, gfx_target_version: u32) -> Result<IbRun, QueueFault> {
+pub fn start(
+    mem: &mut Mem,
+    p: &AmdAqlPm4IbPacket,
+    gfx_target_version: u32,
+    queue_id: u32,
+) -> Result<IbRun, QueueFault> {
     if p.header.reserved != 0 {
         return Err(bad(format!("vendor header byte 3 is {:#04x}, not 0", p.header.reserved)));
     }
@@ -119,7 +124,7 @@ pub fn start(mem: &mut Mem, p: &AmdAqlPm4IbPacket, gfx_target_version: u32) -> R
         rptr: 0,
         ib_return: 0,
         resume: 0,
-        compute: super::compute::Compute::new(gfx_target_version),
+        compute: super::compute::Compute::new(gfx_target_version, queue_id),
     })
 }
 

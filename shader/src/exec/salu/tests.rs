@@ -522,7 +522,7 @@ fn sh_mem_bases_holds_the_high_bits_of_the_apertures() {
         private_limit: 0x5678_ffff_ffff_ffff,
         sramecc: false,
     };
-    let mut cx = Cx { mem: &mut mem, lds: &mut lds, apertures };
+    let mut cx = Cx { mem: &mut mem, lds: &mut lds, apertures, gws: None };
     let mut code = Code::new(Target::Gfx90a);
     assert_eq!(step(&mut w, &mut code, &mut cx), Ok(Flow::Next));
     // SHARED_BASE [31:16], PRIVATE_BASE [15:0].
