@@ -31,6 +31,13 @@ fn main() {
     println!("cargo:rerun-if-changed=../rocr-shim/tests/c");
     println!("cargo:rerun-if-changed=../rocr-shim/include");
     println!("cargo:rerun-if-env-changed=CC");
+    // The system's headers (their -dev packages bring the libraries): a build made before
+    // `cargo xtask test` installed them is redone once they are there. Cargo reruns a build
+    // script while a path it names is missing, so until then every build retries (a failed cc
+    // per program).
+    for header in ["/usr/include/hsa/hsa.h", "/usr/include/hsakmt.h"] {
+        println!("cargo:rerun-if-changed={header}");
+    }
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     rocr_programs(&cc, &out.join("rocr"));
