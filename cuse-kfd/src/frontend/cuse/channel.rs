@@ -120,8 +120,8 @@ struct Counts {
     peak: usize,
     /// Readers started so far (their names).
     started: usize,
-    /// Whether the cap was reported since the pool was last below it.
-    capped: bool,
+    /// When the cap was last reported (at most once a minute: a client can hit it at will).
+    capped: Option<std::time::Instant>,
 }
 
 /// Serves frames from `channel` with `handle` on a pool of reader threads sized by `readers`;
@@ -220,8 +220,9 @@ impl<H: Fn(&[u8]) + Send + Sync + 'static> Pool<H> {
             let mut c = self.lock();
             c.idle -= 1;
             let grow = c.idle == 0 && c.running < self.readers.max;
-            if c.idle == 0 && !grow && !c.capped {
-                c.capped = true;
+            let quiet = c.capped.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(60));
+            if c.idle == 0 && !grow && !quiet {
+                c.capped = Some(std::time::Instant::now());
                 log::warn!(
                     "every one of the {} CUSE reader threads is busy (the --max-threads cap): requests wait until one is free",
                     c.running
@@ -243,7 +244,6 @@ impl<H: Fn(&[u8]) + Send + Sync + 'static> Pool<H> {
         let mut c = self.lock();
         if c.idle >= self.readers.min && c.running > self.readers.min {
             c.running -= 1;
-            c.capped = false;
             return false;
         }
         c.idle += 1;
