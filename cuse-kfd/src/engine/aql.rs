@@ -484,6 +484,16 @@ impl QueueRunner {
         Ok(())
     }
 
+    /// Whether only a doorbell can give this queue work: then a poll that finds the doorbell
+    /// unchanged returns at once (see [`super::Quiet`]).
+    pub fn quiet(&self) -> Option<super::Quiet> {
+        if self.stopped {
+            return Some(super::Quiet::Stopped);
+        }
+        let drained = self.read_index >= self.target && self.in_flight.is_empty() && self.current.is_none();
+        drained.then_some(super::Quiet::Until(self.last_doorbell))
+    }
+
     /// Stops the queue and reports why (queue_inactive_signal, HW-exception / queue or memory
     /// events), as the trap handler and KFD do.
     fn fail(&mut self, fault: QueueFault, out: &mut Polled, trace: &Trace) {
