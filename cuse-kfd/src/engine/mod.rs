@@ -6,7 +6,8 @@
 //! One engine thread serves every queue of the device. Clients ring doorbells with plain 64-bit
 //! stores into their doorbell slice (what ROCr does: no syscall), so the thread polls: it spins
 //! briefly after activity, then yields, then sleeps with growing intervals (an idle device does
-//! not burn a core). Cooperative clients can cut the wait short with [`Engine::kick`].
+//! not burn a core). While it spins with every queue drained, it watches the doorbells alone
+//! between passes (`watch`). Cooperative clients can cut the wait short with [`Engine::kick`].
 
 mod aql;
 mod fault;
