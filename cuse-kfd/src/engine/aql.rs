@@ -16,6 +16,7 @@ use super::runner::{Deadline, Interrupt, LazyNow, PollCtx, Polled, PropsCache};
 use super::{signal, HwQueue};
 use crate::clock;
 use crate::faults::Faults;
+use crate::process::Process;
 use crate::queue::QueueType;
 use crate::trace::{Kind as TraceKind, Trace};
 use std::collections::VecDeque;
@@ -42,15 +43,40 @@ struct InFlight {
 /// (none once a packet has run since), so a packet's end timestamp is also the next packet's
 /// start and the slice check between them. Packets run back to back as on a command
 /// processor, which starts the next packet when the last one ends.
+///
+/// The clock is read only when something needs the time: a timestamp, the slice of a packet
+/// that may run long, or the slice check before a further packet. The slice starts at the first
+/// reading, so a pass that runs one barrier without a completion signal reads no clock at all
+/// (the slice bounds passes of long work; a barrier takes nanoseconds).
 struct Pass {
-    deadline: Deadline,
+    slice: std::time::Duration,
+    deadline: Option<Deadline>,
     now_ns: Option<u64>,
 }
 
 impl Pass {
+    fn new(slice: std::time::Duration) -> Pass {
+        Pass { slice, deadline: None, now_ns: None }
+    }
+
     /// Now on the CPU counter (ns), read from the clock unless a reading is still current.
     fn now(&mut self) -> u64 {
-        *self.now_ns.get_or_insert_with(clock::cpu_clock_counter)
+        let now = *self.now_ns.get_or_insert_with(clock::cpu_clock_counter);
+        self.deadline.get_or_insert(Deadline::at(now, self.slice));
+        now
+    }
+
+    /// The end of the pass's slice (read from the clock if no reading has started it yet; that
+    /// reading does not become "now": the packet that needs the slice runs after it).
+    fn deadline(&mut self) -> Deadline {
+        let slice = self.slice;
+        *self.deadline.get_or_insert_with(|| Deadline::at(clock::cpu_clock_counter(), slice))
+    }
+
+    /// Whether the slice has ended.
+    fn passed(&mut self) -> bool {
+        let now = self.now();
+        self.deadline().passed_at(now)
     }
 }
 
@@ -148,6 +174,8 @@ pub struct QueueRunner {
     current: Option<Current>,
     stopped: bool,
     props: PropsCache,
+    /// The process and fault configuration a pass's memory view borrows (see `poll`).
+    lent: Option<(Arc<Process>, Arc<Faults>)>,
 }
 
 impl QueueRunner {
@@ -169,6 +197,7 @@ impl QueueRunner {
             current: None,
             stopped: false,
             props: PropsCache::default(),
+            lent: None,
         };
         // Start from the read pointer the client initialised.
         let rptr = r.hw.queue.read_ptr.0;
@@ -215,19 +244,19 @@ impl QueueRunner {
             self.fail(QueueFault::invalid(ERROR_INVALID_PACKET_FORMAT, reason), &mut out, ctx.trace);
             return out;
         }
-        // The TLB is lent to the pass's memory view, so the pass can still borrow the runner.
-        let process = self.hw.process.clone();
-        let faults = self.faults.clone();
+        // The TLB and the references are lent to the pass's memory view, so the pass can still
+        // borrow the runner. They are moved out and back, not cloned: a clone and its drop are
+        // four atomic read-modify-writes per pass, and such an instruction holds back every later
+        // load, the packet's among them. (A pass that panicked lost them: cloned anew.)
+        let (process, faults) = self.lent.take().unwrap_or_else(|| (self.hw.process.clone(), self.faults.clone()));
         let mut tlb = std::mem::take(&mut self.tlb);
-        // One clock read starts the slice and is the first packet's start timestamp.
-        let start_ns = clock::cpu_clock_counter();
-        let deadline = Deadline::at(start_ns, ctx.slice);
         let out = {
             let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut tlb, &faults);
-            let mut pass = Pass { deadline, now_ns: Some(start_ns) };
+            let mut pass = Pass::new(ctx.slice);
             self.run(&mut mem, now, ctx, &mut pass, out, (ring_base, ring_size), grace)
         };
         self.tlb = tlb;
+        self.lent = Some((process, faults));
         out
     }
 
@@ -244,7 +273,6 @@ impl QueueRunner {
         (ring_base, ring_size): (u64, u64),
         grace: std::time::Duration,
     ) -> Polled {
-        let deadline = pass.deadline;
         let start_index = self.read_index;
         // Retire running kernels whose time has come.
         let mut i = 0;
@@ -269,12 +297,10 @@ impl QueueRunner {
         let mut failure = None;
         let mut sliced = false;
         while budget > 0 {
-            if self.read_index > start_index && deadline.passed_at(pass.now()) {
-                break;
-            }
             let slot = ring_base + (self.read_index % slots) * AQL_PACKET_SIZE as u64;
             if let Some(mut c) = self.current.take() {
                 // The packet this queue was running when its last pass ended.
+                let deadline = pass.deadline();
                 match c.work.resume(mem, deadline, &mut out.interrupts, self.offload(ctx)) {
                     Ok(Resumed::Finished) => {}
                     Ok(Resumed::Paused) => {
@@ -308,6 +334,11 @@ impl QueueRunner {
                     break;
                 }
                 self.target = self.read_index + 1;
+            }
+            // A further packet waits for the next pass once the slice has ended (checked only
+            // when there is one: a drained queue needs no clock).
+            if self.read_index > start_index && pass.passed() {
+                break;
             }
             budget -= 1;
             let first = match mem.load_u64(slot, Ordering::Acquire) {
@@ -353,7 +384,7 @@ impl QueueRunner {
             let offload = self.offload(ctx);
             // The packet runs: the time read before it is not its end's.
             pass.now_ns = None;
-            let step = match run_packet(mem, ptype, &packet, (at, offload), now, deadline, &mut out.interrupts) {
+            let step = match run_packet(mem, ptype, &packet, (at, offload), now, pass, &mut out.interrupts) {
                 Ok(s) => s,
                 Err(f) => {
                     failure = Some(f);
@@ -453,6 +484,16 @@ impl QueueRunner {
         Ok(())
     }
 
+    /// Whether only a doorbell can give this queue work: then a poll that finds the doorbell
+    /// unchanged returns at once (see [`super::Quiet`]).
+    pub fn quiet(&self) -> Option<super::Quiet> {
+        if self.stopped {
+            return Some(super::Quiet::Stopped);
+        }
+        let drained = self.read_index >= self.target && self.in_flight.is_empty() && self.current.is_none();
+        drained.then_some(super::Quiet::Until(self.last_doorbell))
+    }
+
     /// Stops the queue and reports why (queue_inactive_signal, HW-exception / queue or memory
     /// events), as the trap handler and KFD do.
     fn fail(&mut self, fault: QueueFault, out: &mut Polled, trace: &Trace) {
@@ -541,7 +582,7 @@ fn run_packet(
     packet: &[u8; AQL_PACKET_SIZE],
     (at, offload): (gfx::PacketAt, Option<Offload>),
     now: &LazyNow,
-    deadline: Deadline,
+    pass: &mut Pass,
     interrupts: &mut Vec<Interrupt>,
 ) -> Result<Step, QueueFault> {
     match ptype {
@@ -562,7 +603,7 @@ fn run_packet(
             if format == AMD_AQL_FORMAT_PM4_IB {
                 let p = AmdAqlPm4IbPacket::read_from_bytes(packet).expect("64 bytes");
                 let mut ib = pm4_ib::start(mem, &p, at.target, at.queue_id)?;
-                return Ok(match ib.resume(mem, deadline, interrupts, offload)? {
+                return Ok(match ib.resume(mem, pass.deadline(), interrupts, offload)? {
                     IbProgress::Finished => Step::Done(Vec::new()),
                     IbProgress::Paused => Step::Sliced(Work::Pm4(ib)),
                     IbProgress::Blocked => Step::Waiting(Work::Pm4(ib)),
@@ -607,13 +648,13 @@ fn run_packet(
             if desc.magic != SOFT_KERNEL_MAGIC {
                 // GFX code: the shader core runs it.
                 let mut work = gfx::start(mem, &p, at, &raw, interrupts)?;
-                return Ok(match work.resume(mem, deadline, interrupts, offload)? {
+                return Ok(match work.resume(mem, pass.deadline(), interrupts, offload)? {
                     gfx::Progress::Finished => Step::Done(Vec::new()),
                     gfx::Progress::Paused => Step::Sliced(Work::Shader(Box::new(work))),
                     gfx::Progress::Blocked => Step::Waiting(Work::Shader(Box::new(work))),
                 });
             }
-            match kernels::run(mem, &p, &desc, deadline)? {
+            match kernels::run(mem, &p, &desc, pass.deadline())? {
                 Ran::Done { events } => Ok(Step::Done(events)),
                 Ran::Running(d) => Ok(Step::Running(now.get() + d)),
                 Ran::Sliced(work) => Ok(Step::Sliced(Work::Kernel(work))),
@@ -632,13 +673,18 @@ fn run_packet(
 /// a larger one before the engine saw it; like the CP, which reads the write pointer and stops at
 /// an INVALID header, the engine still runs what was published. An INVALID slot here is no error:
 /// nobody rang over it.
+///
+/// The slot's header is looked at first: it is the line the engine itself wrote last (it set
+/// the header INVALID when it consumed the slot a ring ago), so a drained queue, whose next slot
+/// is INVALID, costs no read of the write index, a line the client writes on every reserve.
+/// A header published after its slot was reserved means the write index is past it already.
 fn published_past_target(mem: &mut Mem, write_ptr: u64, read_index: u64, ring_base: u64, slots: u64) -> bool {
-    let Ok(write) = mem.load_u64(write_ptr, Ordering::Acquire) else { return false };
-    if write <= read_index || write - read_index > slots {
+    let slot = ring_base + (read_index % slots) * AQL_PACKET_SIZE as u64;
+    if !matches!(mem.load_u64(slot, Ordering::Acquire), Ok(w) if w as u8 != HSA_PACKET_TYPE_INVALID) {
         return false;
     }
-    let slot = ring_base + (read_index % slots) * AQL_PACKET_SIZE as u64;
-    matches!(mem.load_u64(slot, Ordering::Acquire), Ok(w) if w as u8 != HSA_PACKET_TYPE_INVALID)
+    let Ok(write) = mem.load_u64(write_ptr, Ordering::Acquire) else { return false };
+    write > read_index && write - read_index <= slots
 }
 
 #[cfg(test)]

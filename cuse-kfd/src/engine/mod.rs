@@ -6,7 +6,8 @@
 //! One engine thread serves every queue of the device. Clients ring doorbells with plain 64-bit
 //! stores into their doorbell slice (what ROCr does: no syscall), so the thread polls: it spins
 //! briefly after activity, then yields, then sleeps with growing intervals (an idle device does
-//! not burn a core). Cooperative clients can cut the wait short with [`Engine::kick`].
+//! not burn a core). While it spins with every queue drained, it watches the doorbells alone
+//! between passes (`watch`). Cooperative clients can cut the wait short with [`Engine::kick`].
 
 mod aql;
 mod fault;
@@ -229,6 +230,58 @@ impl Runner {
             Runner::Aql(r) => r.abandon(),
             Runner::Ring(r) => r.abandon(),
         }
+    }
+
+    fn quiet(&self) -> Option<Quiet> {
+        match self {
+            Runner::Aql(r) => r.quiet(),
+            Runner::Ring(r) => r.quiet(),
+        }
+    }
+
+    /// Whether a poll would find something to do: the queue is not quiet, or its doorbell moved.
+    fn rung(&self) -> bool {
+        match self.quiet() {
+            Some(Quiet::Stopped) => false,
+            Some(Quiet::Until(last)) => self.hw().doorbell() != last,
+            None => true,
+        }
+    }
+}
+
+/// A queue that only a doorbell can give work (nothing running, nothing waiting, the ring
+/// drained up to the last doorbell seen).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    /// Stopped by an error: polls do nothing, rung or not.
+    Stopped,
+    /// Until the doorbell holds something other than this value.
+    Until(u64),
+}
+
+/// Doorbell looks per [`watch`]: between two passes of the spin phase.
+const WATCH_LOOKS: u32 = 64;
+
+/// The spin phase between two passes: while every queue is quiet, only a doorbell store (or a
+/// registry change, a stop, lost memory) can bring work, so the engine watches the doorbells
+/// alone, up to [`WATCH_LOOKS`] times, instead of making a pass each time. A pass costs a busy
+/// section (two atomic read-modify-writes), a clock read and a poll of each queue; a look is a
+/// load per doorbell, so a doorbell store is seen within a look, not within a pass. Returns at
+/// once (after one pause) if a queue is not quiet: then passes poll it.
+fn watch(s: &Shared, runners: &[Runner], seen: u64, losses_seen: Option<u64>) {
+    if runners.iter().any(|r| r.quiet().is_none()) {
+        std::hint::spin_loop();
+        return;
+    }
+    for _ in 0..WATCH_LOOKS {
+        if runners.iter().any(Runner::rung)
+            || s.generation.load(Ordering::Acquire) != seen
+            || s.stop.load(Ordering::Acquire)
+            || losses_seen != Some(sigbus::losses())
+        {
+            return;
+        }
+        std::hint::spin_loop();
     }
 }
 
@@ -458,7 +511,7 @@ fn run(s: &Shared) {
         let now = now.get();
         let idle = now.duration_since(*idle_since.get_or_insert(now));
         if idle < s.config.spin {
-            std::hint::spin_loop();
+            watch(s, &runners, seen, losses_seen);
             continue;
         }
         if idle < s.config.spin + s.config.yield_for {

@@ -164,6 +164,15 @@ impl RingRunner {
         }
     }
 
+    /// Whether only a doorbell can give this queue work: then a poll that finds the doorbell
+    /// unchanged returns at once (see [`super::Quiet`]).
+    pub fn quiet(&self) -> Option<super::Quiet> {
+        if self.stopped {
+            return Some(super::Quiet::Stopped);
+        }
+        (self.rptr >= self.target && self.ibs.is_empty()).then_some(super::Quiet::Until(self.last_doorbell))
+    }
+
     /// Bytes per unit of the doorbell / pointers.
     fn unit(&self) -> u64 {
         match self.kind {
