@@ -57,8 +57,10 @@ impl Transport<'_> {
     }
 }
 
-/// The programs, in kfd-tests/c/rocr/<name>.c, and what each checks.
-const PROGRAMS: [(&str, &str); 8] = [
+/// The programs, in kfd-tests/c/rocr/<name>.c, and what each checks. The node's tests run them
+/// all (but [`EMBEDDED_ONLY`]); the embedded tests below run those that one process can (ipc
+/// needs two processes on one device, and the embedded device is one per process).
+const PROGRAMS: [(&str, &str); 9] = [
     ("queue_create", "hsa_queue_create on the GPU agent and ROCr's ring size rules"),
     ("barriers", "barrier-AND and barrier-OR with host-set dependencies, completion signals waited"),
     ("ring_wrap", "300 barrier packets through a 64-slot queue, across the wrap; the read index"),
@@ -67,6 +69,7 @@ const PROGRAMS: [(&str, &str); 8] = [
     ("queue_error", "a packet the device cannot run is a queue error through ROCr's callback"),
     ("vram_blit", "ROCr's blit kernels (HSA_ENABLE_SDMA=0): 4 MiB VRAM fills and a VRAM->VRAM copy"),
     ("vm_fault", "a copy into unmapped GPU memory ends in ROCr's VM fault handler (SDMA, then a blit kernel)"),
+    ("ipc", "hsa_amd_ipc_memory_create/attach: a child process reads and writes its parent's VRAM (node only)"),
 ];
 
 /// Programs that end in ROCr's VM fault handler (an abort) instead of printing PASS: see

@@ -49,6 +49,7 @@ pub const ALLOWED: &[(libc::c_long, &str)] = &[
     (libc::SYS_fdatasync, "flushing the trace file"),
     (libc::SYS_mkdirat, "per-client directories"),
     (libc::SYS_unlinkat, "removing backing files, client directories, the topology tree"),
+    (libc::SYS_linkat, "IPC: a shared buffer's backing file under its share handle, and in each importer's directory"),
     (libc::SYS_renameat, "replacing files atomically"),
     (libc::SYS_renameat2, "replacing files atomically; moving an older context's backing directory aside"),
     (libc::SYS_fchown, "giving a backing file to its client"),
