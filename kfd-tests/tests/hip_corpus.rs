@@ -10,10 +10,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// What every program must cover, by file name.
-const PROGRAMS: [&str; 12] = [
+const PROGRAMS: [&str; 13] = [
     "grid3d",
     "histogram",
     "int64_f64",
+    "managed",
     "math",
     "matmul",
     "memset_d2d",
@@ -75,10 +76,10 @@ fn the_o0_program_is_built_without_optimisation() {
 
 /// Programs known to pass on the shader core (all of them, since the VALU float family landed):
 /// a regression if one stops passing.
-const PASSING: [&str; 12] = PROGRAMS;
+const PASSING: [&str; 13] = PROGRAMS;
 
 /// The same for gfx1030.
-const PASSING_GFX1030: [&str; 12] = PROGRAMS;
+const PASSING_GFX1030: [&str; 13] = PROGRAMS;
 
 /// Whether a HIP program passes on the embedded device (default profile gfx90a), with the real
 /// ROCr: HIP's first hipMemcpy loads HIP's blit code object, and freezing it copies the code into
@@ -130,6 +131,25 @@ fn run_at_level(name: &str, target: &'static str, level: Option<&str>, limit: Du
     let what = stop.split(": `").nth(1).map_or(stop, |s| s.split(" at pc").next().unwrap_or(s));
     println!("{name:<12} {target:<8} {took:>6.1} s stops at `{what}");
     false
+}
+
+/// With HSA_XNACK=1 ROCr turns XNACK on (SET_XNACK_MODE) and HIP's managed memory is an SVM
+/// range the device maps for the kernel (AMDKFD_IOC_SVM). Plain malloc'd memory (map-on-fault) is
+/// the node's test (hip_node): the embedded device refuses to fault in its own process's memory
+/// at any address a kernel names.
+#[test]
+fn managed_memory_with_xnack_on_is_an_svm_range() {
+    let p = hip_corpus::programs().unwrap().into_iter().find(|p| p.name == "managed").unwrap();
+    let b = hip_corpus::build(&p, "gfx90a", &hip_corpus::out_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = kfd_tests::launcher::cargo_run();
+    cmd.args(["--embedded", "--"]).arg(&b.exe).env("HSA_XNACK", "1").env_remove("HSAKMT_LOG");
+    cmd.env("RUST_LOG", "cuse_kfd::ioctl=debug");
+    let (ok, text) = run_bounded(cmd, Path::new(&b.exe), Duration::from_secs(300), String::new);
+    assert!(ok && text.contains("PASS managed"), "{text}");
+    assert!(text.contains("xnack+") && text.contains("pageable memory access 1"), "XNACK is not on:\n{text}");
+    let ok_calls = |name: &str| text.lines().filter(|l| l.contains(&format!(": {name} -> None"))).count();
+    assert!(ok_calls("SET_XNACK_MODE") >= 1, "ROCr did not turn XNACK on:\n{text}");
+    assert!(ok_calls("SVM") >= 1, "managed memory made no SVM range:\n{text}");
 }
 
 #[test]

@@ -19,20 +19,30 @@ use std::time::{Duration, Instant};
 /// our libhsakmt, vadd 72-76 s and warp 67 s on the system's (natively 4.1, 13, 3.0 and 2.1 s).
 /// So each program runs on one thunk only, the LDS/barrier one (matmul) and the atomics one
 /// (histogram) on ours: about 9 min in all.
+/// managed (over the system's) runs with XNACK on: HIP's managed memory as SVM ranges, and a
+/// kernel on plain malloc'd memory through map-on-fault, which only a node's client has.
 const OURS: [&str; 2] = ["matmul", "histogram"];
-const SYSTEM: [&str; 2] = ["vadd", "warp"];
+const SYSTEM: [&str; 3] = ["vadd", "warp", "managed"];
 
-/// What each program covers, and how long one run on the node may take (about twice the
-/// longest it took in the VM, so that a slow CI machine passes, and a hang is reported with the
-/// program's output and the daemon's log well inside the tier's limit for this binary).
-const COVERS: [(&str, &str, Duration); 4] = [
-    ("vadd", "hipMalloc, hipMemcpy both ways, one kernel", Duration::from_secs(240)),
-    ("warp", "cross-lane __shfl/__shfl_down/__shfl_xor, __ballot, __any, __all", Duration::from_secs(240)),
-    ("matmul", "16x16 tiles in shared memory (LDS) with __syncthreads", Duration::from_secs(240)),
+/// What each program covers, how long one run on the node may take (about twice the longest it
+/// took in the VM, so that a slow CI machine passes, and a hang is reported with the program's
+/// output and the daemon's log well inside the tier's limit for this binary), and its
+/// environment.
+const COVERS: [(&str, &str, Duration, &[(&str, &str)]); 5] = [
+    ("vadd", "hipMalloc, hipMemcpy both ways, one kernel", Duration::from_secs(240), &[]),
+    ("warp", "cross-lane __shfl/__shfl_down/__shfl_xor, __ballot, __any, __all", Duration::from_secs(240), &[]),
+    ("matmul", "16x16 tiles in shared memory (LDS) with __syncthreads", Duration::from_secs(240), &[]),
     (
         "histogram",
         "atomicAdd on shared memory, atomicAdd/Max/Min/CAS on global memory, barriers",
         Duration::from_secs(600),
+        &[],
+    ),
+    (
+        "managed",
+        "hipMallocManaged as SVM ranges, and malloc'd memory by map-on-fault (HSA_XNACK=1)",
+        Duration::from_secs(240),
+        &[("HSA_XNACK", "1"), ("KFD_TESTS_PAGEABLE", "1")],
     ),
 ];
 
@@ -88,12 +98,12 @@ fn on_the_node(thunk: &str, programs: &[&str]) {
     let d = Daemon::start_logged(&bin, &format!("kfd-t-hip-{thunk}"));
     let mut times = Vec::new();
     for name in programs {
-        let (_, what, limit) = COVERS.iter().find(|(n, ..)| n == name).expect("in COVERS");
+        let (_, what, limit, env) = COVERS.iter().find(|(n, ..)| n == name).expect("in COVERS");
         println!("{name}: {what}");
         let b =
             hip_corpus::prebuilt(&program(name), "gfx90a", &hip_corpus::out_dir()).unwrap_or_else(|e| panic!("{e}"));
         let t0 = Instant::now();
-        let (ok, text) = run(&bin, &d, thunk, &b, *limit);
+        let (ok, text) = run(&bin, &d, thunk, &b, *limit, env);
         let took = t0.elapsed().as_secs_f64();
         let passed = ok && text.lines().any(|l| l.trim() == format!("PASS {name}"));
         assert!(
@@ -110,10 +120,11 @@ fn on_the_node(thunk: &str, programs: &[&str]) {
     println!("HIP-NODE {thunk} libhsakmt: {}", times.join(", "));
 }
 
-/// Runs `b` through `cuse-kfd run --thunk <thunk> --device <node>`, with the dynamic loader
-/// naming each library it initialises (LD_DEBUG=files), for [`check_thunk`].
-fn run(bin: &Path, d: &Daemon, thunk: &str, b: &Built, limit: Duration) -> (bool, String) {
+/// Runs `b` with `env` through `cuse-kfd run --thunk <thunk> --device <node>`, with the dynamic
+/// loader naming each library it initialises (LD_DEBUG=files), for [`check_thunk`].
+fn run(bin: &Path, d: &Daemon, thunk: &str, b: &Built, limit: Duration, env: &[(&str, &str)]) -> (bool, String) {
     let mut cmd = Command::new(bin);
+    cmd.envs(env.iter().copied());
     cmd.args(["run", "--thunk", thunk, "--device"]).arg(&d.node).arg("--").arg(&b.exe);
     cmd.env("LD_DEBUG", "files").env_remove("HSAKMT_LOG");
     run_bounded(cmd, &b.exe, limit, || {
