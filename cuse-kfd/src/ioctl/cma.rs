@@ -148,11 +148,19 @@ impl<'a> Cursor<'a> {
 fn gpu_of(process: &Process, va: u64, size: u64) -> Result<u32, Errno> {
     let end = va.checked_add(size).ok_or(Errno::EFAULT)?;
     let inner = process.inner();
-    let b = inner.buffers.values().find(|b| b.va.0 <= va && end <= b.end()).ok_or(Errno::EFAULT)?;
+    let Some(b) = inner.buffers.values().find(|b| b.va.0 <= va && end <= b.end()) else {
+        log::debug!("pid {}: no buffer holds [{va:#x}, {end:#x}) whole", process.pid);
+        return Err(Errno::EFAULT);
+    };
     if !matches!(b.kind, BufferKind::Vram | BufferKind::Gtt | BufferKind::Userptr) {
+        log::debug!("pid {}: [{va:#x}, {end:#x}) is in a {} buffer", process.pid, b.kind.name());
         return Err(Errno::EFAULT);
     }
-    b.mapped_on.first().copied().ok_or(Errno::EFAULT)
+    let gpu = b.mapped_on.first().copied();
+    if gpu.is_none() {
+        log::debug!("pid {}: the buffer at {:#x} holding [{va:#x}, {end:#x}) is mapped on no GPU", process.pid, b.va.0);
+    }
+    gpu.ok_or(Errno::EFAULT)
 }
 
 /// Copies `n` bytes from `from` at `src` to `to` at `dst`, a chunk at a time; `copied` counts
@@ -168,9 +176,15 @@ fn copy_bytes(from: &Process, src: GpuVa, to: &Process, dst: GpuVa, n: u64, copi
         // since), then reached through the VM under its read lock, as the engine does: one
         // process's lock at a time.
         let gpu = gpu_of(from, s.0, len)?;
-        from.vm().read(gpu, s, chunk).map_err(|_| Errno::EFAULT)?;
+        from.vm().read(gpu, s, chunk).map_err(|e| {
+            log::debug!("pid {}: reading {len} bytes at {:#x}: {e:?}", from.pid, s.0);
+            Errno::EFAULT
+        })?;
         let gpu = gpu_of(to, d.0, len)?;
-        to.vm().write(gpu, d, chunk).map_err(|_| Errno::EFAULT)?;
+        to.vm().write(gpu, d, chunk).map_err(|e| {
+            log::debug!("pid {}: writing {len} bytes at {:#x}: {e:?}", to.pid, d.0);
+            Errno::EFAULT
+        })?;
         done += len;
         *copied += len;
     }
