@@ -645,3 +645,32 @@ fn a_preempted_dispatch_on_the_workers_stops_and_resumes_where_it_was() {
 fn a_preempted_dispatch_on_the_engine_thread_stops_and_resumes_where_it_was() {
     preempt_and_resume(0, 3);
 }
+
+#[test]
+fn preemption_is_per_queue_and_a_preempted_queue_destroyed_takes_its_waves_with_it() {
+    let Some(co) = program("pm4-spin", SPIN_UNTIL_STOPPED) else {
+        return;
+    };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let pgm = code.mem.addr(co.symbol("shader"));
+    let stop = rig.alloc(4096, Kind::Gtt);
+    let (out1, out2) = (rig.alloc(4096, Kind::Gtt), rig.alloc(4096, Kind::Gtt));
+    let (q1, _) = run(&rig, &dispatch_ib(pgm, 4, stop.addr(0), out1.addr(0)));
+    let (q2, ev2) = run(&rig, &dispatch_ib(pgm, 4, stop.addr(0), out2.addr(0)));
+    let c1 = || out1.u32_at(0).load(Ordering::Acquire);
+    let c2 = || out2.u32_at(0).load(Ordering::Acquire);
+    wait_for(TIMEOUT, "both dispatches running", || (c1() > 0 && c2() > 0).then_some(()));
+    q1.update(0).expect("UPDATE_QUEUE to 0 percent");
+    let held = c1();
+    let before = c2();
+    wait_for(TIMEOUT, "the other queue's waves going on", || (c2() > before + 100).then_some(()));
+    assert_eq!(c1(), held, "the preempted queue's waves ran");
+    drop(q1);
+    support::client::stays(std::time::Duration::from_millis(20), "the destroyed queue's waves stay gone", || {
+        c1() == held
+    });
+    stop.u32_at(0).store(1, Ordering::Release);
+    rig.assert_fires(ev2, "the other queue's end-of-pipe event");
+    assert_eq!(rig.status(q2.id).error, None);
+}

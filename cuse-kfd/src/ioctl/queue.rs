@@ -189,8 +189,13 @@ pub fn set_cu_mask(ctx: &Ctx, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
 
 pub fn get_wave_state(ctx: &Ctx, a: &mut GetQueueWaveStateArgs) -> Result<(), Errno> {
     let inner = ctx.process.inner();
+    // pqm_get_wave_state: an unknown queue is EFAULT. Then the device queue manager's
+    // get_wave_state answers EINVAL for a queue that is not a compute queue, that is active, or
+    // on a device without CWSR (linux v6.1 kfd_device_queue_manager.c get_wave_state). This
+    // device preempts a queue's waves (UPDATE_QUEUE, crate::queue::preempt) but keeps their
+    // state to itself: it writes no control stack or wave save area to the queue's context save
+    // area, so it answers as amdkfd does without CWSR, for every queue.
     inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
-    // No compute wave save/restore on this device: amdkfd answers EINVAL without CWSR.
     Err(Errno::EINVAL)
 }
 
