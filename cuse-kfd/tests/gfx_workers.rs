@@ -2,7 +2,8 @@
 //! resident together on the workers and take turns a slice of instructions at a time (so
 //! workgroups that wait for each other through memory make progress, whatever the threads'
 //! timing), `shader_workers: 0` keeps them on the engine thread one after the other, and a
-//! dispatch of many workgroups leaves the engine free for other queues.
+//! dispatch of many workgroups leaves the engine free for other queues. UPDATE_QUEUE to 0
+//! percent preempts an AQL queue's dispatch on the workers, 100 percent resumes it.
 //!
 //! Without llvm-mc-15 / ld.lld-15 the tests say so and pass, except under CI.
 
@@ -94,4 +95,52 @@ fn workgroups_longer_than_a_slice_pause_resume_and_all_end() {
                 v_mov_b32 v0, 0\n  v_mov_b32 v1, 1\n  global_atomic_add v0, v1, s[4:5]";
     let Some(co) = code_object::assemble("long-groups", &kernel(body)) else { return };
     assert_eq!(run(&co, 2, 8).0, 8, "every work-group ended once");
+}
+
+#[test]
+fn an_aql_dispatch_preempted_by_update_queue_stops_and_resumes_where_it_was() {
+    // Each work-group adds 1 to the counter at kernarg + 0 per iteration, counting them in s8,
+    // until the word at kernarg + 4 is non-zero; then work-group `wg` stores its count at
+    // kernarg + 8 + 4 * wg.
+    let body = "  v_mov_b32 v0, 0
+  v_mov_b32 v1, 1
+  s_mov_b32 s8, 0
+spin:
+  s_add_u32 s8, s8, 1
+  global_atomic_add v0, v1, s[4:5]
+  global_load_dword v2, v0, s[4:5] offset:4 glc
+  s_waitcnt vmcnt(0)
+  v_readfirstlane_b32 s9, v2
+  s_cmp_eq_u32 s9, 0
+  s_cbranch_scc1 spin
+  s_add_u32 s9, s6, 1
+  s_lshl_b32 s9, s9, 2
+  v_mov_b32 v3, s9
+  v_mov_b32 v4, s8
+  global_store_dword v3, v4, s[4:5] offset:4";
+    let Some(co) = code_object::assemble("aql-spin", &kernel(body)) else { return };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let args = rig.alloc(4096, Kind::Gtt);
+    let q = rig.queue(64);
+    let s = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
+    s.value(0).store(1, Ordering::Release);
+    let kd = code.mem.addr(co.symbol("k.kd"));
+    submit(&q, &packet::dispatch(kd, args.addr(0), [4, 1, 1], [1, 1, 1], s.handle(0), false));
+    let counter = || args.u32_at(0).load(Ordering::Acquire);
+    let ring_bytes = (q.slots * 64) as u32;
+    wait_for(TIMEOUT, "the waves running", || (counter() > 0).then_some(()));
+    q.update(0, q.ring.va(), ring_bytes).expect("UPDATE_QUEUE to 0 percent");
+    let held = counter();
+    stays(std::time::Duration::from_millis(50), "no wave runs while preempted", || counter() == held);
+    q.update(100, q.ring.va(), ring_bytes).expect("UPDATE_QUEUE to 100 percent");
+    wait_for(TIMEOUT, "the waves resuming", || (counter() > held).then_some(()));
+    args.u32_at(4).store(1, Ordering::Release);
+    if let Err(v) = s.wait(0, TIMEOUT, |v| v == 0) {
+        panic!("the dispatch did not complete after it was resumed and told to stop: signal {v}");
+    }
+    let counts: Vec<u32> = (0..4).map(|wg| args.u32_at(8 + 4 * wg).load(Ordering::Acquire)).collect();
+    assert!(counts.iter().all(|&c| c > 0), "{counts:?}");
+    assert_eq!(counts.iter().map(|&c| u64::from(c)).sum::<u64>(), u64::from(counter()), "{counts:?}");
+    assert!(rig.status(q.id).error.is_none());
 }

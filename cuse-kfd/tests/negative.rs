@@ -164,6 +164,37 @@ fn with_queue(fx: &mut Fx) {
     fx.queue = Some(fx.c.create_queue());
 }
 
+/// An AQL queue with a context save area (as libhsakmt gives every compute queue), preempted
+/// with UPDATE_QUEUE to 0 percent.
+fn with_preempted_queue(fx: &mut Fx) {
+    let (ring, ptrs) = fx.c.queue_buffers();
+    let save = fx.c.alloc_mapped(Mem::Gtt, 4 * PAGE_SIZE);
+    let mut a = CreateQueueArgs {
+        ctx_save_restore_address: save.va,
+        ctx_save_restore_size: 3 * PAGE_SIZE as u32,
+        ctl_stack_size: PAGE_SIZE as u32,
+        ..fx.c.aql_args(&ring, &ptrs)
+    };
+    fx.c.call(AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
+    let mut u = UpdateQueueArgs {
+        ring_base_address: ring.va,
+        queue_id: a.queue_id,
+        ring_size: RING_SIZE,
+        queue_percentage: 0,
+        queue_priority: 7,
+    };
+    fx.c.call(AMDKFD_IOC_UPDATE_QUEUE, &mut u).unwrap();
+    fx.queue = Some(Queue { id: a.queue_id, doorbell_offset: a.doorbell_offset, ring, ptrs });
+    fx.buf = Some(save);
+}
+
+fn with_sdma_queue(fx: &mut Fx) {
+    let (ring, ptrs) = fx.c.queue_buffers();
+    let mut a = CreateQueueArgs { queue_type: KFD_IOC_QUEUE_TYPE_SDMA, ..fx.c.aql_args(&ring, &ptrs) };
+    fx.c.call(AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
+    fx.queue = Some(Queue { id: a.queue_id, doorbell_offset: a.doorbell_offset, ring, ptrs });
+}
+
 fn with_event(fx: &mut Fx) {
     fx.event = Some(fx.c.signal_event(false));
 }
@@ -626,7 +657,30 @@ fn rows() -> Vec<Row> {
             EFAULT,
         ),
         row(
-            "GET_QUEUE_WAVE_STATE without CWSR",
+            "GET_QUEUE_WAVE_STATE of a preempted queue with a save area, without CWSR",
+            with_preempted_queue,
+            |fx| {
+                let ctl_stack_address = fx.buf.as_ref().unwrap().va;
+                req(
+                    AMDKFD_IOC_GET_QUEUE_WAVE_STATE,
+                    GetQueueWaveStateArgs { queue_id: fx.queue().id, ctl_stack_address, ..Default::default() },
+                )
+            },
+            EINVAL,
+        ),
+        row(
+            "GET_QUEUE_WAVE_STATE of an SDMA queue",
+            with_sdma_queue,
+            |fx| {
+                req(
+                    AMDKFD_IOC_GET_QUEUE_WAVE_STATE,
+                    GetQueueWaveStateArgs { queue_id: fx.queue().id, ..Default::default() },
+                )
+            },
+            EINVAL,
+        ),
+        row(
+            "GET_QUEUE_WAVE_STATE of an active queue",
             with_queue,
             |fx| {
                 req(

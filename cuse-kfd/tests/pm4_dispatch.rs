@@ -645,3 +645,104 @@ fn a_gws_instruction_on_a_queue_without_gws_is_a_queue_error_naming_it() {
     run_on(&rig, &other, &dispatch_ib(inc, 1, buf.addr(0), 0));
     assert!(rig.wait_error(other.id).error.expect("a queue error").reason.contains("holds no GWS"));
 }
+
+/// Work-groups that loop until the word at s[0:1] is non-zero, each iteration counting in s6
+/// and v2 and adding 1 to the counter at s[2:3]; at the end work-group `wg` stores s6 and v2 at
+/// s[2:3] + 8 * (wg + 1).
+const SPIN_UNTIL_STOPPED: &str = "  s_mov_b32 s6, 0
+  v_mov_b32 v2, 0
+  v_mov_b32 v0, 0
+  v_mov_b32 v1, 1
+loop:
+  s_add_u32 s6, s6, 1
+  v_add_u32 v2, 1, v2
+  global_atomic_add v0, v1, s[2:3]
+  s_load_dword s7, s[0:1], 0x0 glc
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  s_cmp_eq_u32 s7, 0
+  s_cbranch_scc1 loop
+  s_add_u32 s5, s4, 1
+  s_lshl_b32 s5, s5, 3
+  v_mov_b32 v3, s5
+  v_mov_b32 v4, s6
+  global_store_dword v3, v4, s[2:3]
+  global_store_dword v3, v2, s[2:3] offset:4";
+
+/// Preempts a PM4 queue (UPDATE_QUEUE to 0 percent) while `groups` work-groups of
+/// [`SPIN_UNTIL_STOPPED`] run, on a device with `workers` shader workers, three times: while
+/// preempted no wave runs (the counter stands still), once resumed they go on from where they
+/// stopped, and at the end every work-group's scalar and vector counts agree and add up to the
+/// counter (no wave lost, restarted or repeated an iteration).
+fn preempt_and_resume(workers: usize, groups: u32) {
+    let Some(co) = program("pm4-spin", SPIN_UNTIL_STOPPED) else {
+        return;
+    };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: workers, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let stop = rig.alloc(4096, Kind::Gtt);
+    let out = rig.alloc(4096, Kind::Gtt);
+    let counter = || out.u32_at(0).load(Ordering::Acquire);
+    let (q, ev) = run(&rig, &dispatch_ib(code.mem.addr(co.symbol("shader")), groups, stop.addr(0), out.addr(0)));
+    for round in 0..3 {
+        let before = counter();
+        wait_for(TIMEOUT, "the waves making progress", || (counter() > before).then_some(()));
+        q.update(0).expect("UPDATE_QUEUE to 0 percent");
+        let held = counter();
+        support::client::stays(std::time::Duration::from_millis(50), "no wave runs while preempted", || {
+            counter() == held
+        });
+        q.update(100).expect("UPDATE_QUEUE to 100 percent");
+        wait_for(TIMEOUT, "the waves resuming", || (counter() > held).then_some(()));
+        assert_eq!(rig.status(q.id).error, None, "round {round}");
+    }
+    stop.u32_at(0).store(1, Ordering::Release);
+    rig.assert_fires(ev, "the end-of-pipe event once the waves are told to stop");
+    let mut total = 0u64;
+    for wg in 0..u64::from(groups) {
+        let (s, v) =
+            (out.u32_at(8 * (wg + 1)).load(Ordering::Acquire), out.u32_at(8 * (wg + 1) + 4).load(Ordering::Acquire));
+        assert!(s > 0 && s == v, "work-group {wg}: scalar count {s}, vector count {v}");
+        total += u64::from(s);
+    }
+    assert_eq!(total, u64::from(counter()), "the counts add up to the counter");
+    assert_eq!(rig.status(q.id).error, None);
+}
+
+#[test]
+fn a_preempted_dispatch_on_the_workers_stops_and_resumes_where_it_was() {
+    preempt_and_resume(2, 8);
+}
+
+#[test]
+fn a_preempted_dispatch_on_the_engine_thread_stops_and_resumes_where_it_was() {
+    preempt_and_resume(0, 3);
+}
+
+#[test]
+fn preemption_is_per_queue_and_a_preempted_queue_destroyed_takes_its_waves_with_it() {
+    let Some(co) = program("pm4-spin", SPIN_UNTIL_STOPPED) else {
+        return;
+    };
+    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
+    let code = co.load(&rig.kfd, rig.gpu);
+    let pgm = code.mem.addr(co.symbol("shader"));
+    let stop = rig.alloc(4096, Kind::Gtt);
+    let (out1, out2) = (rig.alloc(4096, Kind::Gtt), rig.alloc(4096, Kind::Gtt));
+    let (q1, _) = run(&rig, &dispatch_ib(pgm, 4, stop.addr(0), out1.addr(0)));
+    let (q2, ev2) = run(&rig, &dispatch_ib(pgm, 4, stop.addr(0), out2.addr(0)));
+    let c1 = || out1.u32_at(0).load(Ordering::Acquire);
+    let c2 = || out2.u32_at(0).load(Ordering::Acquire);
+    wait_for(TIMEOUT, "both dispatches running", || (c1() > 0 && c2() > 0).then_some(()));
+    q1.update(0).expect("UPDATE_QUEUE to 0 percent");
+    let held = c1();
+    let before = c2();
+    wait_for(TIMEOUT, "the other queue's waves going on", || (c2() > before + 100).then_some(()));
+    assert_eq!(c1(), held, "the preempted queue's waves ran");
+    drop(q1);
+    support::client::stays(std::time::Duration::from_millis(20), "the destroyed queue's waves stay gone", || {
+        c1() == held
+    });
+    stop.u32_at(0).store(1, Ordering::Release);
+    rig.assert_fires(ev2, "the other queue's end-of-pipe event");
+    assert_eq!(rig.status(q2.id).error, None);
+}

@@ -288,6 +288,20 @@ impl RingQueue {
         })
     }
 
+    /// UPDATE_QUEUE with the queue's own ring and `percentage` (0 preempts the queue, 100
+    /// resumes it).
+    pub fn update(&self, percentage: u32) -> Result<(), Errno> {
+        let mut a = UpdateQueueArgs {
+            ring_base_address: self.ring.va(),
+            queue_id: self.id,
+            ring_size: self.ring_bytes as u32,
+            queue_percentage: percentage,
+            queue_priority: 7,
+        };
+        // SAFETY: the ring base is a GPU address, reached through the device's VM.
+        unsafe { self.queue.kfd.call(AMDKFD_IOC_UPDATE_QUEUE, &mut a) }
+    }
+
     /// Dwords the ring holds.
     pub fn ring_dwords(&self) -> u64 {
         self.ring_bytes / 4

@@ -181,7 +181,7 @@ pub struct QueueRunner {
 impl QueueRunner {
     /// How this queue's GFX dispatches reach the worker pool, if the engine has one.
     fn offload<'a>(&'a self, ctx: &PollCtx<'a>) -> Option<Offload<'a>> {
-        ctx.pool.map(|pool| Offload { pool, process: &self.hw.process, faults: &self.faults })
+        ctx.pool.map(|pool| Offload { pool, process: &self.hw.process, faults: &self.faults, queue: &self.hw.queue })
     }
 
     pub fn new(hw: Arc<HwQueue>, faults: Arc<Faults>) -> QueueRunner {

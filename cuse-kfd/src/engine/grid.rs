@@ -13,6 +13,7 @@ use super::runner::Interrupt;
 use super::workers::{Job, Pool, Slice};
 use crate::faults::Faults;
 use crate::process::Process;
+use crate::queue::Queue;
 use shader::exec::Code;
 use shader::group::{self, Workgroup};
 use shader::launch::Dispatch;
@@ -24,12 +25,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// enough that dispatches of several queues share the workers finely.
 const SLICE_BUDGET: u64 = 50_000;
 
-/// What a dispatch needs to run on the pool: the pool and the queue's process and faults.
+/// What a dispatch needs to run on the pool: the pool and the queue's process, faults and
+/// itself (whose wave gate says whether its waves may run).
 #[derive(Clone, Copy)]
 pub struct Offload<'a> {
     pub pool: &'a Pool,
     pub process: &'a Arc<Process>,
     pub faults: &'a Arc<Faults>,
+    pub queue: &'a Arc<Queue>,
 }
 
 /// A workgroup that started and has not ended, with its scratch group slot.
@@ -53,6 +56,8 @@ pub struct Grid {
     process: Arc<Process>,
     gpu_id: u32,
     faults: Arc<Faults>,
+    /// The queue the dispatch came from: while it is preempted no slice starts.
+    queue: Arc<Queue>,
     /// The next workgroup to start.
     next: AtomicU64,
     done: AtomicU64,
@@ -83,6 +88,7 @@ impl Grid {
             process: o.process.clone(),
             gpu_id,
             faults: o.faults.clone(),
+            queue: o.queue.clone(),
             next: AtomicU64::new(first),
             done: AtomicU64::new(first),
             paused: Mutex::new(VecDeque::new()),
@@ -157,6 +163,11 @@ impl Job for Grid {
         if self.cancelled.load(Ordering::Acquire) {
             return Slice::Ended;
         }
+        // A preempted queue's workgroups stay where they stopped (the pool is nudged when the
+        // queue is resumed); UPDATE_QUEUE waits for this slice to end before it answers.
+        let Some(_running) = self.queue.waves.enter() else {
+            return Slice::Idle;
+        };
         let mut s = match self.take() {
             // The work-groups left are in other workers' slices (and hold every scratch slot):
             // the pool tries the job again when a slice ends, as one may pause or free a slot.

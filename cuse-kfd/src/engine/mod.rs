@@ -387,6 +387,36 @@ impl Engine {
         });
     }
 
+    /// Returns once the engine has ended the pass under way (if any): a poll after this sees
+    /// every queue property changed before the call. From the engine thread itself it returns
+    /// at once.
+    pub fn sync(&self) {
+        let generation = {
+            let mut reg = self.shared.registry.lock();
+            reg.generation += 1;
+            self.shared.generation.store(reg.generation, Ordering::Release);
+            reg.generation
+        };
+        self.kick();
+        if std::thread::current().id() == self.thread_id {
+            return;
+        }
+        crate::fork::idle(|| {
+            let mut acked = self.shared.acked.lock();
+            while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
+                acked = self.shared.acked.wait_for(acked, Duration::from_millis(10)).0;
+            }
+        });
+    }
+
+    /// A preempted queue was resumed: the shader workers look at its dispatch again.
+    pub fn resume_waves(&self) {
+        if let Some(p) = &self.shared.pool {
+            p.nudge();
+        }
+        self.kick();
+    }
+
     /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
     pub fn kick(&self) {
         self.shared.bell.ring();

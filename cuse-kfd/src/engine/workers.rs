@@ -116,6 +116,13 @@ impl Workers {
         self.shared.queue.lock().jobs.push(Entry { job, idle_at: None });
         self.shared.queue.notify_all();
     }
+
+    /// A job found idle may have work again for a reason other than a slice's end (its queue
+    /// was resumed): the workers look at every job again.
+    pub fn nudge(&self) {
+        self.shared.queue.lock().ends += 1;
+        self.shared.queue.notify_all();
+    }
 }
 
 impl Drop for Workers {
@@ -210,6 +217,11 @@ impl Pool {
 
     pub fn submit(&self, job: Arc<dyn Job>) {
         self.workers.submit(job);
+    }
+
+    /// See [`Workers::nudge`].
+    pub fn nudge(&self) {
+        self.workers.nudge();
     }
 
     /// What a job calls to wake the engine.

@@ -70,6 +70,7 @@ pub fn status(device: &Device) -> String {
             let st = q.status();
             let state = match &st.error {
                 Some(e) => format!("error {}: {}", e.code, e.reason),
+                None if q.waves.is_held() => format!("preempted ({} times)", q.waves.preemptions()),
                 None if !props.is_active() => "stalled".to_string(),
                 None => "active".to_string(),
             };

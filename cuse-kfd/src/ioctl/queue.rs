@@ -147,14 +147,31 @@ pub fn update(ctx: &Ctx, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
     {
         return Err(Errno::EFAULT);
     }
-    // Through set_props, so the command processor sees the change (it caches the props), and a
-    // kick, so a resumed queue does not wait for the next idle poll.
+    // Through set_props, so the command processor sees the change (it caches the props).
+    let was_active = q.props().is_active();
     q.set_props(|p| {
         p.ring_base = GpuVa(a.ring_base_address);
         p.ring_size = u64::from(ring_size);
         p.percentage = a.queue_percentage;
         p.priority = a.queue_priority;
     });
+    let now_active = q.props().is_active();
+    let q = q.clone();
+    drop(inner);
+    let engine = ctx.device.engine();
+    if was_active && !now_active {
+        // Preemption, as amdkfd's update_queue unmaps the queue and waits for the preemption
+        // fence (see crate::queue::preempt): no slice of its waves starts after this, the
+        // engine's pass under way ends, and so do the worker slices already running.
+        q.waves.hold(|wait| crate::fork::idle(wait));
+        engine.sync();
+        log::debug!("pid {}: queue {} preempted", ctx.process.pid, q.id);
+    } else if now_active && q.waves.is_held() {
+        q.waves.release();
+        engine.resume_waves();
+        log::debug!("pid {}: queue {} resumed", ctx.process.pid, q.id);
+    }
+    // A kick, so a resumed queue does not wait for the next idle poll.
     ctx.device.kick();
     Ok(())
 }
@@ -172,8 +189,13 @@ pub fn set_cu_mask(ctx: &Ctx, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
 
 pub fn get_wave_state(ctx: &Ctx, a: &mut GetQueueWaveStateArgs) -> Result<(), Errno> {
     let inner = ctx.process.inner();
+    // pqm_get_wave_state: an unknown queue is EFAULT. Then the device queue manager's
+    // get_wave_state answers EINVAL for a queue that is not a compute queue, that is active, or
+    // on a device without CWSR (linux v6.1 kfd_device_queue_manager.c get_wave_state). This
+    // device preempts a queue's waves (UPDATE_QUEUE, crate::queue::preempt) but keeps their
+    // state to itself: it writes no control stack or wave save area to the queue's context save
+    // area, so it answers as amdkfd does without CWSR, for every queue.
     inner.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
-    // No compute wave save/restore on this device: amdkfd answers EINVAL without CWSR.
     Err(Errno::EINVAL)
 }
 

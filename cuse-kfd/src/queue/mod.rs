@@ -2,6 +2,7 @@
 //! doorbells and state. Packet processing lives in the command processor.
 
 pub mod doorbell;
+pub mod preempt;
 
 use crate::memory::vm::GpuVa;
 use parking_lot::{Mutex, MutexGuard};
@@ -79,6 +80,8 @@ pub struct Queue {
     read_index: AtomicU64,
     write_index: AtomicU64,
     error: Mutex<Option<QueueError>>,
+    /// Whether the queue's waves may run on the shader core (UPDATE_QUEUE preempts them).
+    pub waves: preempt::WaveGate,
 }
 
 /// Why a queue stopped (written by the command processor).
@@ -133,6 +136,7 @@ impl Queue {
             read_index: AtomicU64::new(0),
             write_index: AtomicU64::new(0),
             error: Mutex::new(None),
+            waves: preempt::WaveGate::default(),
         }
     }
 

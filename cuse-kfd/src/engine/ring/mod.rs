@@ -221,8 +221,9 @@ impl RingRunner {
             return out;
         }
         let process = self.hw.process.clone();
+        let queue = self.hw.queue.clone();
         let mut mem = Mem::new(&process, self.hw.queue.gpu_id, &mut self.tlb, &self.faults);
-        let offload = ctx.pool.map(|pool| Offload { pool, process: &process, faults: &self.faults });
+        let offload = ctx.pool.map(|pool| Offload { pool, process: &process, faults: &self.faults, queue: &queue });
         let mut budget = BUDGET;
         let mut failure = None;
         let start = self.rptr;
