@@ -24,11 +24,15 @@ use std::time::{Duration, Instant};
 const OURS: [&str; 2] = ["matmul", "histogram"];
 const SYSTEM: [&str; 3] = ["vadd", "warp", "managed"];
 
+/// A program's name, what it covers, its time limit and its environment.
+type Covers = (&'static str, &'static str, Duration, Env);
+type Env = &'static [(&'static str, &'static str)];
+
 /// What each program covers, how long one run on the node may take (about twice the longest it
 /// took in the VM, so that a slow CI machine passes, and a hang is reported with the program's
 /// output and the daemon's log well inside the tier's limit for this binary), and its
 /// environment.
-const COVERS: [(&str, &str, Duration, &[(&str, &str)]); 5] = [
+const COVERS: [Covers; 5] = [
     ("vadd", "hipMalloc, hipMemcpy both ways, one kernel", Duration::from_secs(240), &[]),
     ("warp", "cross-lane __shfl/__shfl_down/__shfl_xor, __ballot, __any, __all", Duration::from_secs(240), &[]),
     ("matmul", "16x16 tiles in shared memory (LDS) with __syncthreads", Duration::from_secs(240), &[]),
