@@ -440,14 +440,44 @@ fn the_rest_of_the_api_works_or_answers_as_libhsakmt_without_the_feature() {
     assert_eq!(t.dbg_address_watch(1, &[point; MAX_WATCH_POINTS + 1], &[0], &[]), Err(Status::InvalidParameter));
     assert_eq!(t.kernel_debug_trap_version(), Err(Status::Error));
 
-    // No counter blocks; no trace can be registered, so every trace id is unknown.
-    assert_eq!(t.pmc_counter_properties(1), Ok(CounterProperties::default()));
+    // Performance counters: libhsakmt 5.2.3's gfx9 table (src/pmc_table.c, vega_blocks), 20
+    // non-privileged blocks; no IOMMU block on this topology. Node 0 is the CPU (GFX version 0,
+    // which get_block_properties refuses).
+    let p = t.pmc_counter_properties(1).unwrap();
+    assert_eq!((p.blocks.len(), p.num_concurrent), (20, 158));
+    assert_eq!(p.blocks.iter().map(|b| b.counters.len()).sum::<usize>(), 3289);
+    assert!(p.blocks.iter().flat_map(|b| &b.counters).all(|c| c.profile_type == 2 && c.flags == 1));
+    assert_eq!(t.pmc_counter_properties(0), Err(Status::InvalidParameter));
     assert_eq!(t.pmc_counter_properties(9), Err(Status::InvalidNodeUnit));
-    let iommu = Counter { profile_type: 0, counter_id: 1, size_in_bits: 64, mask: !0, flags: 1, block_index: 24 };
-    assert_eq!(t.pmc_register_trace(1, &[iommu]), Err(Status::InvalidParameter));
+    // perfctr.c: only privileged counters (types 0, 1) register, on a listed block, at most its
+    // slots each; the non-privileged ones are skipped.
+    let cb = Counter { profile_type: 0, counter_id: 3, size_in_bits: 64, mask: !0, flags: 1, block_index: 0 };
+    let listed = p.blocks[0].counters[0];
+    assert_eq!(t.pmc_register_trace(1, &[listed]), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_register_trace(1, &[Counter { block_index: 24, ..cb }]), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_register_trace(1, &[Counter { block_index: 1, ..cb }]), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_register_trace(1, &[cb; 8]), Err(Status::InvalidParameter), "CB has 7 slots");
+    assert_eq!(t.pmc_register_trace(0, &[cb]), Err(Status::InvalidParameter), "a CPU node lists no block");
     assert_eq!(t.pmc_register_trace(1, &[]), Err(Status::InvalidParameter));
-    assert_eq!(t.pmc_register_trace(1, &[iommu; MAX_TRACE_COUNTERS + 1]), Err(Status::NoMemory));
-    assert_eq!(t.pmc_register_trace(1, &[Counter { block_index: 25, ..iommu }]), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_register_trace(9, &[cb]), Err(Status::InvalidNodeUnit));
+    assert_eq!(t.pmc_register_trace(1, &[cb; MAX_TRACE_COUNTERS + 1]), Err(Status::NoMemory));
+    assert_eq!(t.pmc_register_trace(1, &[cb, Counter { block_index: 25, ..cb }]), Err(Status::InvalidParameter));
+    let root = t.pmc_register_trace(1, &[cb, listed, Counter { profile_type: 1, block_index: 14, ..cb }]).unwrap();
+    assert_eq!((root.buffer_min_size, root.number_of_passes), (4096, 1));
+    assert_ne!(root.trace_id, 0);
+    // The trace can never be acquired (only the IOMMU block has slots), so never started.
+    let id = root.trace_id;
+    assert_eq!(t.pmc_acquire_trace_access(1, id), Err(Status::Unavailable));
+    assert_eq!(t.pmc_acquire_trace_access(9, id), Err(Status::InvalidNodeUnit));
+    assert_eq!(t.pmc_release_trace_access(9, id), Ok(()));
+    assert_eq!(t.pmc_start_trace(id, 0x2000, 64), Err(Status::Error));
+    assert_eq!(t.pmc_start_trace(id, 0x2000, 0), Err(Status::InvalidParameter));
+    assert_eq!(t.pmc_query_trace(id), Err(Status::NoMemory));
+    assert_eq!(t.pmc_stop_trace(id), Err(Status::Error));
+    assert_eq!(t.pmc_unregister_trace(0, id), Err(Status::InvalidNodeUnit), "node 0 is not its GPU");
+    assert_eq!(t.pmc_unregister_trace(1, id), Ok(()));
+    assert_eq!(t.pmc_unregister_trace(1, id), Err(Status::InvalidHandle));
+    // Unknown ids.
     assert_eq!(t.pmc_acquire_trace_access(1, 0), Err(Status::InvalidParameter));
     assert_eq!(t.pmc_acquire_trace_access(1, 0x1000), Err(Status::InvalidHandle));
     assert_eq!(t.pmc_start_trace(0x1000, 0x2000, 64), Err(Status::InvalidHandle));

@@ -1,7 +1,7 @@
 //! Performance counters (the Pmc* calls) and streaming performance monitoring (SPM*), as
-//! libhsakmt 5.2.3 answers them on a host without an AMD IOMMU PMU and a driver without
-//! ROCm's RLC_SPM request (see `thunk`'s profiling module for why this device lists no
-//! counter blocks).
+//! libhsakmt 5.2.3 answers them on this device's topology (no IOMMU PMU slots) and a driver
+//! without ROCm's RLC_SPM request (see `thunk`'s profiling module for which counter blocks a
+//! node lists and why no trace can be acquired).
 
 use super::{entry, thunk};
 use crate::ptr;
@@ -35,7 +35,8 @@ fn c_properties(p: &CounterProperties) -> Box<[u32]> {
 }
 
 /// `hsaKmtPmcGetCounterProperties`: `*counter_properties` receives the node's counter blocks,
-/// owned by the library: none here (`NumBlocks` 0). A closed KFD: `HSAKMT_STATUS_NO_MEMORY`
+/// owned by the library (a gfx9 GPU node: libhsakmt's 20 non-privileged GFX blocks; a CPU
+/// node: `HSAKMT_STATUS_INVALID_PARAMETER`). A closed KFD: `HSAKMT_STATUS_NO_MEMORY`
 /// (libhsakmt has no table then).
 ///
 /// # Safety
@@ -64,8 +65,10 @@ pub unsafe extern "C" fn hsaKmtPmcGetCounterProperties(
     })
 }
 
-/// `hsaKmtPmcRegisterTrace`: `HSAKMT_STATUS_INVALID_PARAMETER` for any counters here (no
-/// block is listed to trace them on); a closed KFD is `HSAKMT_STATUS_NO_MEMORY`.
+/// `hsaKmtPmcRegisterTrace`: registers the privileged counters of `counters` (those of type
+/// up to PRIVILEGED_STREAMING; the others are skipped) on blocks the node lists, at most a
+/// block's slots each; none at all is `HSAKMT_STATUS_INVALID_PARAMETER`. A closed KFD is
+/// `HSAKMT_STATUS_NO_MEMORY`.
 ///
 /// # Safety
 /// `counters` is null or holds `num_counters` entries; `trace_root` is null or writable.
@@ -106,9 +109,10 @@ pub unsafe extern "C" fn hsaKmtPmcRegisterTrace(
 }
 
 /// The trace calls, which libhsakmt answers from its own trace records without asking
-/// whether the KFD is open: with it closed no trace exists either, and the thunk's answers for
-/// an unknown trace (0: `INVALID_PARAMETER`, any other: `INVALID_HANDLE`) stand; a node it
-/// would check first is then `INVALID_NODE_UNIT`.
+/// whether the KFD is open. Here the records live with the open KFD: with it closed no trace
+/// exists (libhsakmt's outlive CloseKFD), and the answers for an unknown trace (0:
+/// `INVALID_PARAMETER`, any other: `INVALID_HANDLE`) stand; a node it would check first is
+/// then `INVALID_NODE_UNIT`.
 fn trace_call(
     name: &'static str,
     node: Option<u32>,
@@ -121,7 +125,7 @@ fn trace_call(
     })
 }
 
-/// `hsaKmtPmcUnregisterTrace`: no trace is ever registered here (see RegisterTrace).
+/// `hsaKmtPmcUnregisterTrace`: forgets a trace of the node's GPU (never running here).
 pub extern "C" fn hsaKmtPmcUnregisterTrace(node_id: u32, trace_id: u64) -> HSAKMT_STATUS {
     if trace_id == 0 {
         return entry("hsaKmtPmcUnregisterTrace", || Err(Status::InvalidParameter));
@@ -129,7 +133,8 @@ pub extern "C" fn hsaKmtPmcUnregisterTrace(node_id: u32, trace_id: u64) -> HSAKM
     trace_call("hsaKmtPmcUnregisterTrace", Some(node_id), |t| t.pmc_unregister_trace(node_id, trace_id))
 }
 
-/// `hsaKmtPmcAcquireTraceAccess`: as UnregisterTrace.
+/// `hsaKmtPmcAcquireTraceAccess`: `HSAKMT_STATUS_UNAVAILABLE` for any registered trace (only
+/// the IOMMU block, never listed here, has slots to acquire).
 pub extern "C" fn hsaKmtPmcAcquireTraceAccess(node_id: u32, trace_id: u64) -> HSAKMT_STATUS {
     if trace_id == 0 {
         return entry("hsaKmtPmcAcquireTraceAccess", || Err(Status::InvalidParameter));
@@ -137,7 +142,7 @@ pub extern "C" fn hsaKmtPmcAcquireTraceAccess(node_id: u32, trace_id: u64) -> HS
     trace_call("hsaKmtPmcAcquireTraceAccess", None, |t| t.pmc_acquire_trace_access(node_id, trace_id))
 }
 
-/// `hsaKmtPmcReleaseTraceAccess`: as UnregisterTrace.
+/// `hsaKmtPmcReleaseTraceAccess`: success for any registered trace.
 pub extern "C" fn hsaKmtPmcReleaseTraceAccess(node_id: u32, trace_id: u64) -> HSAKMT_STATUS {
     if trace_id == 0 {
         return entry("hsaKmtPmcReleaseTraceAccess", || Err(Status::InvalidParameter));
@@ -145,8 +150,8 @@ pub extern "C" fn hsaKmtPmcReleaseTraceAccess(node_id: u32, trace_id: u64) -> HS
     trace_call("hsaKmtPmcReleaseTraceAccess", None, |t| t.pmc_release_trace_access(node_id, trace_id))
 }
 
-/// `hsaKmtPmcStartTrace`: as UnregisterTrace (a null or empty buffer:
-/// `INVALID_PARAMETER` first).
+/// `hsaKmtPmcStartTrace`: `HSAKMT_STATUS_ERROR` for any registered trace (its perf_event
+/// files were never opened); a null or empty buffer: `INVALID_PARAMETER` first.
 pub extern "C" fn hsaKmtPmcStartTrace(trace_id: u64, buffer: *mut c_void, size: u64) -> HSAKMT_STATUS {
     if trace_id == 0 || buffer.is_null() || size == 0 {
         return entry("hsaKmtPmcStartTrace", || Err(Status::InvalidParameter));
@@ -154,7 +159,8 @@ pub extern "C" fn hsaKmtPmcStartTrace(trace_id: u64, buffer: *mut c_void, size: 
     trace_call("hsaKmtPmcStartTrace", None, |t| t.pmc_start_trace(trace_id, buffer as u64, size))
 }
 
-/// `hsaKmtPmcQueryTrace`: as UnregisterTrace.
+/// `hsaKmtPmcQueryTrace`: `HSAKMT_STATUS_NO_MEMORY` for any registered trace (never
+/// started, it has no buffer).
 pub extern "C" fn hsaKmtPmcQueryTrace(trace_id: u64) -> HSAKMT_STATUS {
     if trace_id == 0 {
         return entry("hsaKmtPmcQueryTrace", || Err(Status::InvalidParameter));
@@ -162,7 +168,7 @@ pub extern "C" fn hsaKmtPmcQueryTrace(trace_id: u64) -> HSAKMT_STATUS {
     trace_call("hsaKmtPmcQueryTrace", None, |t| t.pmc_query_trace(trace_id))
 }
 
-/// `hsaKmtPmcStopTrace`: as UnregisterTrace.
+/// `hsaKmtPmcStopTrace`: `HSAKMT_STATUS_ERROR` for any registered trace, as StartTrace.
 pub extern "C" fn hsaKmtPmcStopTrace(trace_id: u64) -> HSAKMT_STATUS {
     if trace_id == 0 {
         return entry("hsaKmtPmcStopTrace", || Err(Status::InvalidParameter));

@@ -28,7 +28,10 @@ pub mod types;
 
 pub use debug::{WatchPoint, MAX_WATCH_POINTS};
 pub use memory::{map_graphic_handle, GraphicsResourceInfo, MemoryRange};
-pub use profiling::{Counter, CounterBlock, CounterProperties, SpmCopy, TraceRoot, MAX_TRACE_COUNTERS};
+pub use profiling::{
+    gfx_blocks, BlockFacts, Counter, CounterBlock, CounterProperties, SpmCopy, TraceRoot, GFX9_BLOCKS,
+    MAX_TRACE_COUNTERS,
+};
 pub use types::*;
 
 use crate::Kfd;
@@ -143,6 +146,8 @@ pub struct Thunk {
     fmm: fmm::Fmm,
     events: events::Events,
     queues: queues::Queues,
+    /// The registered PMC traces.
+    traces: Mutex<profiling::Traces>,
 }
 
 impl std::fmt::Debug for Thunk {
@@ -180,6 +185,7 @@ impl Thunk {
             fmm,
             events: events::Events::default(),
             queues: queues::Queues::default(),
+            traces: Mutex::default(),
         };
         thunk.init_mmio()?;
         log::debug!("hsakmt: KFD {}.{} open, {} nodes", version.major, version.minor, thunk.nodes.nodes.len());

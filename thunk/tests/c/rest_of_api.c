@@ -2,8 +2,8 @@
  * hsakmt.h (libhsakmt-dev 5.2.3): the ones that work on this device (ResetEvent,
  * QueryEventState, RegisterMemory(ToNodes), UnmapGraphicHandle, ProcessVMRead/Write) and the
  * exact status of each one it refuses as libhsakmt 5.2.3 does on a driver or host without the
- * feature (the old debugger, the ROCm debugger's version, PMC without an IOMMU PMU, SPM,
- * MapGraphicHandle, GetQueueInfo without a context save area).
+ * feature (the old debugger, the ROCm debugger's version, PMC traces without IOMMU PMU
+ * slots, SPM, MapGraphicHandle, GetQueueInfo without a context save area).
  * Run with CUSE_KFD_EMBEDDED=1 and LD_LIBRARY_PATH at the directory of cuse-kfd's library.
  * Prints "rest_of_api: ok" and exits 0 when every check holds. */
 #include <stdint.h>
@@ -170,24 +170,65 @@ int main(void)
 	IS(hsaKmtGetKernelDebugTrapVersionInfo(&major, &minor), HSAKMT_STATUS_ERROR);
 	CHECK(major == 5 && minor == 5);
 
-	/* Performance counters: no counter block on this device, no IOMMU PMU used. */
+	/* Performance counters: libhsakmt 5.2.3 lists its gfx9 table (src/pmc_table.c,
+	 * vega_blocks): 20 non-privileged blocks, 158 slots in all; no IOMMU block on this
+	 * topology. Blocks are laid out one after the other, each followed by its counters. */
 	OK(hsaKmtPmcGetCounterProperties(gpu, &props));
-	CHECK(props != NULL && props->NumBlocks == 0 && props->NumConcurrent == 0);
+	CHECK(props != NULL && props->NumBlocks == 20 && props->NumConcurrent == 158);
+	HsaCounterBlockProperties *blk = &props->Blocks[0];
+	HSAuint32 total = 0, slots = 0;
+	for (HSAuint32 i = 0; i < props->NumBlocks; i++) {
+		for (HSAuint32 j = 0; j < blk->NumCounters; j++) {
+			HsaCounter *c = &blk->Counters[j];
+			CHECK(c->Type == HSA_PROFILE_TYPE_NONPRIV_IMMEDIATE && c->CounterSizeInBits == 64);
+			CHECK(c->CounterMask == ~0ull && c->Flags.ui32.Global && c->BlockIndex == blk->Counters[0].BlockIndex);
+		}
+		total += blk->NumCounters;
+		slots += blk->NumConcurrent;
+		blk = (HsaCounterBlockProperties *)&blk->Counters[blk->NumCounters];
+	}
+	CHECK(total == 3289 && slots == 158);
+	/* SQ, the 12th block: {b5c396b6-d310-47e4-86fc-5cc3043af508}, 16 slots, ids 1..183 and
+	 * 255..372. */
+	blk = &props->Blocks[0];
+	for (int i = 0; i < 11; i++)
+		blk = (HsaCounterBlockProperties *)&blk->Counters[blk->NumCounters];
+	CHECK(blk->BlockId.Data1 == 0xb5c396b6 && blk->BlockId.Data2 == 0xd310 && blk->BlockId.Data3 == 0x47e4);
+	CHECK(blk->BlockId.Data4[0] == 0x86 && blk->BlockId.Data4[7] == 0x08);
+	CHECK(blk->NumConcurrent == 16 && blk->NumCounters == 301 && blk->Counters[0].BlockIndex == 14);
+	CHECK(blk->Counters[0].CounterId == 1 && blk->Counters[182].CounterId == 183 && blk->Counters[183].CounterId == 255);
 	HsaCounterProperties *again = NULL;
 	OK(hsaKmtPmcGetCounterProperties(gpu, &again));
 	CHECK(again == props);
+	IS(hsaKmtPmcGetCounterProperties(0, &again), HSAKMT_STATUS_INVALID_PARAMETER); /* the CPU */
 	IS(hsaKmtPmcGetCounterProperties(bad_node, &props), HSAKMT_STATUS_INVALID_NODE_UNIT);
 	IS(hsaKmtPmcGetCounterProperties(gpu, NULL), HSAKMT_STATUS_INVALID_PARAMETER);
-	HsaCounter counter = {0};
-	counter.Type = HSA_PROFILE_TYPE_PRIVILEGED_IMMEDIATE;
-	counter.BlockIndex = 24; /* libhsakmt's IOMMU block */
-	counter.CounterSizeInBits = 64;
+	/* Only privileged counters register, on a listed block, at most its slots. */
+	HsaCounter counter = props->Blocks[0].Counters[0]; /* CB's first, non-privileged */
 	HsaPmcTraceRoot root;
 	IS(hsaKmtPmcRegisterTrace(gpu, 1, &counter, &root), HSAKMT_STATUS_INVALID_PARAMETER);
+	counter.Type = HSA_PROFILE_TYPE_PRIVILEGED_IMMEDIATE;
+	HsaCounter eight[8];
+	for (int i = 0; i < 8; i++)
+		eight[i] = counter;
+	IS(hsaKmtPmcRegisterTrace(gpu, 8, eight, &root), HSAKMT_STATUS_INVALID_PARAMETER); /* 7 slots */
+	eight[0].BlockIndex = 24; /* libhsakmt's IOMMU block */
+	IS(hsaKmtPmcRegisterTrace(gpu, 1, eight, &root), HSAKMT_STATUS_INVALID_PARAMETER);
 	IS(hsaKmtPmcRegisterTrace(gpu, 0, &counter, &root), HSAKMT_STATUS_INVALID_PARAMETER);
 	IS(hsaKmtPmcRegisterTrace(bad_node, 1, &counter, &root), HSAKMT_STATUS_INVALID_NODE_UNIT);
-	HSATraceId unknown = 0x1000;
+	IS(hsaKmtPmcRegisterTrace(gpu, 1, &counter, NULL), HSAKMT_STATUS_INVALID_PARAMETER);
+	OK(hsaKmtPmcRegisterTrace(gpu, 7, eight + 1, &root));
+	CHECK(root.NumberOfPasses == 1 && root.TraceBufferMinSizeBytes == 4096 && root.TraceId != 0);
 	char trace_buf[64];
+	/* No slots to acquire (only the IOMMU block has them), so it never starts. */
+	IS(hsaKmtPmcAcquireTraceAccess(gpu, root.TraceId), HSAKMT_STATUS_UNAVAILABLE);
+	OK(hsaKmtPmcReleaseTraceAccess(gpu, root.TraceId));
+	IS(hsaKmtPmcStartTrace(root.TraceId, trace_buf, sizeof(trace_buf)), HSAKMT_STATUS_ERROR);
+	IS(hsaKmtPmcQueryTrace(root.TraceId), HSAKMT_STATUS_NO_MEMORY);
+	IS(hsaKmtPmcStopTrace(root.TraceId), HSAKMT_STATUS_ERROR);
+	IS(hsaKmtPmcUnregisterTrace(0, root.TraceId), HSAKMT_STATUS_INVALID_NODE_UNIT);
+	OK(hsaKmtPmcUnregisterTrace(gpu, root.TraceId));
+	HSATraceId unknown = 0x1000;
 	IS(hsaKmtPmcAcquireTraceAccess(gpu, 0), HSAKMT_STATUS_INVALID_PARAMETER);
 	IS(hsaKmtPmcAcquireTraceAccess(gpu, unknown), HSAKMT_STATUS_INVALID_HANDLE);
 	IS(hsaKmtPmcStartTrace(unknown, trace_buf, sizeof(trace_buf)), HSAKMT_STATUS_INVALID_HANDLE);
