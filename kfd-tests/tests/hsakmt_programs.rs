@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The programs, in kfd-tests/c/hsakmt/<name>.c, and what each checks.
-const PROGRAMS: [(&str, &str); 8] = [
+const PROGRAMS: [(&str, &str); 9] = [
     ("topology", "hsaKmtOpenKFD, the version, system and node properties, memory banks, caches, IO links, clocks"),
     ("memory", "system (userptr), GTT and VRAM: allocate, map, host write, SDMA COPY_LINEAR + FENCE, host read back"),
     ("memory_limit", "VRAM until HSAKMT_STATUS_NO_MEMORY (ENOMEM) and GTT until the limit; freeing makes room again"),
@@ -24,6 +24,7 @@ const PROGRAMS: [(&str, &str); 8] = [
     ("event_limit", "4096 signal events (amdkfd's limit), then HSAKMT_STATUS_ERROR; one destroyed makes room for one"),
     ("isolation", "a forked child's own KFD cannot reach the parent's queue, event or VRAM; the parent's still work"),
     ("cma", "hsaKmtProcessVMRead/Write (CROSS_MEMORY_COPY) between a parent and its forked child's VRAM, and within one process"),
+    ("pmc", "the gfx9 counter blocks (20, 158 slots, 3289 counters) and the trace calls' answers for them"),
 ];
 
 /// A program run is killed after this long, so that a hang is reported with its output, well
