@@ -18,8 +18,15 @@ int main(void) {
         HSAuint32 odd = 0;
         for (HSAuint32 j = 0; j < blk->NumCounters; j++) {
             HsaCounter *c = &blk->Counters[j];
-            odd += !(c->Type == HSA_PROFILE_TYPE_NONPRIV_IMMEDIATE && c->CounterSizeInBits == 64 &&
-                     c->CounterMask == ~0ull && c->Flags.Value == 1 && c->BlockIndex == blk->Counters[0].BlockIndex);
+            /* libhsakmt sets only the Global bit of Flags, in memory it got from malloc: the
+             * other bits are whatever was there. */
+            int ok = c->Type == HSA_PROFILE_TYPE_NONPRIV_IMMEDIATE && c->CounterSizeInBits == 64 &&
+                     c->CounterMask == ~0ull && (c->Flags.Value & 1) == 1 &&
+                     c->BlockIndex == blk->Counters[0].BlockIndex;
+            if (!ok && odd++ == 0)
+                printf("block %u counter %u: type %u, %llu bits, mask %#llx, flags %#x, block index %u\n", i, j,
+                       (unsigned)c->Type, (unsigned long long)c->CounterSizeInBits,
+                       (unsigned long long)c->CounterMask, (unsigned)c->Flags.Value, (unsigned)c->BlockIndex);
         }
         CHECK(odd == 0, "block %u: every counter non-privileged, 64 bits, global, of the block", i);
         total += blk->NumCounters;
