@@ -118,8 +118,12 @@ met:"
     )
 }
 
+/// A directory of its own for one build of `name`: tests run in parallel threads, and two of
+/// them may build programs of one name (the first to finish removed the other's files).
 fn work_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cuse-kfd-co-{}-{name}", std::process::id()));
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("cuse-kfd-co-{}-{n}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
