@@ -58,7 +58,7 @@ pub const DEVICE_TESTS: [DeviceTest; 14] = [
         args: &["--show-output"],
         host_first: &[],
         what: "the real ROCr 5.2.3 over the node, on our libhsakmt and on the system's: queues, barriers, \
-               wraparound, BLOCKED waits, timeouts, queue errors",
+               wraparound, BLOCKED waits, timeouts, queue errors, IPC memory between two processes",
     },
     DeviceTest {
         package: "kfd-tests",
@@ -84,7 +84,8 @@ pub const DEVICE_TESTS: [DeviceTest; 14] = [
         host_first: &[],
         what: "C programs on Debian's real libhsakmt 5.2.3 over the node: topology, memory and SDMA copies, \
                allocation until ENOMEM, AQL/PM4/SDMA queues, RELEASE_MEM and TRAP events, 4096 events, \
-               a forked process isolated; run without root; a killed run takes its program along",
+               a forked process isolated, the PMC counter blocks; run without root; a killed run takes its \
+               program along",
     },
     DeviceTest {
         package: "kfd-tests",
@@ -157,8 +158,8 @@ pub const DEVICE_TESTS: [DeviceTest; 14] = [
         args: &["--show-output"],
         host_first: &["the_programs_are_built_on_the_host"],
         what: "HIP programs (hipcc 5.2.3 for gfx90a) on the node with the real ROCr and HIP, each PASS on the \
-               daemon's shader core: matmul (LDS and barriers) and histogram (atomics) on our libhsakmt, vadd \
-               and warp on the system's",
+               daemon's shader core: matmul (LDS and barriers) and histogram (atomics) on our libhsakmt, vadd, \
+               warp and managed (XNACK on: SVM ranges, malloc'd memory by map-on-fault) on the system's",
     },
     DeviceTest {
         package: "kfd-tests",
