@@ -35,6 +35,9 @@ pub struct Event {
     pub age: u64,
     /// The table's set count at this event's last set (0: never set).
     pub last_set: u64,
+    /// The latest kernel order of a SET_EVENT request that set it (0: none; see
+    /// [`wait::Entry::queued`]).
+    pub last_set_queued: u64,
     /// Waiters parked on this event.
     pub waiters: Vec<WaitId>,
     /// The last memory exception reported through this event (MEMORY events).
@@ -64,7 +67,7 @@ pub struct EventTable {
     /// that filling the page is linear, not quadratic.
     first_maybe_free_slot: u32,
     /// Sets so far, of every event: a wait that entered the device at count N counts the sets
-    /// after N (see [`Waiter::entered`]).
+    /// after N (see [`wait::Entry`]).
     set_count: u64,
 }
 
@@ -153,6 +156,7 @@ impl EventTable {
                 signaled: false,
                 age: 1,
                 last_set: 0,
+                last_set_queued: 0,
                 waiters: Vec::new(),
                 memory_exception: HsaMemoryExceptionData::default(),
                 hw_exception: HsaHwExceptionData::default(),
@@ -191,11 +195,15 @@ impl EventTable {
         }
     }
 
-    /// SET_EVENT from the host: only signal events may be set this way.
-    pub fn set_from_host(&mut self, id: u32, done: &mut Vec<Completion>) -> Result<(), Errno> {
-        let ev = self.events.get(&id).ok_or(Errno::EINVAL)?;
+    /// SET_EVENT from the host: only signal events may be set this way. `queued` is the
+    /// request's kernel order where its front end has one (see [`wait::Entry::queued`]).
+    pub fn set_from_host(&mut self, id: u32, queued: Option<u64>, done: &mut Vec<Completion>) -> Result<(), Errno> {
+        let ev = self.events.get_mut(&id).ok_or(Errno::EINVAL)?;
         if ev.event_type != KFD_IOC_EVENT_SIGNAL {
             return Err(Errno::EINVAL);
+        }
+        if let Some(q) = queued {
+            ev.last_set_queued = ev.last_set_queued.max(q);
         }
         self.set(id, done);
         Ok(())
@@ -299,7 +307,8 @@ impl EventTable {
     /// Every event id must exist (the caller checked, under this lock).
     pub fn begin_wait(&mut self, mut waiter: Waiter, done: &mut Vec<Completion>) -> Option<WaitId> {
         let entered = waiter.entered;
-        let set_since_entry = |ev: &Event| entered.is_some_and(|n| ev.last_set > n);
+        let set_since_entry =
+            |ev: &Event| entered.is_some_and(|e| ev.last_set > e.set_count || ev.last_set_queued > e.queued);
         for slot in waiter.slots.iter_mut() {
             let Some(ev) = self.events.get_mut(&slot.event_id) else { continue };
             slot.activated = ev.signaled

@@ -1,7 +1,7 @@
 //! EventTable: auto and manual reset, event age, and the interrupt path with its fallback.
 
 use super::page::{EventPage, EVENT_PAGE_SIZE};
-use super::wait::{Completion, WaitOutcome, WaitSlot, Waiter};
+use super::wait::{Completion, Entry, WaitOutcome, WaitSlot, Waiter};
 use super::EventTable;
 use crate::memory::backing::{BackingStore, MmapSpace, Owner};
 use crate::reply::{Pending, Responder};
@@ -34,8 +34,8 @@ impl Fixture {
         self.wait_entered(ids, None)
     }
 
-    /// [`Fixture::wait`] for a call that entered the device when the set count was `entered`.
-    fn wait_entered(&mut self, ids: &[(u32, u64)], entered: Option<u64>) -> (bool, Vec<Completion>) {
+    /// [`Fixture::wait`] for a call that entered the device at `entered`.
+    fn wait_entered(&mut self, ids: &[(u32, u64)], entered: Option<Entry>) -> (bool, Vec<Completion>) {
         let id = self.next_wait;
         self.next_wait += 1;
         let data: Vec<EventData> = ids
@@ -130,7 +130,8 @@ fn a_set_after_a_wait_entered_wakes_it_though_another_wait_consumed_the_signal()
     f.table.set(before, &mut done);
     let (parked, _) = f.wait(&[(before, 0)]);
     assert!(!parked);
-    let entered = f.table.set_count();
+    // By the set count alone: queued last of all requests, no set is after it in their order.
+    let entered = Entry { set_count: f.table.set_count(), queued: u64::MAX };
     f.table.set(shared, &mut done);
     assert!(done.is_empty());
     let (parked, done) = f.wait(&[(shared, 0)]);
@@ -144,6 +145,36 @@ fn a_set_after_a_wait_entered_wakes_it_though_another_wait_consumed_the_signal()
     assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
     let (parked, _) = f.wait(&[(shared, 0)]);
     assert!(parked, "without an entry count a consumed auto-reset event parks the waiter");
+}
+
+/// The same race when the device takes the async thread's first round late: the destroyer's
+/// SET_EVENT, queued after that round, runs first (another reader took it), so by the set count
+/// the set came before the entry. The kernel's order of the requests says otherwise, and wakes
+/// the wait; a set queued before the entry still does not.
+#[test]
+fn a_set_queued_after_a_wait_entered_wakes_it_though_the_device_ran_the_set_first() {
+    let mut f = Fixture::new();
+    let shared = f.signal_event(true);
+    let before = f.signal_event(true);
+    let mut done = Vec::new();
+    // Request order: the set of `before` (10), the async thread's first round (20), the set of
+    // `shared` (30). Device order: both sets, the destroyer's consuming waits, then the round.
+    f.table.set_from_host(before, Some(10), &mut done).unwrap();
+    f.table.set_from_host(shared, Some(30), &mut done).unwrap();
+    assert!(done.is_empty());
+    for id in [before, shared] {
+        let (parked, done) = f.wait(&[(id, 0)]);
+        assert!(!parked && completed(&done) == [KFD_IOC_WAIT_RESULT_COMPLETE], "a wait consumes the set");
+    }
+    let entered = Entry { set_count: f.table.set_count(), queued: 20 };
+    let (parked, _) = f.wait_entered(&[(before, 0)], Some(entered));
+    assert!(parked, "a set queued before the entry, consumed, does not wake the wait");
+    let (parked, done) = f.wait_entered(&[(shared, 0)], Some(entered));
+    assert!(!parked, "the set was queued after this wait entered");
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    let later = Entry { set_count: f.table.set_count(), queued: 40 };
+    let (parked, _) = f.wait_entered(&[(shared, 0)], Some(later));
+    assert!(parked, "a wait that entered after every set sleeps");
 }
 
 #[test]

@@ -10,6 +10,20 @@ use uapi::IntoBytes;
 /// Device-wide unique id of a wait.
 pub type WaitId = u64;
 
+/// Where a WAIT_EVENTS call entered the device, by two clocks. A set counts as after the entry
+/// if either says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The process's event set count when the device took the call's first round.
+    pub set_count: u64,
+    /// The kernel's order of the call's first round among every caller's requests (CUSE: the
+    /// FUSE unique, given when the caller's thread queued it). A device thread may take the
+    /// round late (it reads while others run the requests queued after it), and a SET_EVENT
+    /// queued after it may run first: by the set count alone that set would be before the
+    /// entry.
+    pub queued: u64,
+}
+
 /// One event a waiter waits on.
 #[derive(Debug, Clone)]
 pub struct WaitSlot {
@@ -36,12 +50,12 @@ pub struct Waiter {
     pub slots: Vec<WaitSlot>,
     pub wait_for_all: bool,
     pub timeout_ms: u32,
-    /// The table's set count when the call entered the device, if its front end took it before
-    /// the arguments arrived (CUSE: the first of the RETRY rounds). Events set since then
-    /// activate the wait, as they would a waiter amdkfd registers on entry to
-    /// kfd_wait_on_events: without it, a set between the rounds would be consumed by another
-    /// thread's wait and this one would sleep through it.
-    pub entered: Option<u64>,
+    /// When the call entered the device, if its front end took it before the arguments
+    /// arrived (CUSE: the first of the RETRY rounds). Events set since then activate the wait,
+    /// as they would a waiter amdkfd registers on entry to kfd_wait_on_events: without it, a
+    /// set between the rounds would be consumed by another thread's wait and this one would
+    /// sleep through it.
+    pub entered: Option<Entry>,
     /// The caller's arguments, returned with `wait_result` filled in.
     pub args: WaitEventsArgs,
     /// The caller's event data array as read at the start.

@@ -333,7 +333,7 @@ impl EmbeddedFile {
         let size = uapi::ioctl::ioc_size(cmd);
         let mut data = arg.to_vec();
         data.resize(size, 0);
-        let req = Request { caller, cmd, data: &data, tag, entered: None };
+        let req = Request { caller, cmd, data: &data, tag, entered: None, queued: None };
         // SAFETY: the pointers in `arg` are this process's (`memory_pid`) and this function's
         // contract covers them and the ranges the request registers, which are in the memory of
         // the context's owner: this process (`open`, `open_as`, covered by the contract) or

@@ -82,7 +82,7 @@ pub fn destroy(ctx: &Ctx, a: &mut DestroyEventArgs) -> Result<(), Errno> {
 
 pub fn set(ctx: &Ctx, a: &mut SetEventArgs) -> Result<(), Errno> {
     let mut done = Vec::new();
-    let r = ctx.process.events().set_from_host(a.event_id, &mut done);
+    let r = ctx.process.events().set_from_host(a.event_id, ctx.queued, &mut done);
     ctx.device.deliver(done);
     r
 }

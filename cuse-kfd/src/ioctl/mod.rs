@@ -15,6 +15,7 @@ mod vendor;
 
 use crate::client::Caller;
 use crate::device::Device;
+pub use crate::event::wait::Entry;
 use crate::process::Process;
 use crate::reply::{self, Pending, UserWrite};
 use nix::errno::Errno;
@@ -67,7 +68,9 @@ pub struct Ctx<'a> {
     pub caller: Caller,
     pub user: &'a dyn UserMemory,
     /// [`Request::entered`].
-    pub entered: Option<u64>,
+    pub entered: Option<Entry>,
+    /// [`Request::queued`].
+    pub queued: Option<u64>,
     writes: RefCell<Vec<UserWrite>>,
     pending: RefCell<Option<Pending>>,
 }
@@ -121,9 +124,12 @@ pub struct Request<'a> {
     pub data: &'a [u8],
     /// The front end's id for the request (FUSE unique), used to interrupt a parked wait.
     pub tag: u64,
-    /// For a WAIT_EVENTS whose arguments came after the call entered (CUSE's RETRY rounds): the
-    /// process's event set count at entry (see [`crate::event::wait::Waiter::entered`]).
-    pub entered: Option<u64>,
+    /// For a WAIT_EVENTS whose arguments came after the call entered (CUSE's RETRY rounds):
+    /// where it entered (see [`Entry`]).
+    pub entered: Option<Entry>,
+    /// The kernel's order of this request among every caller's, where the front end has one
+    /// (CUSE: the FUSE unique; see [`Entry::queued`]).
+    pub queued: Option<u64>,
 }
 
 /// Runs `req` for `process` (the file-to-process check is the device's).
@@ -163,6 +169,7 @@ pub(crate) unsafe fn dispatch(
         caller: req.caller,
         user,
         entered: req.entered,
+        queued: req.queued,
         writes: RefCell::new(Vec::new()),
         pending: RefCell::new(Some(Pending::new(responder, usize_, copy_out))),
     };

@@ -411,7 +411,7 @@ impl Client {
         let responder = Responder::new(tag, move |r| {
             let _ = tx.send(r);
         });
-        let req = Request { caller: file.caller(), cmd, data, tag, entered: None };
+        let req = Request { caller: file.caller(), cmd, data, tag, entered: None, queued: None };
         // SAFETY: the tests' rule (see `Client::call`); the pointers are this process's.
         unsafe { file.device().ioctl(file.file_id(), &req, &SelfMemory, responder) };
         rx.recv_timeout(REPLY_TIMEOUT).expect("raw ioctl reply")

@@ -411,7 +411,7 @@ pub fn run_dispatch(ops: &[DispatchOp]) {
                 // caller's pid), never this process: the device reads argument pointers only
                 // through `memory` (a copy), and the USERPTR ranges it touches are in that other
                 // process's memory, no soundness concern.
-                unsafe { device.ioctl(f, &Request { caller: c, cmd: cmd.value(), data, tag, entered: None }, &memory, responder) };
+                unsafe { device.ioctl(f, &Request { caller: c, cmd: cmd.value(), data, tag, entered: None, queued: None }, &memory, responder) };
             }
             DispatchOp::Interrupt { back } if !tags.is_empty() => {
                 let i = tags.len() - 1 - usize::from(*back) % tags.len();

@@ -119,11 +119,11 @@ impl FrameSink for Tracked {
     }
 }
 
-/// Where each WAIT_EVENTS in its RETRY rounds entered: fh -> calling thread -> (arg, the
-/// process's event set count at the first round). A thread has one ioctl at a time and every
-/// call starts with a round without data, which replaces its thread's entry, so an entry left by
-/// a call that failed between rounds is never used.
-type Entered = HashMap<u64, HashMap<u32, (u64, u64)>>;
+/// Where each WAIT_EVENTS in its RETRY rounds entered: fh -> calling thread -> (arg, where the
+/// first round entered). A thread has one ioctl at a time and every call starts with a round
+/// without data, which replaces its thread's entry, so an entry left by a call that failed
+/// between rounds is never used.
+type Entered = HashMap<u64, HashMap<u32, (u64, ioctl::Entry)>>;
 
 pub struct Session {
     device: Arc<Device>,
@@ -335,7 +335,7 @@ impl Session {
         // in between (another thread's SET_EVENT consumed by a third thread's wait, say).
         let waits = desc.cmd == AMDKFD_IOC_WAIT_EVENTS;
         if waits && data.is_empty() {
-            self.note_entry(io.fh, pid, h.pid, io.arg);
+            self.note_entry(io.fh, pid, h.pid, io.arg, unique);
         }
         let size = ioc_size(io.cmd) as u64;
         let kdir = ioc_dir(desc.cmd);
@@ -402,7 +402,18 @@ impl Session {
             sink.send(final_reply(unique, reply, args_out as usize, out_ranges));
         });
         let entered = if waits { self.take_entry(io.fh, h.pid, io.arg) } else { None };
-        let request = ioctl::Request { caller, cmd: io.cmd, data: &data[..args_in as usize], tag: unique, entered };
+        let request = ioctl::Request {
+            caller,
+            cmd: io.cmd,
+            data: &data[..args_in as usize],
+            tag: unique,
+            entered,
+            // The kernel numbers requests from one counter as each caller's thread queues its
+            // own (fs/fuse/dev.c at v6.1, __fuse_request_send: fuse_get_unique under the input
+            // queue's lock), so uniques order calls by when they entered, whatever order the
+            // readers take them in.
+            queued: Some(unique),
+        };
         // SAFETY: the caller is the process the kernel names for this ioctl(2), and the file's
         // context is bound (`Device::open`) to the process that opened it, which alone may use
         // it (EBADF otherwise). Another process's memory is no soundness concern; if it is this
@@ -417,21 +428,21 @@ impl Session {
         }
     }
 
-    fn note_entry(&self, fh: u64, pid: u32, tid: u32, arg: u64) {
-        let Some(count) = self.device.event_set_count(FileId(fh), pid) else { return };
+    fn note_entry(&self, fh: u64, pid: u32, tid: u32, arg: u64, unique: u64) {
+        let Some(set_count) = self.device.event_set_count(FileId(fh), pid) else { return };
         let mut entered = self.entered.lock();
         let calls = entered.entry(fh).or_default();
         if calls.len() < MAX_ENTERED_PER_FILE || calls.contains_key(&tid) {
-            calls.insert(tid, (arg, count));
+            calls.insert(tid, (arg, ioctl::Entry { set_count, queued: unique }));
         }
     }
 
-    /// The set count noted at the first round of thread `tid`'s WAIT_EVENTS on `arg`.
-    fn take_entry(&self, fh: u64, tid: u32, arg: u64) -> Option<u64> {
+    /// Where thread `tid`'s WAIT_EVENTS on `arg` entered, noted at its first round.
+    fn take_entry(&self, fh: u64, tid: u32, arg: u64) -> Option<ioctl::Entry> {
         let mut entered = self.entered.lock();
         let calls = entered.get_mut(&fh)?;
-        let (at, count) = calls.remove(&tid)?;
-        (at == arg).then_some(count)
+        let (at, entry) = calls.remove(&tid)?;
+        (at == arg).then_some(entry)
     }
 
     /// Answers every parked request with its failure and forgets all files (shutdown).
@@ -782,5 +793,101 @@ mod tests {
         let reply = sent.last().unwrap();
         assert_eq!(ioctl_result(reply, 1000), -(Errno::EINTR as i32));
         assert!(rig.session.pending_interrupts() <= super::super::interrupts::MAX_PENDING);
+    }
+
+    /// Every tid is a thread of this process (two threads of one client).
+    struct Threads;
+
+    impl Procfs for Threads {
+        fn tgid(&self, _tid: u32) -> Option<u32> {
+            Some(std::process::id())
+        }
+        fn is_thread_of(&self, pid: u32, _tid: u32) -> bool {
+            pid == std::process::id()
+        }
+        fn readable(&self, _pid: u32, _addr: u64, _len: u64) -> bool {
+            true
+        }
+    }
+
+    /// A client's open file on a session.
+    struct Conn<'a> {
+        session: &'a Session,
+        sink: &'a Capture,
+        fh: u64,
+    }
+
+    impl Conn<'_> {
+        /// One ioctl round of thread `tid` as request `unique`, with `data` in and `out` bytes
+        /// of out space; returns the reply (a RETRY or the final one).
+        fn round(&self, tid: u32, unique: u64, cmd: u32, data: &[u8], out: u32) -> Vec<u8> {
+            let io = FuseIoctlIn {
+                fh: self.fh,
+                flags: FUSE_IOCTL_UNRESTRICTED,
+                cmd,
+                arg: ARG,
+                in_size: data.len() as u32,
+                out_size: out,
+            };
+            self.session.handle(&frame_from(tid, FUSE_IOCTL, unique, &[io.as_bytes(), data]));
+            let mut sent = std::mem::take(&mut *self.sink.0.lock());
+            assert_eq!(sent.len(), 1, "one reply per round");
+            let reply = sent.remove(0);
+            assert_eq!(FuseOutHeader::read_from_prefix(&reply).unwrap().0.unique, unique);
+            reply
+        }
+    }
+
+    /// The data of a final ioctl reply (its result must be 0).
+    fn final_data(reply: &[u8]) -> Vec<u8> {
+        let rest = &reply[std::mem::size_of::<FuseOutHeader>()..];
+        let (out, data) = FuseIoctlOut::read_from_prefix(rest).unwrap();
+        assert_eq!((out.flags & FUSE_IOCTL_RETRY, out.result), (0, 0));
+        data.to_vec()
+    }
+
+    /// ROCr's queue destructor over CUSE (see event/tests.rs, which has the table's side): the
+    /// async thread's WAIT_EVENTS entered first (unique 100), then the destructor set the event
+    /// (110) and waited on it itself (120). Another reader took the async thread's first round
+    /// late, after the device had run both of the destructor's requests and the set was
+    /// consumed. The async thread's wait still completes: by the kernel's order the set came
+    /// after it entered. A wait that entered after the set (130) does not.
+    #[test]
+    fn a_wait_whose_first_round_is_taken_late_is_woken_by_a_set_queued_after_it() {
+        use uapi::ioctl::{AMDKFD_IOC_CREATE_EVENT, AMDKFD_IOC_SET_EVENT};
+        use uapi::kfd::{
+            CreateEventArgs, SetEventArgs, KFD_IOC_EVENT_SIGNAL, KFD_IOC_WAIT_RESULT_COMPLETE,
+            KFD_IOC_WAIT_RESULT_TIMEOUT,
+        };
+        let device = Device::new(&DeviceConfig::default()).unwrap();
+        let sink = Arc::new(Capture::default());
+        let session = Session::new(device, sink.clone(), Box::new(Threads), "kfd");
+        let me = std::process::id();
+        session.handle(&frame(FUSE_OPEN, 2, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]));
+        let fh = FuseOpenOut::read_from_bytes(&sink.0.lock().pop().unwrap()[16..]).unwrap().fh;
+        let conn = Conn { session: &session, sink: &sink, fh };
+        let create = CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: 1, ..Default::default() };
+        let r = conn.round(me, 10, AMDKFD_IOC_CREATE_EVENT, create.as_bytes(), 32);
+        let event_id = CreateEventArgs::read_from_prefix(&final_data(&r)).unwrap().0.event_id;
+        let (destroyer, async_thread) = (me, me + 1);
+        // A whole WAIT_EVENTS round on the event, timeout 0: its wait_result.
+        let wait = |tid: u32, unique: u64| {
+            let args = WaitEventsArgs { events_ptr: EVENTS, num_events: 1, timeout: 0, ..Default::default() };
+            let mut data = args.as_bytes().to_vec();
+            data.extend_from_slice(EventData { event_id, ..Default::default() }.as_bytes());
+            let n = data.len() as u32;
+            let r = conn.round(tid, unique, AMDKFD_IOC_WAIT_EVENTS, &data, n);
+            WaitEventsArgs::read_from_prefix(&final_data(&r)).unwrap().0.wait_result
+        };
+        let set = SetEventArgs { event_id, pad: 0 };
+        final_data(&conn.round(destroyer, 110, AMDKFD_IOC_SET_EVENT, set.as_bytes(), 0));
+        assert_eq!(wait(destroyer, 120), KFD_IOC_WAIT_RESULT_COMPLETE, "the destructor's wait consumes the set");
+        // The async thread's first round, queued at 100, read only now.
+        let first = conn.round(async_thread, 100, AMDKFD_IOC_WAIT_EVENTS, &[], 0);
+        assert_ne!(FuseIoctlOut::read_from_prefix(&first[16..]).unwrap().0.flags & FUSE_IOCTL_RETRY, 0);
+        assert_eq!(wait(async_thread, 102), KFD_IOC_WAIT_RESULT_COMPLETE, "the set was queued after this wait entered");
+        // A wait that entered after the set sleeps (here: times out at once).
+        conn.round(async_thread, 130, AMDKFD_IOC_WAIT_EVENTS, &[], 0);
+        assert_eq!(wait(async_thread, 132), KFD_IOC_WAIT_RESULT_TIMEOUT);
     }
 }

@@ -109,7 +109,7 @@ pub(super) fn send(device: &Device, file: FileId, caller: Caller, cmd: u32, data
     // above user space (arena.rs): the device's reads and writes land in the arena, which no Rust
     // reference reaches, or fault. The same holds for USERPTR addresses, which the fuzzer draws
     // from the same pointers.
-    unsafe { device.ioctl(file, &Request { caller, cmd, data, tag, entered: None }, mem, responder) };
+    unsafe { device.ioctl(file, &Request { caller, cmd, data, tag, entered: None, queued: None }, mem, responder) };
     match rx.try_recv() {
         Ok(r) => Sent::Replied(r),
         Err(_) => Sent::Parked(tag, rx),
