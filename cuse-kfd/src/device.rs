@@ -432,6 +432,11 @@ impl Device {
         self.waits.armed()
     }
 
+    /// The wait timer's deadlines and whether it is firing one (for the status).
+    pub fn timer_state(&self) -> crate::event::timer::TimerState {
+        self.waits.timer_state()
+    }
+
     fn end_wait(&self, pid: u32, wait: WaitId, outcome: WaitOutcome) -> bool {
         let Some(process) = self.process(pid) else { return false };
         let mut done = Vec::new();

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -53,32 +53,87 @@ pub fn run_bounded(mut cmd: Command, exe: &Path, limit: Duration, on_hang: impl 
     }
 }
 
-/// Every thread of process group `pgid` with its state and kernel wait channel.
+/// Every thread of process group `pgid` with its state and kernel wait channel, then each
+/// process's user stacks where gdb is installed (see [`backtraces`]).
 pub fn where_it_waits(pgid: u32) -> String {
     let mut out = format!("--- the run did not end; the threads of process group {pgid}:\n");
-    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default().trim().to_owned();
-    for proc_dir in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = proc_dir.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let stat = read(proc_dir.path().join("stat"));
-        // Fields after the command (which may hold spaces): state ppid pgrp ...
-        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
-        if rest.split_whitespace().nth(2) != Some(&pgid.to_string()) {
-            continue;
-        }
-        let cmd = read(proc_dir.path().join("cmdline")).replace('\0', " ");
-        out += &format!("pid {pid}: {cmd}\n");
-        for task in std::fs::read_dir(proc_dir.path().join("task")).into_iter().flatten().flatten() {
-            let comm = read(task.path().join("comm"));
-            let wchan = read(task.path().join("wchan"));
-            let state = read(task.path().join("stat")).rsplit_once(") ").map(|(_, r)| r[..1].to_owned());
-            out += &format!(
-                "  tid {} {comm:<16} state {} wchan {wchan}\n",
-                task.file_name().to_string_lossy(),
-                state.unwrap_or_default()
-            );
-        }
+    let members: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|d| d.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // Fields after the command (which may hold spaces): state ppid pgrp ...
+            let stat = read_trimmed(&Path::new("/proc").join(pid.to_string()).join("stat"));
+            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().nth(2).map(str::to_owned))
+                == Some(pgid.to_string())
+        })
+        .collect();
+    for &pid in &members {
+        out += &threads_of(pid);
+    }
+    for &pid in &members {
+        out += &backtraces(pid);
     }
     out
+}
+
+fn read_trimmed(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default().trim().to_owned()
+}
+
+/// Process `pid`'s command line and each of its threads with its name, state and kernel wait
+/// channel.
+pub fn threads_of(pid: u32) -> String {
+    let dir = Path::new("/proc").join(pid.to_string());
+    let cmd = read_trimmed(&dir.join("cmdline")).replace('\0', " ");
+    let mut out = format!("pid {pid}: {cmd}\n");
+    for task in std::fs::read_dir(dir.join("task")).into_iter().flatten().flatten() {
+        let comm = read_trimmed(&task.path().join("comm"));
+        let wchan = read_trimmed(&task.path().join("wchan"));
+        let state = read_trimmed(&task.path().join("stat")).rsplit_once(") ").map(|(_, r)| r[..1].to_owned());
+        out += &format!(
+            "  tid {} {comm:<16} state {} wchan {wchan}\n",
+            task.file_name().to_string_lossy(),
+            state.unwrap_or_default()
+        );
+    }
+    out
+}
+
+/// How long gdb may take for one process's stacks (it reads the symbols of every library first;
+/// under TCG that is slow).
+const GDB_LIMIT: Duration = Duration::from_secs(60);
+
+/// Every thread's user stack of process `pid`, by gdb in batch mode, if gdb is installed (it is a
+/// diagnostic: without it the report says so and goes on).
+pub fn backtraces(pid: u32) -> String {
+    let mut cmd = Command::new("gdb");
+    cmd.args(["-nx", "-batch", "-p", &pid.to_string(), "-ex", "set pagination off", "-ex", "thread apply all bt 24"]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return format!("--- no stacks of pid {pid}: gdb: {e}\n"),
+    };
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let t0 = Instant::now();
+    while child.try_wait().ok().flatten().is_none() {
+        if t0.elapsed() > GDB_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = reader.join().unwrap_or_default();
+    let stacks: String =
+        text.lines().filter(|l| l.starts_with('#') || l.starts_with("Thread ")).map(|l| format!("  {l}\n")).collect();
+    format!("--- the stacks of pid {pid} (gdb, {:.1} s):\n{stacks}", t0.elapsed().as_secs_f64())
 }
 
 /// Checks that `listed` names exactly the C programs in `dir` (<name>.c), so that none is left

@@ -15,7 +15,7 @@
 //! are needed; `cargo xtask test` installs them), so the tier's VM only runs them.
 
 use kfd_tests::device::{tier, Daemon};
-use kfd_tests::program::{assert_lists_every_program, run_bounded};
+use kfd_tests::program::{assert_lists_every_program, backtraces, run_bounded, threads_of};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ enum Transport<'a> {
     Embedded,
     /// A daemon's node, through `<bin> run --device <node> --thunk <thunk>` (`bin` is the
     /// cuse-kfd binary, `thunk` ours or system).
-    Device { bin: &'a Path, node: &'a Path, runtime_dir: &'a Path, thunk: &'a str },
+    Device { bin: &'a Path, node: &'a Path, runtime_dir: &'a Path, thunk: &'a str, daemon: &'a Daemon },
 }
 
 impl Transport<'_> {
@@ -106,7 +106,8 @@ fn program(name: &str) -> PathBuf {
 }
 
 /// Runs `exe` through `transport` (see [`run_bounded`]); on a node, a hung run also reports the
-/// daemon's status (its processes, queues, events and parked waits).
+/// daemon's status (its processes, queues, events, parked waits and wait timer), its threads and
+/// stacks, and its log.
 fn run(exe: &Path, transport: Transport, env: &[(&str, &str)]) -> (bool, String) {
     let limit = match transport {
         Transport::Embedded => RUN_LIMIT,
@@ -116,15 +117,25 @@ fn run(exe: &Path, transport: Transport, env: &[(&str, &str)]) -> (bool, String)
     cmd.envs(env.iter().copied());
     run_bounded(cmd, exe, limit, || match transport {
         Transport::Embedded => String::new(),
-        Transport::Device { bin, runtime_dir, .. } => {
-            match Command::new(bin).arg("status").arg("--runtime-dir").arg(runtime_dir).output() {
+        Transport::Device { bin, runtime_dir, daemon, .. } => {
+            let status = match Command::new(bin).arg("status").arg("--runtime-dir").arg(runtime_dir).output() {
                 Ok(o) => format!(
                     "--- cuse-kfd status:\n{}{}",
                     String::from_utf8_lossy(&o.stdout),
                     String::from_utf8_lossy(&o.stderr)
                 ),
                 Err(e) => format!("--- cuse-kfd status: {e}\n"),
-            }
+            };
+            let log = daemon.log();
+            let tail: Vec<&str> = log.lines().rev().take(200).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            format!(
+                "{status}--- the daemon's threads:\n{}{}--- the daemon's log (last {} lines):\n{}\n",
+                threads_of(daemon.pid()),
+                backtraces(daemon.pid()),
+                tail.len(),
+                tail.join("\n")
+            )
         }
     })
 }
@@ -263,10 +274,11 @@ fn device_tier_rocr_programs_on_the_system_libhsakmt() {
 
 fn on_the_node(thunk: &str) {
     let bin = tier();
-    let d = Daemon::start(&bin, &format!("kfd-t-rocr-{thunk}"));
+    // Logged to a file, shown if a program hangs (RUST_LOG sets the level; warn by default).
+    let d = Daemon::start_logged(&bin, &format!("kfd-t-rocr-{thunk}"));
     for (name, what) in PROGRAMS.into_iter().filter(|(n, _)| !EMBEDDED_ONLY.contains(n)) {
         println!("{name}: {what}");
-        let transport = Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk };
+        let transport = Transport::Device { bin: &bin, node: &d.node, runtime_dir: &d.runtime_dir, thunk, daemon: &d };
         if FAULTING.contains(&name) {
             check_vm_fault(transport);
             continue;

@@ -3,7 +3,7 @@
 //! hands its completion here, and the tag is forgotten before the reply goes out. Forgetting a
 //! wait also disarms its timeout and gives back its quota charge, whoever ended it.
 
-use super::timer::Timer;
+use super::timer::{Timer, TimerState};
 use super::wait::{Completion, WaitId};
 use crate::quota::{AccountId, Charge, Ledger, Resource};
 use parking_lot::Mutex;
@@ -62,6 +62,11 @@ impl WaitRegistry {
     /// How many wait deadlines the timer holds (never more than the parked waits).
     pub fn armed(&self) -> usize {
         self.timer.armed()
+    }
+
+    /// The timer's deadlines and whether it is firing one.
+    pub fn timer_state(&self) -> TimerState {
+        self.timer.state()
     }
 
     /// How many waits are parked.

@@ -67,6 +67,17 @@ impl Deadlines {
 struct State {
     deadlines: Deadlines,
     stop: bool,
+    /// Since when the thread has been firing a deadline (None: it is not).
+    firing: Option<Instant>,
+}
+
+/// What the timer is doing, for the device's status: a deadline long overdue, or a fire that
+/// does not return, shows a timer that is stuck.
+#[derive(Debug, Clone, Copy)]
+pub struct TimerState {
+    pub armed: usize,
+    pub earliest: Option<Instant>,
+    pub firing_since: Option<Instant>,
 }
 
 /// Calls `fire(pid, wait)` once each armed deadline passes, unless the wait is cancelled first.
@@ -103,6 +114,11 @@ impl Timer {
     pub fn armed(&self) -> usize {
         self.shared.lock().deadlines.len()
     }
+
+    pub fn state(&self) -> TimerState {
+        let st = self.shared.lock();
+        TimerState { armed: st.deadlines.len(), earliest: st.deadlines.earliest(), firing_since: st.firing }
+    }
 }
 
 fn run(shared: &Sleeper<State>, fire: &(dyn Fn(u32, WaitId) + Send + Sync)) {
@@ -113,12 +129,14 @@ fn run(shared: &Sleeper<State>, fire: &(dyn Fn(u32, WaitId) + Send + Sync)) {
         }
         let now = Instant::now();
         if let Some((pid, wait)) = st.deadlines.pop_due(now) {
+            st.firing = Some(now);
             drop(st);
             {
                 let _busy = crate::fork::busy();
                 fire(pid, wait);
             }
             st = shared.lock();
+            st.firing = None;
             continue;
         }
         st = match st.deadlines.earliest() {

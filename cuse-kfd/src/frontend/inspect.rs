@@ -1,7 +1,9 @@
 //! `cuse-kfd status`: what the device holds, per process, like /sys/class/kfd/kfd/proc.
 
 use crate::device::Device;
+use crate::event::timer::TimerState;
 use std::fmt::Write as _;
+use std::time::Instant;
 
 fn event_type(t: u32) -> &'static str {
     match t {
@@ -24,6 +26,23 @@ fn event_type(t: u32) -> &'static str {
 /// process's indented lines; `limits per process|per uid: RES=N ...`, `  usage RES=N ...`
 /// (a process's) and `uid UID usage RES=N ...` lines use the resource names of
 /// `--process-limit` (bytes for vram and gtt).
+/// The timer's line: how many deadlines, when the next is due (or how long overdue), and a fire
+/// under way (both of the latter show a timer that is stuck if they last).
+fn timer_summary(t: TimerState, now: Instant) -> String {
+    let mut s = t.armed.to_string();
+    if let Some(d) = t.earliest {
+        if d >= now {
+            let _ = write!(s, ", the next in {:.1} s", (d - now).as_secs_f64());
+        } else {
+            let _ = write!(s, ", the next overdue by {:.1} s", (now - d).as_secs_f64());
+        }
+    }
+    if let Some(f) = t.firing_since {
+        let _ = write!(s, ", firing one for {:.1} s", now.saturating_duration_since(f).as_secs_f64());
+    }
+    s
+}
+
 pub fn status(device: &Device) -> String {
     let mut out = String::new();
     let s = device.stats();
@@ -43,7 +62,7 @@ pub fn status(device: &Device) -> String {
     let limits = ledger.limits();
     let _ = writeln!(out, "limits per process: {}", limits.process);
     let _ = writeln!(out, "limits per uid: {}", limits.uid);
-    let _ = writeln!(out, "wait timeouts armed: {}", device.armed_timeouts());
+    let _ = writeln!(out, "wait timeouts armed: {}", timer_summary(device.timer_state(), Instant::now()));
     if let Some((pid, ns)) = device.last_owner_end() {
         let _ = writeln!(out, "last context ended by its owner's exit: pid {pid} at monotonic {ns} ns");
     }
@@ -107,4 +126,25 @@ pub fn status(device: &Device) -> String {
         let _ = writeln!(out, "uid {uid} usage {usage}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_timer_line_shows_an_overdue_deadline_and_a_fire_under_way() {
+        let now = Instant::now() + Duration::from_secs(100);
+        let idle = TimerState { armed: 0, earliest: None, firing_since: None };
+        assert_eq!(timer_summary(idle, now), "0");
+        let ahead = TimerState { armed: 2, earliest: Some(now + Duration::from_millis(2500)), firing_since: None };
+        assert_eq!(timer_summary(ahead, now), "2, the next in 2.5 s");
+        let stuck = TimerState {
+            armed: 1,
+            earliest: Some(now - Duration::from_secs(80)),
+            firing_since: Some(now - Duration::from_secs(85)),
+        };
+        assert_eq!(timer_summary(stuck, now), "1, the next overdue by 80.0 s, firing one for 85.0 s");
+    }
 }
