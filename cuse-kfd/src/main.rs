@@ -116,6 +116,10 @@ struct ServeArgs {
     /// core); 0 runs them on the engine thread.
     #[arg(long, value_name = "N")]
     shader_workers: Option<usize>,
+    /// Command processor threads that share the queues (default: one per core, at most 4); a
+    /// new queue goes to the one serving the fewest.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    engine_threads: Option<u16>,
     /// Run unconfined, for debugging (strace, gdb): keep every capability, no seccomp filter, no
     /// no_new_privs. The directory checks stay.
     #[arg(long)]
@@ -277,6 +281,9 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     let mut engine = cuse_kfd::engine::EngineConfig::default();
     if let Some(n) = a.shader_workers {
         engine.shader_workers = n;
+    }
+    if let Some(n) = a.engine_threads {
+        engine.threads = usize::from(n);
     }
     let config = DeviceConfig {
         profile: a.profile.clone(),

@@ -3,11 +3,15 @@
 //! the packet subsets documented in `ring/pm4.rs` and `ring/sdma.rs` (the ring runner in
 //! `ring/mod.rs`, the AQL runner in `aql.rs`, what both share with this loop in `runner.rs`).
 //!
-//! One engine thread serves every queue of the device. Clients ring doorbells with plain 64-bit
-//! stores into their doorbell slice (what ROCr does: no syscall), so the thread polls: it spins
-//! briefly after activity, then yields, then sleeps with growing intervals (an idle device does
-//! not burn a core). While it spins with every queue drained, it watches the doorbells alone
-//! between passes (`watch`). Cooperative clients can cut the wait short with [`Engine::kick`].
+//! Engine threads ("lanes", one per core up to [`EngineConfig::threads`]) share the device's
+//! queues: a new queue goes to the lane serving the fewest, so queues, and the processes that
+//! own them, run side by side on a machine with cores to spare, and a queue that runs the most
+//! expensive packets holds up only the queues of its own lane. Clients ring doorbells with plain
+//! 64-bit stores into their doorbell slice (what ROCr does: no syscall), so each lane polls: it
+//! spins briefly after activity, then yields, then sleeps with growing intervals (an idle device
+//! does not burn a core; a lane with no queue sleeps until it is given one). While it spins with
+//! every queue drained, it watches the doorbells alone between passes (`watch`). Cooperative
+//! clients can cut the wait short with [`Engine::kick`].
 
 mod aql;
 mod fault;
@@ -46,6 +50,13 @@ use std::sync::Arc;
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
+/// Lanes by default: one per core, at most this many (each idles at a few dozen polls a second
+/// while it has queues).
+const MAX_DEFAULT_THREADS: usize = 4;
+/// How long a lane with no queue sleeps between looks (it is woken when given one; this bounds
+/// a wake that could be lost).
+const EMPTY_LANE_SLEEP: Duration = Duration::from_secs(1);
+
 /// Tuning of the engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -61,6 +72,8 @@ pub struct EngineConfig {
     /// Threads that run the workgroups of GFX dispatches (0: dispatches run on the engine
     /// thread, sliced like soft kernels).
     pub shader_workers: usize,
+    /// Engine threads (lanes) that share the queues (at least 1).
+    pub threads: usize,
 }
 
 impl Default for EngineConfig {
@@ -71,6 +84,7 @@ impl Default for EngineConfig {
             yield_for: Duration::from_millis(2),
             max_sleep: Duration::from_millis(16),
             shader_workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DEFAULT_THREADS),
         }
     }
 }
@@ -304,137 +318,186 @@ struct Shared {
     bell: Arc<Bell>,
     stop: AtomicBool,
     packets_polls: AtomicU64,
-    /// The shader core's workers (none with `shader_workers` 0).
-    pool: Option<workers::Pool>,
+    /// The shader core's workers (none with `shader_workers` 0), shared by the lanes.
+    pool: Option<Arc<workers::Pool>>,
 }
 
-/// The engine thread and its queue registry.
+/// The engine's lanes: threads, each with its queue registry.
 pub struct Engine {
+    lanes: Vec<Lane>,
+    pool: Option<Arc<workers::Pool>>,
+}
+
+/// One engine thread and the queues it serves.
+struct Lane {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     thread_id: ThreadId,
+}
+
+impl Lane {
+    /// Waits until the lane has adopted registry `generation` (or stops). Waiting for the
+    /// engine is no device work: a fork need not wait for it.
+    fn wait_adopted(&self, generation: u64) {
+        crate::fork::idle(|| {
+            let mut acked = self.shared.acked.lock();
+            while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
+                acked = self.shared.acked.wait_for(acked, Duration::from_millis(10)).0;
+            }
+        });
+    }
+
+    /// Moves the registry to a new generation (the lane adopts it at its next pass).
+    fn bump(&self, reg: &mut Registry) -> u64 {
+        reg.generation += 1;
+        // SeqCst, with the bell's: a lane about to sleep sees the new generation, or its ringer
+        // sees it parked (see `run`).
+        self.shared.generation.store(reg.generation, Ordering::SeqCst);
+        reg.generation
+    }
 }
 
 impl Engine {
     /// An engine whose completed waits go to `waits`.
     pub fn new(config: EngineConfig, faults: Arc<Faults>, trace: Arc<Trace>, waits: Arc<WaitRegistry>) -> Engine {
         crate::fork::install();
-        let workers = config.shader_workers;
-        let bell = Arc::new(Bell { rung: Sleeper::new(false), parked: AtomicBool::new(false) });
-        let shared = Arc::new(Shared {
-            pool: (workers > 0).then(|| {
-                // A worker with news for a queue wakes the engine as a doorbell kick does. It
-                // holds the bell only: were it to hold the engine, the last reference could end
-                // on a worker, which would then tear the engine down behind its owner's back.
-                let bell = bell.clone();
-                workers::Pool::new(workers, Arc::new(move || bell.ring()))
-            }),
-            bell,
-            config,
-            faults,
-            trace,
-            waits,
-            registry: Mutex::new(Registry::default()),
-            generation: AtomicU64::new(0),
-            acked: Sleeper::new(0),
-            stop: AtomicBool::new(false),
-            packets_polls: AtomicU64::new(0),
+        let lanes = config.threads.max(1);
+        let bells: Vec<Arc<Bell>> =
+            (0..lanes).map(|_| Arc::new(Bell { rung: Sleeper::new(false), parked: AtomicBool::new(false) })).collect();
+        let pool = (config.shader_workers > 0).then(|| {
+            // A worker with news for a queue wakes the lanes as a doorbell kick does. It holds
+            // the bells only: were it to hold the engine, the last reference could end on a
+            // worker, which would then tear the engine down behind its owner's back.
+            let bells = bells.clone();
+            Arc::new(workers::Pool::new(config.shader_workers, Arc::new(move || bells.iter().for_each(|b| b.ring()))))
         });
-        let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("kfd-engine".into())
-            .spawn(move || run(&s))
-            .expect("spawning the engine thread");
-        let thread_id = thread.thread().id();
-        Engine { shared, thread: Some(thread), thread_id }
+        let lanes = bells
+            .into_iter()
+            .enumerate()
+            .map(|(n, bell)| {
+                let shared = Arc::new(Shared {
+                    pool: pool.clone(),
+                    bell,
+                    config: config.clone(),
+                    faults: faults.clone(),
+                    trace: trace.clone(),
+                    waits: waits.clone(),
+                    registry: Mutex::new(Registry::default()),
+                    generation: AtomicU64::new(0),
+                    acked: Sleeper::new(0),
+                    stop: AtomicBool::new(false),
+                    packets_polls: AtomicU64::new(0),
+                });
+                let s = shared.clone();
+                let thread = std::thread::Builder::new()
+                    .name(if n == 0 { "kfd-engine".into() } else { format!("kfd-engine-{n}") })
+                    .spawn(move || run(&s))
+                    .expect("spawning an engine thread");
+                let thread_id = thread.thread().id();
+                Lane { shared, thread: Some(thread), thread_id }
+            })
+            .collect();
+        Engine { lanes, pool }
     }
 
-    /// Starts processing `queue` of `process`, on a GPU of `gfx_target_version`.
+    /// How many engine threads share the queues.
+    pub fn threads(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// How many queues each engine thread serves.
+    pub fn queues_per_thread(&self) -> Vec<usize> {
+        self.lanes.iter().map(|l| l.shared.registry.lock().queues.len()).collect()
+    }
+
+    /// Starts processing `queue` of `process`, on a GPU of `gfx_target_version`, on the lane
+    /// that serves the fewest queues.
     pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>, gfx_target_version: u32) {
-        let waits = self.shared.waits.clone();
-        let mut reg = self.shared.registry.lock();
-        reg.queues.push(Arc::new(HwQueue { process, queue, gfx_target_version, doorbell, waits }));
-        reg.generation += 1;
-        self.shared.generation.store(reg.generation, Ordering::Release);
+        let waits = self.lanes[0].shared.waits.clone();
+        let hw = Arc::new(HwQueue { process, queue, gfx_target_version, doorbell, waits });
+        let lane = self.lanes.iter().min_by_key(|l| l.shared.registry.lock().queues.len()).expect("at least one lane");
+        let mut reg = lane.shared.registry.lock();
+        reg.queues.push(hw);
+        lane.bump(&mut reg);
         drop(reg);
-        self.kick();
+        lane.shared.bell.ring();
     }
 
     /// Stops processing the queues `which` selects and returns once the engine no longer touches
     /// them (waiters on their pending packets have been woken).
     pub fn remove(&self, which: impl Fn(&HwQueue) -> bool) {
-        let generation = {
-            let mut reg = self.shared.registry.lock();
+        let mut changed = Vec::new();
+        for lane in &self.lanes {
+            let mut reg = lane.shared.registry.lock();
             let before = reg.queues.len();
             reg.queues.retain(|q| !which(q));
-            if reg.queues.len() == before {
-                return;
+            if reg.queues.len() != before {
+                changed.push((lane, lane.bump(&mut reg)));
             }
-            reg.generation += 1;
-            self.shared.generation.store(reg.generation, Ordering::Release);
-            reg.generation
-        };
-        self.kick();
-        if std::thread::current().id() == self.thread_id {
+        }
+        for (lane, _) in &changed {
+            lane.shared.bell.ring();
+        }
+        if self.on_a_lane() {
             return;
         }
-        // Waiting for the engine is no device work: a fork need not wait for it.
-        crate::fork::idle(|| {
-            let mut acked = self.shared.acked.lock();
-            while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
-                acked = self.shared.acked.wait_for(acked, Duration::from_millis(10)).0;
-            }
-        });
+        for (lane, generation) in changed {
+            lane.wait_adopted(generation);
+        }
     }
 
-    /// Returns once the engine has ended the pass under way (if any): a poll after this sees
-    /// every queue property changed before the call. From the engine thread itself it returns
-    /// at once.
+    /// Returns once every lane has ended the pass under way (if any): a poll after this sees
+    /// every queue property changed before the call. From an engine thread it returns at once.
     pub fn sync(&self) {
-        let generation = {
-            let mut reg = self.shared.registry.lock();
-            reg.generation += 1;
-            self.shared.generation.store(reg.generation, Ordering::Release);
-            reg.generation
-        };
+        let generations: Vec<u64> = self.lanes.iter().map(|l| l.bump(&mut l.shared.registry.lock())).collect();
         self.kick();
-        if std::thread::current().id() == self.thread_id {
+        if self.on_a_lane() {
             return;
         }
-        crate::fork::idle(|| {
-            let mut acked = self.shared.acked.lock();
-            while *acked < generation && !self.shared.stop.load(Ordering::Acquire) {
-                acked = self.shared.acked.wait_for(acked, Duration::from_millis(10)).0;
-            }
-        });
+        for (lane, generation) in self.lanes.iter().zip(generations) {
+            lane.wait_adopted(generation);
+        }
+    }
+
+    /// Whether the caller is one of the engine's threads (which must not wait for a lane: two
+    /// lanes waiting for each other would never adopt).
+    fn on_a_lane(&self) -> bool {
+        let me = std::thread::current().id();
+        self.lanes.iter().any(|l| l.thread_id == me)
     }
 
     /// A preempted queue was resumed: the shader workers look at its dispatch again.
     pub fn resume_waves(&self) {
-        if let Some(p) = &self.shared.pool {
+        if let Some(p) = &self.pool {
             p.nudge();
         }
         self.kick();
     }
 
-    /// Wakes a sleeping engine now (the cheap wake path for cooperative clients).
+    /// Wakes the sleeping lanes now (the cheap wake path for cooperative clients).
     pub fn kick(&self) {
-        self.shared.bell.ring();
+        for lane in &self.lanes {
+            lane.shared.bell.ring();
+        }
     }
 
-    /// How many times the engine has polled its queues (for idle-CPU checks).
+    /// How many times the engine's lanes have polled their queues (for idle-CPU checks).
     pub fn polls(&self) -> u64 {
-        self.shared.packets_polls.load(Ordering::Relaxed)
+        self.lanes.iter().map(|l| l.shared.packets_polls.load(Ordering::Relaxed)).sum()
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        *self.shared.bell.rung.lock() = true;
-        self.shared.bell.rung.notify_one();
-        if let Some(t) = self.thread.take() {
-            crate::fork::join_device_thread(t);
+        for lane in &self.lanes {
+            lane.shared.stop.store(true, Ordering::Release);
+            *lane.shared.bell.rung.lock() = true;
+            lane.shared.bell.rung.notify_one();
+        }
+        for lane in &mut self.lanes {
+            if let Some(t) = lane.thread.take() {
+                crate::fork::join_device_thread(t);
+            }
         }
     }
 }
@@ -449,7 +512,8 @@ struct Bell {
 impl Bell {
     /// Wakes the engine if it sleeps.
     fn ring(&self) {
-        if self.parked.load(Ordering::Acquire) {
+        // SeqCst: see `run`'s sleep.
+        if self.parked.load(Ordering::SeqCst) {
             *self.rung.lock() = true;
             self.rung.notify_one();
         }
@@ -493,7 +557,7 @@ fn run(s: &Shared) {
             grace: s.config.invalid_packet_grace,
             trace: &s.trace,
             slice: runner::SLICE,
-            pool: s.pool.as_ref(),
+            pool: s.pool.as_deref(),
         };
         let n = runners.len();
         for k in 0..n {
@@ -522,7 +586,7 @@ fn run(s: &Shared) {
                 grace: s.config.invalid_packet_grace,
                 trace: &s.trace,
                 slice: runner::SLICE,
-                pool: s.pool.as_ref(),
+                pool: s.pool.as_deref(),
             };
             for r in runners.iter_mut() {
                 if let Some(fault) = r.hw().lost_memory() {
@@ -552,10 +616,16 @@ fn run(s: &Shared) {
         if let Some(d) = deadline {
             timeout = timeout.min(d.saturating_duration_since(now));
         }
+        if runners.is_empty() {
+            // No queue: nothing but being given one can bring work.
+            timeout = EMPTY_LANE_SLEEP;
+        }
         sleep = (sleep * 2).min(if pending { s.config.max_sleep / 4 } else { s.config.max_sleep });
         let mut woken = s.bell.rung.lock();
-        s.bell.parked.store(true, Ordering::Release);
-        if !*woken && s.generation.load(Ordering::Acquire) == seen {
+        // SeqCst on both sides (here, and the registry's generation store and the bell's parked
+        // load): either this lane sees a new generation, or its ringer sees it parked.
+        s.bell.parked.store(true, Ordering::SeqCst);
+        if !*woken && s.generation.load(Ordering::SeqCst) == seen {
             woken = s.bell.rung.wait_for(woken, timeout).0;
         }
         s.bell.parked.store(false, Ordering::Release);

@@ -63,6 +63,12 @@ pub fn status(device: &Device) -> String {
     let _ = writeln!(out, "limits per process: {}", limits.process);
     let _ = writeln!(out, "limits per uid: {}", limits.uid);
     let _ = writeln!(out, "wait timeouts armed: {}", timer_summary(device.timer_state(), Instant::now()));
+    let _ = writeln!(
+        out,
+        "engine threads: {}, queues on each {:?}",
+        device.engine().threads(),
+        device.engine().queues_per_thread()
+    );
     if let Some((pid, ns)) = device.last_owner_end() {
         let _ = writeln!(out, "last context ended by its owner's exit: pid {pid} at monotonic {ns} ns");
     }

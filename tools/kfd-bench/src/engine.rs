@@ -62,6 +62,7 @@ pub fn run() {
     ratio("barrier_packets_4q_vs_1q", four, one);
     drop(kfd);
     idle_cpu();
+    crate::scaling::run();
     crate::fairness::run();
 }
 
@@ -92,19 +93,20 @@ pub(crate) fn barrier_throughput(kfd: &Kfd, gpu: u32, queues: usize) -> f64 {
     median
 }
 
-/// CPU time of the engine thread over 2 s with 64 idle queues, in percent of one core.
+/// CPU time of the engine's threads over 2 s with 64 idle queues, in percent of one core.
 fn idle_cpu() {
     let kfd = kfd();
     let gpu = kfd.gpu_ids().expect("gpus")[0];
     let qs: Vec<AqlQueue> = (0..64).map(|_| AqlQueue::new(&kfd, gpu, 64).expect("queue")).collect();
     // Let the engine go through its spin and yield phases first.
     std::thread::sleep(Duration::from_millis(200));
-    let tid = engine_tid().expect("the kfd-engine thread");
+    let tids = engine_tids();
+    assert!(!tids.is_empty(), "no kfd-engine thread");
     let polls0 = engine_polls(&kfd);
-    let cpu0 = thread_cpu_ns(tid);
+    let cpu0 = schedstat_sum(&tids, 0);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(2));
-    let used = thread_cpu_ns(tid) - cpu0;
+    let used = schedstat_sum(&tids, 0) - cpu0;
     let pct = used as f64 / t0.elapsed().as_nanos() as f64 * 100.0;
     bench("engine_idle_cpu_64_queues", pct, "%core");
     bench("engine_idle_polls_per_s", (engine_polls(&kfd) - polls0) as f64 / t0.elapsed().as_secs_f64(), "1/s");
@@ -117,17 +119,20 @@ fn engine_polls(kfd: &Kfd) -> u64 {
     any.downcast_ref::<thunk::transport::EmbeddedTransport>().map_or(0, |e| e.embedded().device().engine().polls())
 }
 
-/// The thread id of this process's (only) command processor thread.
-pub fn engine_tid() -> Option<u32> {
-    std::fs::read_dir("/proc/self/task").ok()?.flatten().find_map(|e| {
-        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
-        (comm.trim() == "kfd-engine").then(|| e.file_name().to_str()?.parse().ok())?
-    })
+/// The thread ids of this process's command processor threads (the lanes of its one device).
+pub fn engine_tids() -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| {
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            comm.trim().starts_with("kfd-engine").then(|| e.file_name().to_str()?.parse().ok())?
+        })
+        .collect()
 }
 
-/// CPU time of thread `tid` in ns (schedstat's first field).
-fn thread_cpu_ns(tid: u32) -> u64 {
-    schedstat(tid, 0)
+/// Field `i` of the schedstat of threads `tids`, summed (see [`schedstat`]).
+pub fn schedstat_sum(tids: &[u32], i: usize) -> u64 {
+    tids.iter().map(|&t| schedstat(t, i)).sum()
 }
 
 /// Field `i` of thread `tid`'s schedstat: 0 time on a CPU, 1 time runnable but waiting for

@@ -62,13 +62,13 @@ pub fn run() {
         std::thread::yield_now();
     }
 
-    let tid = crate::engine::engine_tid().expect("the kfd-engine thread");
-    let waited = crate::engine::schedstat(tid, 1);
+    let tids = crate::engine::engine_tids();
+    let waited = crate::engine::schedstat_sum(&tids, 1);
     let (polls, items, t0) = (emb.device().engine().polls(), counter.u64_at(0).load(Ordering::Acquire), Instant::now());
     let mut loaded = round_trips(&kfd, gpu);
     let secs = t0.elapsed().as_secs_f64();
     // On a shared machine the engine thread waits for a CPU too; the round trips include that.
-    let waited = (crate::engine::schedstat(tid, 1) - waited) as f64 / 1e9;
+    let waited = (crate::engine::schedstat_sum(&tids, 1) - waited) as f64 / 1e9;
     bench("fairness_busy_engine_runqueue_wait_share", waited / secs * 100.0, "%");
     bench("fairness_busy_engine_passes_per_s", (emb.device().engine().polls() - polls) as f64 / secs, "1/s");
     bench("fairness_busy_work_items_per_s", (counter.u64_at(0).load(Ordering::Acquire) - items) as f64 / secs, "1/s");

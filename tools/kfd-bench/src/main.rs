@@ -8,6 +8,7 @@ mod cuse;
 mod engine;
 mod fairness;
 mod kfd;
+mod scaling;
 mod shader;
 mod signals;
 mod stats;
