@@ -32,8 +32,23 @@ fn round_trips(kfd: &Kfd, gpu: u32) -> Vec<Duration> {
     crate::engine::empty_dispatch_round_trips(kfd, gpu, &q, ROUND_TRIPS)
 }
 
+/// The figures on a device of one engine thread, then (where the machine has cores for more)
+/// on one of its default lanes, in the same run.
 pub fn run() {
-    let config = cuse_kfd::DeviceConfig::default();
+    run_with(1);
+    let lanes = cuse_kfd::engine::EngineConfig::default().threads;
+    if lanes > 1 {
+        run_with(lanes);
+    }
+}
+
+/// The figures on a device of `lanes` engine threads; names end in `_{lanes}lane(s)`.
+fn run_with(lanes: usize) {
+    let suffix = if lanes == 1 { "_1lane".to_owned() } else { format!("_{lanes}lanes") };
+    let bench = |name: &str, value: f64, unit: &str| bench(&format!("{name}{suffix}"), value, unit);
+    let ratio = |name: &str, a: f64, b: f64| ratio(&format!("{name}{suffix}"), a, b);
+    let engine = cuse_kfd::engine::EngineConfig { threads: lanes, ..Default::default() };
+    let config = cuse_kfd::DeviceConfig { engine, ..Default::default() };
     let transport = EmbeddedTransport::new(&config).expect("embedded device");
     let emb = transport.embedded().clone();
     let kfd = Kfd::new(Box::new(transport));

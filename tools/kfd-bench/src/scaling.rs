@@ -12,9 +12,9 @@ use thunk::transport::EmbeddedTransport;
 use thunk::Kfd;
 
 /// Packets each producer submits per round.
-const PER_PRODUCER: u64 = 200_000;
+const PER_PRODUCER: u64 = 500_000;
 /// Rounds per configuration; the median is reported.
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 /// The first simulated pid (above the kernel's 2^22 limit, so no real process has it).
 const FIRST_PID: u32 = 5_100_000;
 
