@@ -49,8 +49,9 @@ impl Kfd {
     }
 
     /// The transport the environment asks for: `CUSE_KFD_EMBEDDED=1` an embedded device (of
-    /// profile `CUSE_KFD_PROFILE` with `CUSE_KFD_GPUS` GPUs and `CUSE_KFD_SHADER_WORKERS`
-    /// shader-core threads, defaults otherwise), else the node
+    /// profile `CUSE_KFD_PROFILE` with `CUSE_KFD_GPUS` GPUs, `CUSE_KFD_SHADER_WORKERS`
+    /// shader-core threads and `CUSE_KFD_ENGINE_THREADS` engine threads (1 to 64), defaults
+    /// otherwise), else the node
     /// `CUSE_KFD_DEVICE` (default /dev/kfd).
     pub fn open_default() -> Result<Kfd, Errno> {
         if secure_env::var_os("CUSE_KFD_EMBEDDED").is_some_and(|v| v == "1") {
@@ -63,6 +64,13 @@ impl Kfd {
             }
             if let Some(n) = secure_env::var("CUSE_KFD_SHADER_WORKERS").and_then(|n| n.parse().ok()) {
                 config.engine.shader_workers = n;
+            }
+            if let Some(n) = secure_env::var("CUSE_KFD_ENGINE_THREADS").and_then(|n| n.parse().ok()) {
+                if !(1..=64).contains(&n) {
+                    log::error!("CUSE_KFD_ENGINE_THREADS={n}: 1 to 64 engine threads");
+                    return Err(Errno::EINVAL);
+                }
+                config.engine.threads = n;
             }
             return Kfd::embedded(&config).map_err(|e| {
                 log::error!("cannot create the embedded device: {e}");
