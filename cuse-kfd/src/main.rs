@@ -118,8 +118,8 @@ struct ServeArgs {
     shader_workers: Option<usize>,
     /// Command processor threads that share the queues (default: one per core, at most 4); a
     /// new queue goes to the one serving the fewest.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
-    engine_threads: Option<u16>,
+    #[arg(long, value_name = "N")]
+    engine_threads: Option<usize>,
     /// Run unconfined, for debugging (strace, gdb): keep every capability, no seccomp filter, no
     /// no_new_privs. The directory checks stay.
     #[arg(long)]
@@ -250,6 +250,10 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     }
     let readers =
         channel::Readers::new(a.threads, a.max_threads).map_err(|e| format!("--threads/--max-threads: {e}"))?;
+    let max = cuse_kfd::engine::MAX_THREADS;
+    if let Some(n) = a.engine_threads.filter(|n| !(1..=max).contains(n)) {
+        return Err(format!("--engine-threads {n}: 1 to {max} engine threads"));
+    }
     for spec in &a.faults {
         // Checked before anything is set up, so a typo costs nothing.
         cuse_kfd::faults::Faults::default().apply(spec).map_err(|e| e.to_string())?;
@@ -283,7 +287,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         engine.shader_workers = n;
     }
     if let Some(n) = a.engine_threads {
-        engine.threads = usize::from(n);
+        engine.threads = n;
     }
     let config = DeviceConfig {
         profile: a.profile.clone(),

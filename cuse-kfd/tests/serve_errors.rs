@@ -96,3 +96,12 @@ fn serve_refuses_a_reader_pool_it_cannot_have() {
         assert!(stderr.contains(says), "{extra:?}: {stderr}");
     }
 }
+
+#[test]
+fn serve_refuses_engine_threads_out_of_range() {
+    // Checked before the root check, so anyone gets the message.
+    for n in ["0", "65"] {
+        let stderr = failed(&serve(&mut Command::new(BIN), "lanes", &["--engine-threads", n]));
+        assert!(stderr.contains(&format!("--engine-threads {n}: 1 to 64 engine threads")), "{stderr}");
+    }
+}

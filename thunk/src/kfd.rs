@@ -50,7 +50,8 @@ impl Kfd {
 
     /// The transport the environment asks for: `CUSE_KFD_EMBEDDED=1` an embedded device (of
     /// profile `CUSE_KFD_PROFILE` with `CUSE_KFD_GPUS` GPUs, `CUSE_KFD_SHADER_WORKERS`
-    /// shader-core threads and `CUSE_KFD_ENGINE_THREADS` engine threads (1 to 64), defaults
+    /// shader-core threads and `CUSE_KFD_ENGINE_THREADS` engine threads (1 to
+    /// [`cuse_kfd::engine::MAX_THREADS`]), defaults
     /// otherwise), else the node
     /// `CUSE_KFD_DEVICE` (default /dev/kfd).
     pub fn open_default() -> Result<Kfd, Errno> {
@@ -66,8 +67,9 @@ impl Kfd {
                 config.engine.shader_workers = n;
             }
             if let Some(n) = secure_env::var("CUSE_KFD_ENGINE_THREADS").and_then(|n| n.parse().ok()) {
-                if !(1..=64).contains(&n) {
-                    log::error!("CUSE_KFD_ENGINE_THREADS={n}: 1 to 64 engine threads");
+                let max = cuse_kfd::engine::MAX_THREADS;
+                if !(1..=max).contains(&n) {
+                    log::error!("CUSE_KFD_ENGINE_THREADS={n}: 1 to {max} engine threads");
                     return Err(Errno::EINVAL);
                 }
                 config.engine.threads = n;

@@ -50,6 +50,8 @@ use std::sync::Arc;
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
+/// The most engine threads a device may be given.
+pub const MAX_THREADS: usize = 64;
 /// Lanes by default: one per core, at most this many (each idles at a few dozen polls a second
 /// while it has queues).
 const MAX_DEFAULT_THREADS: usize = 4;
