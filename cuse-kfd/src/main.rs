@@ -82,7 +82,8 @@ struct ServeArgs {
     /// busy with a request (one waiting on storage, say), up to --max-threads.
     #[arg(long, default_value_t = channel::Readers::DEFAULT.min)]
     threads: usize,
-    /// The most reader threads at once: past it, requests wait until a reader is free.
+    /// The most reader threads at once: past it, requests wait until a reader is free. One user's
+    /// requests run on at most a quarter of them at once; that user's others wait for those.
     #[arg(long, default_value_t = channel::Readers::DEFAULT.max)]
     max_threads: usize,
     /// The CUSE control device.
@@ -312,7 +313,12 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     let server = std::thread::Builder::new()
         .name("cuse-serve".into())
         .spawn(move || {
-            let r = channel::serve(c, move |frame: &[u8]| s.handle(frame), readers);
+            let r = channel::serve(
+                c,
+                move |frame: &[u8]| s.handle(frame),
+                cuse_kfd::frontend::cuse::frame::share_key,
+                readers,
+            );
             if let Err(e) = &r {
                 log::error!("the CUSE channel failed: {e}");
             }

@@ -7,9 +7,16 @@
 //! request (as libfuse's multi-threaded loop does), up to a cap, and shrinks back once requests
 //! stop: an extra reader leaves when enough others are idle. The cap only matters when that many
 //! requests are slow at once, and the slow ones are bounded by the quotas.
+//!
+//! Under the cap, one user could still hold every reader with slow requests. So readers run at
+//! most [`Readers::per_key`] requests of one key (the CUSE front end's key is the caller's uid)
+//! at once; a reader that reads another request of a key at its share leaves it in that key's
+//! backlog and reads on, and the readers that finish the key's running requests take its
+//! backlog in order. A key's backlog is bounded; past it, requests run as they come.
 
 use super::session::{FrameSink, MAX_TRANSFER};
 use nix::errno::Errno;
+use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
@@ -82,10 +89,15 @@ pub struct Readers {
     pub min: usize,
     /// The most readers at once (at least `min`).
     pub max: usize,
+    /// The most requests of one key that run at once: a quarter of `max`, at least one.
+    pub per_key: usize,
 }
 
+/// Requests of one key that wait in its backlog at most (frames of up to 128 KiB each).
+const MAX_BACKLOG: usize = 256;
+
 impl Readers {
-    pub const DEFAULT: Readers = Readers { min: 4, max: 64 };
+    pub const DEFAULT: Readers = Readers { min: 4, max: 64, per_key: 16 };
 
     /// `min` and `max` as given on a command line, checked.
     pub fn new(min: usize, max: usize) -> Result<Readers, String> {
@@ -95,15 +107,28 @@ impl Readers {
         if max < min {
             return Err(format!("at most {max} reader threads, fewer than the {min} always kept"));
         }
-        Ok(Readers { min, max })
+        Ok(Readers { min, max, per_key: (max / 4).max(1) })
     }
 }
+
+/// The requests of one key: how many run, and those waiting for one of them to end.
+#[derive(Debug, Default)]
+struct Share {
+    running: usize,
+    backlog: VecDeque<Vec<u8>>,
+}
+
+/// Which requests share a key (None: a request no share holds back).
+pub type KeyOf = fn(&[u8]) -> Option<u32>;
 
 /// The readers' shared state.
 struct Pool<H> {
     channel: Arc<Channel>,
     handle: H,
+    key_of: KeyOf,
     readers: Readers,
+    /// The running requests and backlogs of the keys that have any.
+    shares: Mutex<HashMap<u32, Share>>,
     /// Taken twice per request, never across a read or a handler.
     counts: Mutex<Counts>,
     all_gone: Condvar,
@@ -124,21 +149,24 @@ struct Counts {
     capped: Option<std::time::Instant>,
 }
 
-/// Serves frames from `channel` with `handle` on a pool of reader threads sized by `readers`;
-/// returns when the device goes away, with the first read error if there was one.
-pub fn serve<H>(channel: Arc<Channel>, handle: H, readers: Readers) -> io::Result<()>
+/// Serves frames from `channel` with `handle` on a pool of reader threads sized by `readers`,
+/// at most `readers.per_key` frames of one `key_of` at once; returns when the device goes away,
+/// with the first read error if there was one.
+pub fn serve<H>(channel: Arc<Channel>, handle: H, key_of: KeyOf, readers: Readers) -> io::Result<()>
 where
     H: Fn(&[u8]) + Send + Sync + 'static,
 {
-    Pool::new(channel, handle, readers).serve()
+    Pool::new(channel, handle, key_of, readers).serve()
 }
 
 impl<H: Fn(&[u8]) + Send + Sync + 'static> Pool<H> {
-    fn new(channel: Arc<Channel>, handle: H, readers: Readers) -> Arc<Self> {
+    fn new(channel: Arc<Channel>, handle: H, key_of: KeyOf, readers: Readers) -> Arc<Self> {
         Arc::new(Pool {
             channel,
             handle,
+            key_of,
             readers,
+            shares: Mutex::new(HashMap::new()),
             counts: Mutex::new(Counts::default()),
             all_gone: Condvar::new(),
             error: Mutex::new(None),
@@ -201,16 +229,58 @@ impl<H: Fn(&[u8]) + Send + Sync + 'static> Pool<H> {
             };
             leave.idle = false;
             self.took_request();
-            // A panic in a handler answers its request EIO (the responder's drop) and must not
-            // take the reader along: with every reader gone, every client would hang in its ioctl.
-            let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.handle)(&buf[..n])));
-            if handled.is_err() {
-                log::error!("a CUSE request handler panicked; the reader goes on");
+            match (self.key_of)(&buf[..n]) {
+                None => self.run(&buf[..n]),
+                Some(key) => self.run_shared(key, &buf[..n]),
             }
             if !self.back_to_idle() {
                 return;
             }
             leave.idle = true;
+        }
+    }
+
+    fn run(&self, frame: &[u8]) {
+        // A panic in a handler answers its request EIO (the responder's drop) and must not
+        // take the reader along: with every reader gone, every client would hang in its ioctl.
+        let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.handle)(frame)));
+        if handled.is_err() {
+            log::error!("a CUSE request handler panicked; the reader goes on");
+        }
+    }
+
+    /// Runs `frame` of `key` now if the key is under its share, then the key's backlog while
+    /// there is one; at its share, leaves the frame in the backlog (full: runs it anyway).
+    fn run_shared(&self, key: u32, frame: &[u8]) {
+        {
+            let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+            let share = shares.entry(key).or_default();
+            if share.running >= self.readers.per_key && share.backlog.len() < MAX_BACKLOG {
+                if share.backlog.is_empty() {
+                    log::debug!("key {key} has {} requests running: the next ones wait for them", share.running);
+                }
+                share.backlog.push_back(frame.to_vec());
+                return;
+            }
+            share.running += 1;
+        }
+        self.run(frame);
+        loop {
+            let next = {
+                let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+                let share = shares.get_mut(&key).expect("a running key has its share");
+                match share.backlog.pop_front() {
+                    Some(next) => next,
+                    None => {
+                        share.running -= 1;
+                        if share.running == 0 {
+                            shares.remove(&key);
+                        }
+                        return;
+                    }
+                }
+            };
+            self.run(&next);
         }
     }
 
@@ -300,7 +370,7 @@ mod tests {
     fn handler(release: Arc<(Mutex<bool>, Condvar)>, done: mpsc::Sender<Vec<u8>>) -> impl Fn(&[u8]) + Send + Sync {
         let done = Mutex::new(done);
         move |frame: &[u8]| {
-            if frame == b"slow" {
+            if frame.ends_with(b"slow") {
                 let (open, cv) = &*release;
                 let mut open = open.lock().unwrap();
                 while !*open {
@@ -325,7 +395,7 @@ mod tests {
         let release = Arc::new((Mutex::new(false), Condvar::new()));
         let (tx, rx) = mpsc::channel();
         let h = handler(release.clone(), tx);
-        let pool = Pool::new(channel, h, Readers { min: 2, max: 16 });
+        let pool = Pool::new(channel, h, |_| None, Readers { min: 2, max: 16, per_key: 16 });
         let server = std::thread::spawn({
             let pool = pool.clone();
             move || pool.serve()
@@ -353,7 +423,7 @@ mod tests {
         let release = Arc::new((Mutex::new(false), Condvar::new()));
         let (tx, rx) = mpsc::channel();
         let h = handler(release.clone(), tx);
-        let pool = Pool::new(channel, h, Readers { min: 1, max: 3 });
+        let pool = Pool::new(channel, h, |_| None, Readers { min: 1, max: 3, per_key: 3 });
         let server = std::thread::spawn({
             let pool = pool.clone();
             move || pool.serve()
@@ -391,6 +461,52 @@ mod tests {
     fn readers_must_be_at_least_one_and_within_the_cap() {
         assert!(Readers::new(0, 4).is_err());
         assert!(Readers::new(4, 3).is_err());
-        assert_eq!(Readers::new(2, 2), Ok(Readers { min: 2, max: 2 }));
+        assert_eq!(Readers::new(2, 2), Ok(Readers { min: 2, max: 2, per_key: 1 }));
+        assert_eq!(Readers::new(4, 64).map(|r| r.per_key), Ok(16));
+    }
+
+    /// The key of a test frame: its first byte ("A slow", "B fast").
+    fn first_byte(frame: &[u8]) -> Option<u32> {
+        frame.first().map(|&b| u32::from(b))
+    }
+
+    #[test]
+    fn one_key_runs_at_most_its_share_and_the_rest_wait_for_it() {
+        let (channel, peer) = socket_channel();
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let (tx, rx) = mpsc::channel();
+        let h = handler(release.clone(), tx);
+        let pool = Pool::new(channel, h, first_byte, Readers { min: 1, max: 16, per_key: 2 });
+        let server = std::thread::spawn({
+            let pool = pool.clone();
+            move || pool.serve()
+        });
+        // A's share is two: its two slow requests run (once both are counted), the rest of A's
+        // wait behind them.
+        send(&peer, b"A slow");
+        send(&peer, b"A slow");
+        let start = std::time::Instant::now();
+        while pool.shares.lock().unwrap().get(&u32::from(b'A')).map(|s| s.running) != Some(2) {
+            assert!(start.elapsed() < STUCK, "A's slow requests did not both start");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for frame in [&b"A 1"[..], b"A 2", b"B fast"] {
+            send(&peer, frame);
+        }
+        assert_eq!(rx.recv_timeout(STUCK).expect("B's request waited for A's"), b"B fast");
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "A ran more than its share");
+        assert_eq!(pool.shares.lock().unwrap()[&u32::from(b'A')].backlog.len(), 2);
+        // Released, A's slow ones end and the readers that ran them take its backlog (in order,
+        // but two readers may finish them in either).
+        open(&release);
+        let mut got: Vec<Vec<u8>> = (0..4).map(|_| rx.recv_timeout(STUCK).unwrap()).collect();
+        got.sort();
+        assert_eq!(got, [b"A 1".to_vec(), b"A 2".to_vec(), b"A slow".to_vec(), b"A slow".to_vec()]);
+        drop(peer);
+        server.join().unwrap().unwrap();
+        assert!(pool.shares.lock().unwrap().is_empty(), "no share is left once its requests ended");
+        // At most 2 of A's + B's + one reading: the backlog held no reader.
+        let peak = pool.lock().peak;
+        assert!(peak <= 5, "{peak} readers");
     }
 }

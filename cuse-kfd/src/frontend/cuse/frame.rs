@@ -45,6 +45,14 @@ impl FrameError {
     }
 }
 
+/// Which user's share of the readers a frame counts against (see `channel`): its caller's uid.
+/// None for an interrupt, which must reach its request at once (the kernel names no caller in
+/// it), and for a frame without a header (answered at once as malformed).
+pub fn share_key(frame: &[u8]) -> Option<u32> {
+    let (h, _) = FuseInHeader::read_from_prefix(frame).ok()?;
+    (h.opcode != FUSE_INTERRUPT).then_some(h.uid)
+}
+
 fn body<T: FromBytes>(opcode: u32, b: &[u8]) -> Result<(T, &[u8]), FrameError> {
     T::read_from_prefix(b).map_err(|_| FrameError::Truncated { opcode, got: b.len(), need: std::mem::size_of::<T>() })
 }

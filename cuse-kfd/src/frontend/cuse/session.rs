@@ -679,6 +679,16 @@ mod tests {
         v
     }
 
+    /// A request counts against its caller's uid's share of the readers; an interrupt against
+    /// none (it must reach its request at once), nor does a frame too short for a header.
+    #[test]
+    fn requests_share_readers_by_uid_and_interrupts_by_nothing() {
+        let open = frame(FUSE_OPEN, 2, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]);
+        assert_eq!(frame::share_key(&open), Some(1000));
+        assert_eq!(frame::share_key(&interrupt_frame(8)), None);
+        assert_eq!(frame::share_key(&open[..20]), None);
+    }
+
     /// The reply that hands interrupt frame `frame` back to the kernel: a bare header, -EAGAIN.
     fn requeue_frame(frame: u64) -> Vec<u8> {
         let mut v = Vec::new();
