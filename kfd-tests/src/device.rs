@@ -112,6 +112,12 @@ impl Daemon {
         self.child.id()
     }
 
+    /// Its status report (the control socket's `status` command: processes, queues, events,
+    /// parked waits, the wait timer), or why there is none.
+    pub fn status(&self) -> String {
+        cuse_kfd::frontend::control::request(&self.runtime_dir, "status").unwrap_or_else(|e| format!("no status: {e}"))
+    }
+
     /// Its object counts (the control socket's `stats` command).
     pub fn stats(&self) -> cuse_kfd::DeviceStats {
         let text = cuse_kfd::frontend::control::request(&self.runtime_dir, "stats").expect("stats");
