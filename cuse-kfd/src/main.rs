@@ -117,8 +117,8 @@ struct ServeArgs {
     /// core); 0 runs them on the engine thread.
     #[arg(long, value_name = "N")]
     shader_workers: Option<usize>,
-    /// Command processor threads that share the queues (default: one per core, at most 4); a
-    /// new queue goes to the one serving the fewest.
+    /// Command processor threads that share the queues (default 1; one per core, up to 4, suits
+    /// a machine with cores to spare); a new queue goes to the one serving the fewest.
     #[arg(long, value_name = "N")]
     engine_threads: Option<usize>,
     /// Run unconfined, for debugging (strace, gdb): keep every capability, no seccomp filter, no

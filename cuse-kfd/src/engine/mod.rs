@@ -3,8 +3,8 @@
 //! the packet subsets documented in `ring/pm4.rs` and `ring/sdma.rs` (the ring runner in
 //! `ring/mod.rs`, the AQL runner in `aql.rs`, what both share with this loop in `runner.rs`).
 //!
-//! Engine threads ("lanes", one per core up to [`EngineConfig::threads`]) share the device's
-//! queues: a new queue goes to the lane serving the fewest, so queues, and the processes that
+//! Engine threads ("lanes", [`EngineConfig::threads`], one unless asked for more) share the
+//! device's queues: a new queue goes to the lane serving the fewest, so queues, and the processes that
 //! own them, run side by side on a machine with cores to spare, and a queue that runs the most
 //! expensive packets holds up only the queues of its own lane. Clients ring doorbells with plain
 //! 64-bit stores into their doorbell slice (what ROCr does: no syscall), so each lane polls: it
@@ -52,9 +52,11 @@ use std::time::{Duration, Instant};
 
 /// The most engine threads a device may be given.
 pub const MAX_THREADS: usize = 64;
-/// Lanes by default: one per core, at most this many (each idles at a few dozen polls a second
-/// while it has queues).
-const MAX_DEFAULT_THREADS: usize = 4;
+/// Lanes a caller who wants them may ask for: one per core, at most 4 (each idles at a few dozen
+/// polls a second while it has queues).
+pub fn lanes_per_core() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+}
 /// How long a lane with no queue sleeps between looks (it is woken when given one; this bounds
 /// a wake that could be lost).
 const EMPTY_LANE_SLEEP: Duration = Duration::from_secs(1);
@@ -86,7 +88,12 @@ impl Default for EngineConfig {
             yield_for: Duration::from_millis(2),
             max_sleep: Duration::from_millis(16),
             shader_workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DEFAULT_THREADS),
+            // One lane by default. More lanes are more runnable threads on a small machine,
+            // which widens a lost-wakeup window of ROCr 5.2.3's own (its async thread checks a
+            // signal, then waits on its event; a queue destructor's set and consuming wait can
+            // fall in between when that thread is preempted for longer than the destructor's
+            // 5 ms spin): on two vCPUs it hung one CI run. Lanes are for `--engine-threads`.
+            threads: 1,
         }
     }
 }

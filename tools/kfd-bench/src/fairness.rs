@@ -33,10 +33,10 @@ fn round_trips(kfd: &Kfd, gpu: u32) -> Vec<Duration> {
 }
 
 /// The figures on a device of one engine thread, then (where the machine has cores for more)
-/// on one of its default lanes, in the same run.
+/// on one with a lane per core, in the same run.
 pub fn run() {
     run_with(1);
-    let lanes = cuse_kfd::engine::EngineConfig::default().threads;
+    let lanes = cuse_kfd::engine::lanes_per_core();
     if lanes > 1 {
         run_with(lanes);
     }

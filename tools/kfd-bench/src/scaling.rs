@@ -1,7 +1,6 @@
 //! Engine scaling (issue 16): barrier packets per second when 1, 2, 4 and 8 processes each keep
 //! a queue of their own full, from a producer thread each, on a device with one engine thread
-//! against the same on a device with its default lanes (one per core, up to four), in the same
-//! run. The processes are simulated ones on one embedded device (their own pids and contexts).
+//! against the same on a device with one lane per core (up to four), in the same run. The processes are simulated ones on one embedded device (their own pids and contexts).
 
 use crate::stats::{bench, ratio};
 use cuse_kfd::engine::EngineConfig;
@@ -19,7 +18,7 @@ const ROUNDS: usize = 5;
 const FIRST_PID: u32 = 5_100_000;
 
 pub fn run() {
-    let lanes = EngineConfig::default().threads;
+    let lanes = cuse_kfd::engine::lanes_per_core();
     for processes in [1usize, 2, 4, 8] {
         let one = throughput(1, processes);
         bench(&format!("scaling_{processes}p_1lane"), one / 1e6, "M/s");
