@@ -12,16 +12,27 @@ mod support;
 use cuse_kfd::engine::EngineConfig;
 use std::sync::atomic::Ordering;
 use support::client::*;
-use support::code_object::{self, kernel, CodeObject};
-use thunk::memory::Kind;
-use thunk::queue::packet;
+use support::code_object::{self, kernel, CodeObject, Loaded};
+use thunk::memory::{GpuMemory, Kind};
+use thunk::queue::{packet, AqlQueue};
 use thunk::signal::Signals;
 use uapi::soft::SOFT_KERNEL_NOP;
 
-/// Dispatches `co`'s kernel `k` over `groups` work-groups of one work-item, its kernarg a
-/// fresh buffer, on a device with `workers` shader workers; returns the buffer's first two
-/// words once the dispatch has completed.
-fn run(co: &CodeObject, workers: usize, groups: u32) -> (u32, u32) {
+/// A dispatch of `co`'s kernel `k` under way, and what it runs with.
+struct Dispatch {
+    rig: Rig,
+    /// Its code object, kept mapped while it runs (destructure it by name, not with `..`).
+    _code: Loaded,
+    /// Its kernarg: a fresh buffer.
+    args: GpuMemory,
+    q: AqlQueue,
+    /// Its completion signal (1 until it completes).
+    s: Signals,
+}
+
+/// Submits `co`'s kernel `k` over `groups` work-groups of one work-item, its kernarg a fresh
+/// buffer, on a device with `workers` shader workers.
+fn dispatch(co: &CodeObject, workers: usize, groups: u32) -> Dispatch {
     let rig = Rig::with_engine(EngineConfig { shader_workers: workers, ..EngineConfig::default() });
     let code = co.load(&rig.kfd, rig.gpu);
     let args = rig.alloc(4096, Kind::Gtt);
@@ -30,6 +41,12 @@ fn run(co: &CodeObject, workers: usize, groups: u32) -> (u32, u32) {
     s.value(0).store(1, Ordering::Release);
     let kd = code.mem.addr(co.symbol("k.kd"));
     submit(&q, &packet::dispatch(kd, args.addr(0), [groups, 1, 1], [1, 1, 1], s.handle(0), false));
+    Dispatch { rig, _code: code, args, q, s }
+}
+
+/// [`dispatch`], then the kernarg buffer's first two words once the dispatch has completed.
+fn run(co: &CodeObject, workers: usize, groups: u32) -> (u32, u32) {
+    let Dispatch { rig, _code, args, q, s } = dispatch(co, workers, groups);
     let words = || (args.u32_at(0).load(Ordering::Acquire), args.u32_at(4).load(Ordering::Acquire));
     if let Err(v) = s.wait(0, TIMEOUT, |v| v == 0) {
         panic!("the dispatch did not complete: signal {v}, words {:?}", words());
@@ -119,14 +136,7 @@ spin:
   v_mov_b32 v4, s8
   global_store_dword v3, v4, s[4:5] offset:4";
     let Some(co) = code_object::assemble("aql-spin", &kernel(body)) else { return };
-    let rig = Rig::with_engine(EngineConfig { shader_workers: 2, ..EngineConfig::default() });
-    let code = co.load(&rig.kfd, rig.gpu);
-    let args = rig.alloc(4096, Kind::Gtt);
-    let q = rig.queue(64);
-    let s = Signals::new(&rig.kfd, rig.gpu, 1).unwrap();
-    s.value(0).store(1, Ordering::Release);
-    let kd = code.mem.addr(co.symbol("k.kd"));
-    submit(&q, &packet::dispatch(kd, args.addr(0), [4, 1, 1], [1, 1, 1], s.handle(0), false));
+    let Dispatch { rig, _code, args, q, s } = dispatch(&co, 2, 4);
     let counter = || args.u32_at(0).load(Ordering::Acquire);
     let ring_bytes = (q.slots * 64) as u32;
     wait_for(TIMEOUT, "the waves running", || (counter() > 0).then_some(()));

@@ -66,13 +66,15 @@ impl Kfd {
             if let Some(n) = secure_env::var("CUSE_KFD_SHADER_WORKERS").and_then(|n| n.parse().ok()) {
                 config.engine.shader_workers = n;
             }
-            if let Some(n) = secure_env::var("CUSE_KFD_ENGINE_THREADS").and_then(|n| n.parse().ok()) {
+            if let Some(v) = secure_env::var("CUSE_KFD_ENGINE_THREADS") {
                 let max = cuse_kfd::engine::MAX_THREADS;
-                if !(1..=max).contains(&n) {
-                    log::error!("CUSE_KFD_ENGINE_THREADS={n}: 1 to {max} engine threads");
-                    return Err(Errno::EINVAL);
+                match v.parse::<usize>() {
+                    Ok(n) if (1..=max).contains(&n) => config.engine.threads = n,
+                    _ => {
+                        log::error!("CUSE_KFD_ENGINE_THREADS={v}: 1 to {max} engine threads");
+                        return Err(Errno::EINVAL);
+                    }
                 }
-                config.engine.threads = n;
             }
             return Kfd::embedded(&config).map_err(|e| {
                 log::error!("cannot create the embedded device: {e}");

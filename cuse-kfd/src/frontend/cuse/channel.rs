@@ -97,7 +97,7 @@ pub struct Readers {
 const MAX_BACKLOG: usize = 256;
 
 impl Readers {
-    pub const DEFAULT: Readers = Readers { min: 4, max: 64, per_key: 16 };
+    pub const DEFAULT: Readers = Readers { min: 4, max: 64, per_key: per_key(64) };
 
     /// `min` and `max` as given on a command line, checked.
     pub fn new(min: usize, max: usize) -> Result<Readers, String> {
@@ -107,7 +107,16 @@ impl Readers {
         if max < min {
             return Err(format!("at most {max} reader threads, fewer than the {min} always kept"));
         }
-        Ok(Readers { min, max, per_key: (max / 4).max(1) })
+        Ok(Readers { min, max, per_key: per_key(max) })
+    }
+}
+
+/// A key's share of `max` readers: a quarter, at least one.
+const fn per_key(max: usize) -> usize {
+    if max >= 8 {
+        max / 4
+    } else {
+        1
     }
 }
 

@@ -560,13 +560,10 @@ mod tests {
             Rig { session, sink, fh }
         }
 
-        /// Sends one ioctl round and returns the reply frame.
+        /// Sends one ioctl round of this process as request 4 and returns the reply frame.
         fn round(&self, cmd: u32, flags: u32, data: &[u8], out_size: u32) -> Vec<u8> {
-            let io = FuseIoctlIn { fh: self.fh, flags, cmd, arg: ARG, in_size: data.len() as u32, out_size };
-            self.session.handle(&frame(FUSE_IOCTL, 4, &[io.as_bytes(), data]));
-            let mut sent = std::mem::take(&mut *self.sink.0.lock());
-            assert_eq!(sent.len(), 1, "one reply per round");
-            sent.remove(0)
+            let conn = Conn { session: &self.session, sink: &self.sink, fh: self.fh };
+            conn.round_flags(std::process::id(), 4, cmd, flags, data, out_size)
         }
     }
 
@@ -828,17 +825,15 @@ mod tests {
     }
 
     impl Conn<'_> {
-        /// One ioctl round of thread `tid` as request `unique`, with `data` in and `out` bytes
-        /// of out space; returns the reply (a RETRY or the final one).
+        /// One unrestricted ioctl round of thread `tid` as request `unique`, with `data` in and
+        /// `out` bytes of out space; returns the reply (a RETRY or the final one).
         fn round(&self, tid: u32, unique: u64, cmd: u32, data: &[u8], out: u32) -> Vec<u8> {
-            let io = FuseIoctlIn {
-                fh: self.fh,
-                flags: FUSE_IOCTL_UNRESTRICTED,
-                cmd,
-                arg: ARG,
-                in_size: data.len() as u32,
-                out_size: out,
-            };
+            self.round_flags(tid, unique, cmd, FUSE_IOCTL_UNRESTRICTED, data, out)
+        }
+
+        /// [`Conn::round`] with the ioctl's `flags`.
+        fn round_flags(&self, tid: u32, unique: u64, cmd: u32, flags: u32, data: &[u8], out: u32) -> Vec<u8> {
+            let io = FuseIoctlIn { fh: self.fh, flags, cmd, arg: ARG, in_size: data.len() as u32, out_size: out };
             self.session.handle(&frame_from(tid, FUSE_IOCTL, unique, &[io.as_bytes(), data]));
             let mut sent = std::mem::take(&mut *self.sink.0.lock());
             assert_eq!(sent.len(), 1, "one reply per round");
