@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use cuse_kfd::frontend::cuse::channel::{self, Channel};
-use cuse_kfd::frontend::cuse::session::{Session, SystemProcfs};
+use cuse_kfd::frontend::cuse::session::{Session, SystemCallers};
 use cuse_kfd::frontend::sandbox;
 use cuse_kfd::{Device, DeviceConfig};
 use nix::sys::signal::{SigSet, Signal};
@@ -308,7 +308,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     cuse_kfd::frontend::control::spawn(device.weak(), &runtime_dir)
         .map_err(|e| format!("starting the control socket in {}: {e}", runtime_dir.display()))?;
 
-    let session = Arc::new(Session::new(device.clone(), channel.clone(), Box::new(SystemProcfs), &a.name));
+    let session = Arc::new(Session::new(device.clone(), channel.clone(), Box::new(SystemCallers), &a.name));
     let (s, c) = (session.clone(), channel.clone());
     let server = std::thread::Builder::new()
         .name("cuse-serve".into())

@@ -1,7 +1,7 @@
 //! CUSE frame tests against a fake kernel: byte-exact requests in, byte-exact replies out, no
 //! /dev/cuse needed.
 
-use cuse_kfd::frontend::cuse::session::{FrameSink, Procfs, Session};
+use cuse_kfd::frontend::cuse::session::{Callers, FrameSink, Session};
 use cuse_kfd::{Device, DeviceConfig};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,14 +42,14 @@ impl Capture {
 /// Every thread is its own process in this fake kernel, but for the made-up tids from
 /// [`FAKE_THREADS`] on, which are threads of this test process; memory at `unreadable` (if any)
 /// is not mapped in any of them.
-struct FakeProcfs {
+struct FakeCallers {
     unreadable: Option<u64>,
 }
 
 /// Made-up tids of further threads of this test process (above any real pid_max).
 const FAKE_THREADS: u32 = 0x4000_0000;
 
-impl Procfs for FakeProcfs {
+impl Callers for FakeCallers {
     fn tgid(&self, tid: u32) -> Option<u32> {
         Some(if tid >= FAKE_THREADS { pid() } else { tid })
     }
@@ -94,7 +94,7 @@ impl Kernel {
     fn with_unreadable(unreadable: Option<u64>) -> Kernel {
         let device = Device::new(&DeviceConfig::default()).unwrap();
         let sink = Arc::new(Capture::default());
-        let session = Session::new(device, sink.clone(), Box::new(FakeProcfs { unreadable }), "kfd");
+        let session = Session::new(device, sink.clone(), Box::new(FakeCallers { unreadable }), "kfd");
         Kernel { session, sink, next_unique: 2 }
     }
 

@@ -47,6 +47,13 @@ pub struct UserRange {
     pub dir: Direction,
 }
 
+impl UserRange {
+    /// Whether `len` bytes at `addr` lie inside this range.
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
+        addr >= self.addr && addr.checked_add(len).is_some_and(|end| end <= self.addr.saturating_add(self.len))
+    }
+}
+
 /// What a handler did.
 #[derive(Debug)]
 pub enum Handled {

@@ -93,6 +93,60 @@ pub unsafe fn write(pid: u32, addr: u64, data: &[u8]) -> Result<(), Errno> {
     }
 }
 
+/// Reads every `(addr, buf)` of `parts` from process `pid` in one call. The error is the
+/// kernel's own (EPERM for a process this one may not reach, ESRCH for one that is gone,
+/// EFAULT for a bad address, which also stands for a short read), so a caller can tell a
+/// refusal from a bad pointer.
+///
+/// # Safety
+///
+/// As [`read`], for each part.
+pub unsafe fn read_each(pid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+    let mut remote = Vec::with_capacity(parts.len());
+    let mut want = 0usize;
+    for (addr, buf) in parts.iter() {
+        addr.checked_add(buf.len() as u64).ok_or(Errno::EFAULT)?;
+        remote.push(RemoteIoVec { base: *addr as usize, len: buf.len() });
+        want += buf.len();
+    }
+    if want == 0 {
+        return Ok(());
+    }
+    let mut local: Vec<IoSliceMut> = parts.iter_mut().map(|(_, buf)| IoSliceMut::new(buf)).collect();
+    let n = process_vm_readv(Pid::from_raw(pid as i32), &mut local, &remote)?;
+    if n == want {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
+/// Writes every `(addr, data)` of `parts` to process `pid` in one call, in order; errors as
+/// [`write`]'s (a short write is EFAULT).
+///
+/// # Safety
+///
+/// As [`write`], for each part.
+pub unsafe fn write_each(pid: u32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+    let mut remote = Vec::with_capacity(parts.len());
+    let mut want = 0usize;
+    for (addr, data) in parts {
+        addr.checked_add(data.len() as u64).ok_or(Errno::EFAULT)?;
+        remote.push(RemoteIoVec { base: *addr as usize, len: data.len() });
+        want += data.len();
+    }
+    if want == 0 {
+        return Ok(());
+    }
+    let local: Vec<IoSlice> = parts.iter().map(|(_, data)| IoSlice::new(data)).collect();
+    let n = process_vm_writev(Pid::from_raw(pid as i32), &local, &remote).map_err(fault)?;
+    if n == want {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
 /// A gone process or a refused access reads as a bad address to the caller.
 fn fault(e: Errno) -> Errno {
     match e {
@@ -122,6 +176,33 @@ mod tests {
         unsafe {
             assert_eq!(read(me, 8, &mut dst), Err(Errno::EFAULT));
             assert_eq!(read(me, u64::MAX - 1, &mut dst), Err(Errno::EFAULT));
+        }
+    }
+
+    #[test]
+    fn batches_move_every_part_or_fail_whole() {
+        let me = std::process::id();
+        let (a, b) = ([1u8, 2], [3u8, 4, 5]);
+        let (mut x, mut y) = ([0u8; 2], [0u8; 3]);
+        // SAFETY: `a` and `b` are live locals nothing writes.
+        unsafe { read_each(me, &mut [(a.as_ptr() as u64, &mut x), (b.as_ptr() as u64, &mut y)]) }.unwrap();
+        assert_eq!((x, y), (a, b));
+        let (mut p, mut q) = ([0u8; 2], [0u8; 3]);
+        let (pa, qa) = (p.as_mut_ptr() as u64, q.as_mut_ptr() as u64);
+        // SAFETY: `p` and `q` are live locals, not borrowed during the call.
+        unsafe { write_each(me, &[(pa, &[7, 7]), (qa, &[8, 8, 8])]) }.unwrap();
+        assert_eq!((std::hint::black_box(p), std::hint::black_box(q)), ([7, 7], [8, 8, 8]));
+        // A bad part anywhere fails the batch with EFAULT (a short transfer).
+        let mut z = [0u8; 1];
+        // SAFETY: page 0 is never mapped; `a` is a live local.
+        let r = unsafe { read_each(me, &mut [(a.as_ptr() as u64, &mut x), (8, &mut z)]) };
+        assert_eq!(r, Err(Errno::EFAULT));
+        // Another process this one may not reach (init, unless we are root) is the kernel's
+        // refusal, not a bad address.
+        if !nix::unistd::geteuid().is_root() {
+            // SAFETY: pid 1 is not this process.
+            let r = unsafe { read_each(1, &mut [(0x1000, &mut z)]) };
+            assert_eq!(r, Err(Errno::EPERM));
         }
     }
 }

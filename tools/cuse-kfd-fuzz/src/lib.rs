@@ -9,7 +9,7 @@
 //! the device is empty again: a leak is a crash, as is any panic.
 
 use arbitrary::{Arbitrary, Unstructured};
-use cuse_kfd::frontend::cuse::session::{FrameSink, Procfs, Session};
+use cuse_kfd::frontend::cuse::session::{FrameSink, Callers, Session};
 use cuse_kfd::ioctl::{Request, UserMemory};
 use cuse_kfd::reply::Responder;
 use cuse_kfd::{Caller, Device, DeviceConfig, DeviceStats, FileId};
@@ -441,9 +441,9 @@ impl FrameSink for Capture {
 }
 
 /// Every thread is its own process.
-struct FakeProcfs;
+struct FakeCallers;
 
-impl Procfs for FakeProcfs {
+impl Callers for FakeCallers {
     fn tgid(&self, tid: u32) -> Option<u32> {
         Some(tid)
     }
@@ -469,7 +469,7 @@ pub fn run_frames(ops: &[FrameOp]) {
     let _one = RUN.lock();
     let device = device();
     let sink = Arc::new(Capture::default());
-    let session = Session::new(device.clone(), sink.clone(), Box::new(FakeProcfs), "kfd-fuzz");
+    let session = Session::new(device.clone(), sink.clone(), Box::new(FakeCallers), "kfd-fuzz");
     let init = CuseInitIn { major: FUSE_KERNEL_VERSION, minor: 38, unused: 0, flags: 1 };
     session.handle(&frame(CUSE_INIT, 1, 0, &[init.as_bytes()]));
     let mut unique = 2u64;

@@ -1,10 +1,15 @@
 //! The CUSE server's logic, without I/O: one frame in, reply frames out through a
 //! [`FrameSink`], now or later (parked waits answer from whichever thread completes them).
 //!
-//! Unrestricted ioctls carry no data in their first round: the session answers RETRY with the
-//! iovecs the ioctl needs (its argument struct, then every range its pointers name, from the
-//! ioctl table's `user_ranges`), and runs the ioctl once a round brings all of them. Ranges the
-//! ioctl writes are fetched too, so bytes it does not write go back to the caller unchanged.
+//! Unrestricted ioctls carry no data in their first round. The caller's thread is blocked in the
+//! request until it is answered, so its memory stays its own: the session reads the argument
+//! struct and every range its pointers name (from the ioctl table's `user_ranges`) from it
+//! directly, runs the ioctl, writes back what the ioctl wrote, and answers in that one round.
+//! Where that cannot be done exactly as the kernel's copies would (a caller this daemon may not
+//! reach, a range it cannot read whole, a caller in this very process) the session answers RETRY
+//! with those iovecs instead, as a CUSE server must, and runs the ioctl once a round brings all
+//! of them. Ranges the ioctl writes are then fetched too, so bytes it does not write go back to
+//! the caller unchanged.
 
 use super::frame::{self, Op, Request};
 use super::interrupts::{Interrupts, Verdict};
@@ -36,8 +41,9 @@ pub trait FrameSink: Send + Sync {
     fn send(&self, frame: Vec<u8>);
 }
 
-/// Thread-to-process facts from /proc (faked in frame tests).
-pub trait Procfs: Send + Sync {
+/// What the session learns about the threads that call it: their process (from /proc), and
+/// their memory while they are blocked in a request (faked in frame tests).
+pub trait Callers: Send + Sync {
     /// The thread group (process) of thread `tid`.
     fn tgid(&self, tid: u32) -> Option<u32>;
     /// Whether thread `tid` belongs to process `pid`.
@@ -48,12 +54,24 @@ pub trait Procfs: Send + Sync {
     fn readable(&self, _pid: u32, _addr: u64, _len: u64) -> bool {
         true
     }
+    /// Reads every `(addr, buf)` from the memory of thread `tid`, which is blocked in a request
+    /// the session has not answered; any error (the default: not available) makes the session
+    /// fall back to RETRY rounds.
+    fn read_blocked(&self, _tid: u32, _parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// Writes every `(addr, data)`, in order, to the memory of thread `tid`, blocked as for
+    /// [`Callers::read_blocked`] (which must have succeeded for the same request); EFAULT if
+    /// any byte could not be written.
+    fn write_blocked(&self, _tid: u32, _parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+        Err(Errno::EFAULT)
+    }
 }
 
 /// The real /proc.
-pub struct SystemProcfs;
+pub struct SystemCallers;
 
-impl Procfs for SystemProcfs {
+impl Callers for SystemCallers {
     fn tgid(&self, tid: u32) -> Option<u32> {
         let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
         status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
@@ -81,6 +99,20 @@ impl Procfs for SystemProcfs {
             at = (at | (PAGE_SIZE - 1)) + 1;
         }
         true
+    }
+
+    /// A thread blocked in a FUSE request the server has read cannot exit until it is answered
+    /// (fs/fuse/dev.c at v6.1, request_wait_answer: once the request left the pending list it
+    /// waits in `wait_event`, uninterruptibly), so `tid` is certainly the caller's and its
+    /// memory is the caller's. The session never calls this for a thread of this process.
+    fn read_blocked(&self, tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+        // SAFETY: `tid` is not a thread of this process (the session's guarantee above).
+        unsafe { crate::memory::remote::read_each(tid, parts) }
+    }
+
+    fn write_blocked(&self, tid: u32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+        // SAFETY: as in `read_blocked`.
+        unsafe { crate::memory::remote::write_each(tid, parts) }
     }
 }
 
@@ -125,16 +157,36 @@ impl FrameSink for Tracked {
 /// between rounds is never used.
 type Entered = HashMap<u64, HashMap<u32, (u64, ioctl::Entry)>>;
 
+/// One ioctl call, as the rounds that carry it name it.
+struct Call {
+    fh: u64,
+    tid: u32,
+    unique: u64,
+    arg: u64,
+    caller: Caller,
+    cmd: u32,
+    waits: bool,
+}
+
 pub struct Session {
     device: Arc<Device>,
     sink: Arc<dyn FrameSink>,
-    procfs: Box<dyn Procfs>,
+    callers: Arc<dyn Callers>,
     devname: String,
     initialized: AtomicBool,
     /// Open files: fh -> the process that opened it.
-    files: Mutex<HashMap<u64, u32>>,
+    files: Mutex<HashMap<u64, Opener>>,
     interrupts: Arc<Interrupts>,
     entered: Mutex<Entered>,
+}
+
+/// The process that opened a file.
+#[derive(Debug, Clone, Copy)]
+struct Opener {
+    pid: u32,
+    /// Whether /proc named `pid` as the opening thread's process (not a guess from its tid), so
+    /// that its threads are known not to be this daemon's.
+    known: bool,
 }
 
 fn iov(base: u64, len: u64) -> FuseIoctlIovec {
@@ -142,14 +194,14 @@ fn iov(base: u64, len: u64) -> FuseIoctlIovec {
 }
 
 impl Session {
-    pub fn new(device: Arc<Device>, sink: Arc<dyn FrameSink>, procfs: Box<dyn Procfs>, devname: &str) -> Session {
-        Session::with_interrupts(device, sink, procfs, devname, Interrupts::default())
+    pub fn new(device: Arc<Device>, sink: Arc<dyn FrameSink>, callers: Box<dyn Callers>, devname: &str) -> Session {
+        Session::with_interrupts(device, sink, callers, devname, Interrupts::default())
     }
 
     fn with_interrupts(
         device: Arc<Device>,
         sink: Arc<dyn FrameSink>,
-        procfs: Box<dyn Procfs>,
+        callers: Box<dyn Callers>,
         devname: &str,
         interrupts: Interrupts,
     ) -> Session {
@@ -158,7 +210,7 @@ impl Session {
         Session {
             device,
             sink,
-            procfs,
+            callers: Arc::from(callers),
             devname: devname.to_string(),
             initialized: AtomicBool::new(false),
             files: Mutex::new(HashMap::new()),
@@ -207,7 +259,7 @@ impl Session {
             Op::Poll(p) => p.fh,
             _ => return req.header.pid,
         };
-        self.files.lock().get(&fh).copied().unwrap_or(req.header.pid)
+        self.files.lock().get(&fh).map_or(req.header.pid, |o| o.pid)
     }
 
     /// Hands interrupts the session does not keep back to the kernel, which sends each again
@@ -278,7 +330,8 @@ impl Session {
 
     fn open(&self, req: &Request) {
         let h = &req.header;
-        let pid = self.procfs.tgid(h.pid).unwrap_or(h.pid);
+        let tgid = self.callers.tgid(h.pid);
+        let pid = tgid.unwrap_or(h.pid);
         let caller = Caller { pid, tid: h.pid, uid: h.uid, gid: h.gid };
         // Refused (a pid-0 caller from another pid namespace, a caller gone meanwhile): open(2)
         // fails with the device's errno.
@@ -289,7 +342,7 @@ impl Session {
                 return;
             }
         };
-        self.files.lock().insert(file.0, pid);
+        self.files.lock().insert(file.0, Opener { pid, known: tgid.is_some() });
         let out = FuseOpenOut { fh: file.0, open_flags: FOPEN_DIRECT_IO | FOPEN_NONSEEKABLE, padding: 0 };
         self.sink.send(frame::reply_struct(h.unique, &out));
     }
@@ -320,10 +373,13 @@ impl Session {
             self.sink.send(frame::reply_err(unique, Errno::EBADF));
             return;
         };
-        let pid = if h.pid == owner || self.procfs.is_thread_of(owner, h.pid) {
-            owner
+        let (pid, known) = if h.pid == owner.pid || self.callers.is_thread_of(owner.pid, h.pid) {
+            (owner.pid, owner.known)
         } else {
-            self.procfs.tgid(h.pid).unwrap_or(h.pid)
+            match self.callers.tgid(h.pid) {
+                Some(pid) => (pid, true),
+                None => (h.pid, false),
+            }
         };
         let caller = Caller { pid, tid: h.pid, uid: h.uid, gid: h.gid };
         let Some(desc) = ioctl::lookup(io.cmd) else {
@@ -341,6 +397,15 @@ impl Session {
         let kdir = ioc_dir(desc.cmd);
         let args_in = if kdir & IOC_WRITE != 0 { size } else { 0 };
         let args_out = if kdir & IOC_READ != 0 { size } else { 0 };
+        // A first round that would be answered RETRY: done on the caller's memory instead, when
+        // the caller is another process this daemon can reach.
+        let round_one = data.is_empty() && io.in_size == 0 && io.out_size == 0 && args_in + args_out > 0;
+        if round_one && known && h.pid != 0 && pid != std::process::id() {
+            let call = Call { fh: io.fh, tid: h.pid, unique, arg: io.arg, caller, cmd: io.cmd, waits };
+            if self.ioctl_direct(&call, desc, args_in, args_out) {
+                return;
+            }
+        }
         let mut kargs = vec![0u8; (size as usize).max(ioc_size(desc.cmd))];
         let have = (data.len() as u64).min(args_in) as usize;
         kargs[..have].copy_from_slice(&data[..have]);
@@ -351,7 +416,7 @@ impl Session {
         // probed while they are still to be asked for: data that arrived was readable.
         let arrived = args_in + ranges.iter().map(|r| r.len).sum::<u64>();
         if data.len() as u64 != arrived {
-            ranges.retain(|r| r.dir == Direction::Out || self.procfs.readable(pid, r.addr, r.len));
+            ranges.retain(|r| r.dir == Direction::Out || self.callers.readable(pid, r.addr, r.len));
         }
         let mut ins = Vec::new();
         let mut outs = Vec::new();
@@ -393,19 +458,95 @@ impl Session {
             }
             at += r.len as usize;
         }
+        let sink = self.sink.clone();
+        let responder = move || {
+            Responder::new(unique, move |reply: Reply| {
+                sink.send(final_reply(unique, reply, args_out as usize, out_ranges));
+            })
+        };
+        let call = Call { fh: io.fh, tid: h.pid, unique, arg: io.arg, caller, cmd: io.cmd, waits };
+        self.run(&call, &data[..args_in as usize], &staged, responder);
+    }
+
+    /// Runs `call` in its first round on the caller's memory: reads the argument struct and
+    /// every range its pointers name in one process_vm_readv, and answers after writing back
+    /// the struct and what the ioctl wrote in one process_vm_writev. False, with nothing
+    /// answered or run, where that would not do what the kernel's copies in RETRY rounds do:
+    /// the caller cannot be reached, a range cannot be read whole (the RETRY rounds leave it
+    /// out or fail the copy, as the kernel would), or a transfer is past CUSE's limits.
+    fn ioctl_direct(&self, call: &Call, desc: &ioctl::IoctlDesc, args_in: u64, args_out: u64) -> bool {
+        // The struct as the handler takes it: what the caller has if the ioctl reads it, zeros
+        // if it only writes it (read here all the same, to learn that the copy back can work).
+        let size = args_in.max(args_out) as usize;
+        let mut args = vec![0u8; size.max(ioc_size(desc.cmd))];
+        let mut probe = vec![0u8; if args_in == 0 { size } else { 0 }];
+        let first = if args_in > 0 { &mut args[..size] } else { &mut probe[..] };
+        if self.callers.read_blocked(call.tid, &mut [(call.arg, first)]).is_err() {
+            return false;
+        }
+        let ranges = (desc.user_ranges)(&args);
+        // What the RETRY rounds would move: past CUSE's limits they answer ENOMEM.
+        let written = ranges.iter().filter(|r| r.dir != Direction::In);
+        let total_in = args_in + ranges.iter().map(|r| r.len).sum::<u64>();
+        let total_out = args_out + written.clone().map(|r| r.len).sum::<u64>();
+        let iovs = usize::from(args_in > 0) + ranges.len() + usize::from(args_out > 0) + written.count();
+        if total_in > u64::from(MAX_TRANSFER)
+            || total_out > u64::from(MAX_TRANSFER)
+            || iovs > FUSE_IOCTL_MAX_IOV as usize
+        {
+            return false;
+        }
+        let mut bytes: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0u8; r.len as usize]).collect();
+        let mut parts: Vec<(u64, &mut [u8])> =
+            ranges.iter().zip(bytes.iter_mut()).map(|(r, b)| (r.addr, b.as_mut_slice())).collect();
+        if !parts.is_empty() && self.callers.read_blocked(call.tid, &mut parts).is_err() {
+            return false;
+        }
+        let staged = Staged { ranges: ranges.iter().zip(&bytes).map(|(r, b)| (r.addr, b.as_slice())).collect() };
+        let written: Vec<UserRange> = ranges.iter().filter(|r| r.dir != Direction::In).copied().collect();
+        let (callers, sink) = (self.callers.clone(), self.sink.clone());
+        let (tid, unique, arg, args_out) = (call.tid, call.unique, call.arg, args_out as usize);
+        let responder = move || {
+            Responder::new(unique, move |reply: Reply| {
+                let mut result = reply.result;
+                let mut args = reply.data;
+                args.resize(args_out, 0);
+                let mut parts: Vec<(u64, &[u8])> = Vec::with_capacity(1 + reply.user_writes.len());
+                if args_out > 0 {
+                    parts.push((arg, &args));
+                }
+                for w in &reply.user_writes {
+                    if written.iter().any(|r| r.contains(w.addr, w.data.len() as u64)) {
+                        parts.push((w.addr, &w.data));
+                    } else {
+                        log::error!("ioctl wrote {} bytes at {:#x} outside its declared ranges", w.data.len(), w.addr);
+                        result = -(Errno::EFAULT as i32);
+                    }
+                }
+                // As the kernel's copy back, whatever the ioctl returned: EFAULT if it fails.
+                if callers.write_blocked(tid, &parts).is_err() {
+                    result = -(Errno::EFAULT as i32);
+                }
+                sink.send(frame::reply_ioctl(unique, result, &[]));
+            })
+        };
+        self.run(call, &args[..args_in as usize], &staged, responder);
+        true
+    }
+
+    /// Runs an ioctl whose data is all here, answering through the responder `respond` makes,
+    /// now or when a parked wait ends (an interrupted call is answered EINTR without one).
+    fn run(&self, call: &Call, args: &[u8], staged: &Staged, respond: impl FnOnce() -> Responder) {
+        let unique = call.unique;
         if self.interrupts.is_interrupted(unique) {
             self.sink.send(frame::reply_ioctl(unique, -(Errno::EINTR as i32), &[]));
             return;
         }
-        let sink = self.sink.clone();
-        let responder = Responder::new(unique, move |reply: Reply| {
-            sink.send(final_reply(unique, reply, args_out as usize, out_ranges));
-        });
-        let entered = if waits { self.take_entry(io.fh, h.pid, io.arg) } else { None };
+        let entered = if call.waits { self.take_entry(call.fh, call.tid, call.arg) } else { None };
         let request = ioctl::Request {
-            caller,
-            cmd: io.cmd,
-            data: &data[..args_in as usize],
+            caller: call.caller,
+            cmd: call.cmd,
+            data: args,
             tag: unique,
             entered,
             // The kernel numbers requests from one counter as each caller's thread queues its
@@ -419,7 +560,7 @@ impl Session {
         // it (EBADF otherwise). Another process's memory is no soundness concern; if it is this
         // daemon itself, its ioctl(2) call, an unsafe call, carries the contract for its
         // pointers and USERPTR ranges.
-        unsafe { self.device.ioctl(FileId(io.fh), &request, &staged, responder) };
+        unsafe { self.device.ioctl(FileId(call.fh), &request, staged, respond()) };
         // An interrupt that came while the request was between the check above and parking
         // found nothing to end and only marked it: end the parked wait now (a no-op if it
         // finished; the mark is gone with the reply).
@@ -493,8 +634,13 @@ mod tests {
 
     use super::*;
     use crate::device::DeviceConfig;
-    use uapi::ioctl::{AMDKFD_IOC_DESTROY_EVENT, AMDKFD_IOC_GET_VERSION, AMDKFD_IOC_WAIT_EVENTS};
-    use uapi::kfd::{EventData, WaitEventsArgs};
+    use uapi::ioctl::{
+        AMDKFD_IOC_CREATE_EVENT, AMDKFD_IOC_DESTROY_EVENT, AMDKFD_IOC_GET_VERSION, AMDKFD_IOC_SET_EVENT,
+        AMDKFD_IOC_WAIT_EVENTS,
+    };
+    use uapi::kfd::{
+        CreateEventArgs, EventData, SetEventArgs, WaitEventsArgs, KFD_IOC_EVENT_SIGNAL, KFD_IOC_WAIT_RESULT_COMPLETE,
+    };
     use uapi::IntoBytes;
 
     const ARG: u64 = 0x7000_0000;
@@ -509,12 +655,43 @@ mod tests {
         }
     }
 
-    /// Each thread its own process; memory at `unreadable` is mapped nowhere.
+    /// Each thread its own process; memory at `unreadable` is mapped nowhere. With `memory`,
+    /// the callers' memory can be reached directly and is those regions.
+    #[derive(Default)]
     struct Fake {
         unreadable: Option<u64>,
+        memory: Option<Arc<Memory>>,
     }
 
-    impl Procfs for Fake {
+    /// A caller's memory: regions of bytes, some read-only; counts the direct calls.
+    #[derive(Default)]
+    struct Memory {
+        regions: Mutex<Vec<(u64, Vec<u8>, bool)>>,
+        reads: std::sync::atomic::AtomicUsize,
+        writes: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Memory {
+        /// Maps `bytes` at `addr`, in place of a region there.
+        fn map(&self, addr: u64, bytes: &[u8], writable: bool) {
+            let mut regions = self.regions.lock();
+            regions.retain(|(base, _, _)| *base != addr);
+            regions.push((addr, bytes.to_vec(), writable));
+        }
+
+        fn counts(&self) -> (usize, usize) {
+            (self.reads.load(Ordering::Relaxed), self.writes.load(Ordering::Relaxed))
+        }
+
+        fn at(&self, addr: u64, len: usize) -> Vec<u8> {
+            let regions = self.regions.lock();
+            let (base, bytes, _) =
+                regions.iter().find(|(b, v, _)| *b <= addr && addr + len as u64 <= b + v.len() as u64).unwrap();
+            bytes[(addr - base) as usize..][..len].to_vec()
+        }
+    }
+
+    impl Callers for Fake {
         fn tgid(&self, tid: u32) -> Option<u32> {
             Some(tid)
         }
@@ -523,6 +700,35 @@ mod tests {
         }
         fn readable(&self, _pid: u32, addr: u64, len: u64) -> bool {
             self.unreadable.is_none_or(|bad| bad < addr || bad >= addr + len)
+        }
+        fn read_blocked(&self, _tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+            let memory = self.memory.as_ref().ok_or(Errno::EPERM)?;
+            memory.reads.fetch_add(1, Ordering::Relaxed);
+            let regions = memory.regions.lock();
+            for (addr, buf) in parts.iter_mut() {
+                let end = *addr + buf.len() as u64;
+                if !self.readable(0, *addr, buf.len() as u64) {
+                    return Err(Errno::EFAULT);
+                }
+                let (base, bytes, _) =
+                    regions.iter().find(|(b, v, _)| b <= addr && end <= b + v.len() as u64).ok_or(Errno::EFAULT)?;
+                buf.copy_from_slice(&bytes[(*addr - base) as usize..][..buf.len()]);
+            }
+            Ok(())
+        }
+        fn write_blocked(&self, _tid: u32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+            let memory = self.memory.as_ref().ok_or(Errno::EPERM)?;
+            memory.writes.fetch_add(1, Ordering::Relaxed);
+            let mut regions = memory.regions.lock();
+            for (addr, data) in parts {
+                let end = addr + data.len() as u64;
+                let (base, bytes, _) = regions
+                    .iter_mut()
+                    .find(|(b, v, w)| *w && b <= addr && end <= *b + v.len() as u64)
+                    .ok_or(Errno::EFAULT)?;
+                bytes[(addr - *base) as usize..][..data.len()].copy_from_slice(data);
+            }
+            Ok(())
         }
     }
 
@@ -552,8 +758,13 @@ mod tests {
             // Expiry is the unit tests' (explicit instants): here a loaded machine must not expire
             // an interrupt a test counts on.
             let interrupts = Interrupts::with_expiry(std::time::Duration::from_secs(3600));
-            let session =
-                Session::with_interrupts(device, sink.clone(), Box::new(Fake { unreadable }), "kfd", interrupts);
+            let session = Session::with_interrupts(
+                device,
+                sink.clone(),
+                Box::new(Fake { unreadable, memory: None }),
+                "kfd",
+                interrupts,
+            );
             session.handle(&frame(FUSE_OPEN, 2, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]));
             let opened = sink.0.lock().pop().unwrap();
             let fh = FuseOpenOut::read_from_bytes(&opened[16..]).unwrap().fh;
@@ -805,7 +1016,7 @@ mod tests {
     /// Every tid is a thread of this process (two threads of one client).
     struct Threads;
 
-    impl Procfs for Threads {
+    impl Callers for Threads {
         fn tgid(&self, _tid: u32) -> Option<u32> {
             Some(std::process::id())
         }
@@ -894,5 +1105,161 @@ mod tests {
         // A wait that entered after the set sleeps (here: times out at once).
         conn.round(async_thread, 130, AMDKFD_IOC_WAIT_EVENTS, &[], 0);
         assert_eq!(wait(async_thread, 132), KFD_IOC_WAIT_RESULT_TIMEOUT);
+    }
+
+    /// A caller in another process, whose memory the session reaches directly. A child stands
+    /// for it (the device binds a context to a live process); its memory is a [`Memory`].
+    struct Remote {
+        session: Session,
+        sink: Arc<Capture>,
+        fh: u64,
+        memory: Arc<Memory>,
+        child: std::process::Child,
+    }
+
+    impl Remote {
+        fn new(unreadable: Option<u64>) -> Remote {
+            let child = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+            let memory = Arc::new(Memory::default());
+            let device = Device::new(&DeviceConfig::default()).unwrap();
+            let sink = Arc::new(Capture::default());
+            let callers = Fake { unreadable, memory: Some(memory.clone()) };
+            let session = Session::new(device, sink.clone(), Box::new(callers), "kfd");
+            let open = FuseOpenIn { flags: 2, open_flags: 0 };
+            session.handle(&frame_from(child.id(), FUSE_OPEN, 2, &[open.as_bytes()]));
+            let opened = sink.0.lock().pop().unwrap();
+            let fh = FuseOpenOut::read_from_bytes(&opened[16..]).unwrap().fh;
+            Remote { session, sink, fh, memory, child }
+        }
+
+        /// Sends the first round of `cmd` on `arg` as the kernel does (no data, no out space)
+        /// as request `unique`; returns the replies sent meanwhile.
+        fn first_round(&self, unique: u64, cmd: u32, arg: u64) -> Vec<Vec<u8>> {
+            let io = FuseIoctlIn { fh: self.fh, flags: FUSE_IOCTL_UNRESTRICTED, cmd, arg, in_size: 0, out_size: 0 };
+            self.session.handle(&frame_from(self.child.id(), FUSE_IOCTL, unique, &[io.as_bytes()]));
+            std::mem::take(&mut *self.sink.0.lock())
+        }
+
+        /// [`Remote::first_round`] answered at once: the reply's result (its RETRY flag must
+        /// be clear and it must carry no data).
+        fn call(&self, cmd: u32, arg: u64) -> i32 {
+            let mut sent = self.first_round(4, cmd, arg);
+            assert_eq!(sent.len(), 1, "one reply");
+            dataless_result(&sent.remove(0))
+        }
+    }
+
+    impl Drop for Remote {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The result of a final ioctl reply that carries no data.
+    fn dataless_result(reply: &[u8]) -> i32 {
+        let (head, rest) = FuseOutHeader::read_from_prefix(reply).unwrap();
+        let (out, data) = FuseIoctlOut::read_from_prefix(rest).unwrap();
+        assert_eq!((head.error, out.flags & FUSE_IOCTL_RETRY, data.len()), (0, 0, 0), "a final reply without data");
+        out.result
+    }
+
+    /// The first round of another process's ioctl runs at once on its memory: one read of it,
+    /// one write back, and what reaches the caller is what the RETRY rounds give.
+    #[test]
+    fn another_processs_ioctl_runs_in_its_first_round_on_its_memory() {
+        let remote = Remote::new(None);
+        remote.memory.map(ARG, &[0xAA; 8], true);
+        assert_eq!(remote.call(AMDKFD_IOC_GET_VERSION, ARG), 0);
+        assert_eq!(remote.memory.counts(), (1, 1));
+        let rig = Rig::new(None);
+        let retried = rig.round(AMDKFD_IOC_GET_VERSION, FUSE_IOCTL_UNRESTRICTED, &[], 8);
+        assert_eq!(remote.memory.at(ARG, 8), final_data(&retried), "the same bytes as through RETRY");
+    }
+
+    /// Pointer ranges: CREATE_EVENT's struct goes in and back, SET_EVENT's only in, and
+    /// WAIT_EVENTS reads its event array (a second read) and writes its result, all in the
+    /// first round.
+    #[test]
+    fn an_ioctls_pointer_ranges_are_read_and_written_in_its_first_round() {
+        let remote = Remote::new(None);
+        let create = CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: 1, ..Default::default() };
+        remote.memory.map(ARG, create.as_bytes(), true);
+        assert_eq!(remote.call(AMDKFD_IOC_CREATE_EVENT, ARG), 0);
+        let event = CreateEventArgs::read_from_bytes(&remote.memory.at(ARG, 32)).unwrap().event_id;
+        let set = 0x7200_0000;
+        remote.memory.map(set, SetEventArgs { event_id: event, pad: 0 }.as_bytes(), false);
+        assert_eq!(remote.call(AMDKFD_IOC_SET_EVENT, set), 0, "IOW: nothing to write back");
+        let mut wait = WaitEventsArgs::read_from_bytes(&wait_args(1)).unwrap();
+        wait.wait_result = 0xFF;
+        remote.memory.map(ARG, wait.as_bytes(), true);
+        remote.memory.map(EVENTS, EventData { event_id: event, ..Default::default() }.as_bytes(), true);
+        let before = remote.memory.counts();
+        assert_eq!(remote.call(AMDKFD_IOC_WAIT_EVENTS, ARG), 0);
+        let after = remote.memory.counts();
+        assert_eq!((after.0 - before.0, after.1 - before.1), (2, 1), "the struct, then the array; one write");
+        let done = WaitEventsArgs::read_from_bytes(&remote.memory.at(ARG, 24)).unwrap();
+        assert_eq!(done.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE);
+    }
+
+    /// A wait that parks in its first round writes its result when it ends, before its reply.
+    #[test]
+    fn a_parked_first_round_writes_back_when_it_is_woken() {
+        let remote = Remote::new(None);
+        let create = CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: 1, ..Default::default() };
+        remote.memory.map(ARG, create.as_bytes(), true);
+        assert_eq!(remote.call(AMDKFD_IOC_CREATE_EVENT, ARG), 0);
+        let event = CreateEventArgs::read_from_bytes(&remote.memory.at(ARG, 32)).unwrap().event_id;
+        let mut wait = WaitEventsArgs::read_from_bytes(&wait_args(1)).unwrap();
+        (wait.timeout, wait.wait_result) = (u32::MAX, 0xFF);
+        remote.memory.map(ARG, wait.as_bytes(), true);
+        remote.memory.map(EVENTS, EventData { event_id: event, ..Default::default() }.as_bytes(), true);
+        assert!(remote.first_round(10, AMDKFD_IOC_WAIT_EVENTS, ARG).is_empty(), "parked");
+        assert_eq!(WaitEventsArgs::read_from_bytes(&remote.memory.at(ARG, 24)).unwrap().wait_result, 0xFF);
+        let set = 0x7200_0000;
+        remote.memory.map(set, SetEventArgs { event_id: event, pad: 0 }.as_bytes(), false);
+        let sent = remote.first_round(12, AMDKFD_IOC_SET_EVENT, set);
+        let uniques: Vec<u64> = sent.iter().map(|f| FuseOutHeader::read_from_prefix(f).unwrap().0.unique).collect();
+        assert_eq!(uniques, [10, 12], "the woken wait answers before the set that woke it");
+        assert_eq!(dataless_result(&sent[0]), 0);
+        assert_eq!(
+            WaitEventsArgs::read_from_bytes(&remote.memory.at(ARG, 24)).unwrap().wait_result,
+            KFD_IOC_WAIT_RESULT_COMPLETE
+        );
+    }
+
+    /// Where the direct round could not do exactly what the kernel's copies do, the first round
+    /// is answered RETRY as before and nothing runs: a range that cannot be read whole (the
+    /// RETRY rounds leave it out), or a caller in this very process.
+    #[test]
+    fn a_first_round_falls_back_to_retry_where_direct_access_would_differ() {
+        let remote = Remote::new(Some(EVENTS + 8));
+        remote.memory.map(ARG, &wait_args(2), true);
+        remote.memory.map(EVENTS, &[0u8; 48], true);
+        let mut sent = remote.first_round(4, AMDKFD_IOC_WAIT_EVENTS, ARG);
+        assert_eq!(retry(&sent.remove(0)), Some((vec![(ARG, 24)], vec![(ARG, 24)])));
+        assert_eq!(remote.memory.counts(), (2, 0), "read, refused, nothing written");
+
+        let memory = Arc::new(Memory::default());
+        memory.map(ARG, &[0u8; 8], true);
+        let device = Device::new(&DeviceConfig::default()).unwrap();
+        let sink = Arc::new(Capture::default());
+        let callers = Fake { unreadable: None, memory: Some(memory.clone()) };
+        let session = Session::new(device, sink.clone(), Box::new(callers), "kfd");
+        session.handle(&frame(FUSE_OPEN, 2, &[FuseOpenIn { flags: 2, open_flags: 0 }.as_bytes()]));
+        let fh = FuseOpenOut::read_from_bytes(&sink.0.lock().pop().unwrap()[16..]).unwrap().fh;
+        let conn = Conn { session: &session, sink: &sink, fh };
+        let r = conn.round(std::process::id(), 4, AMDKFD_IOC_GET_VERSION, &[], 0);
+        assert_eq!(retry(&r), Some((vec![], vec![(ARG, 8)])));
+        assert_eq!(memory.counts(), (0, 0), "this process's memory is never reached directly");
+    }
+
+    /// The copy back failing (a read-only struct) is EFAULT, as the kernel's copy to user.
+    #[test]
+    fn a_struct_the_caller_cannot_write_fails_with_efault() {
+        let remote = Remote::new(None);
+        remote.memory.map(ARG, &[0u8; 8], false);
+        assert_eq!(remote.call(AMDKFD_IOC_GET_VERSION, ARG), -(Errno::EFAULT as i32));
+        assert_eq!(remote.memory.at(ARG, 8), [0u8; 8]);
     }
 }
