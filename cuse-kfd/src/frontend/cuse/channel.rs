@@ -518,4 +518,42 @@ mod tests {
         let peak = pool.lock().peak;
         assert!(peak <= 5, "{peak} readers");
     }
+
+    /// A key's backlog is bounded: with it full, the next request of that key runs at once on
+    /// the reader that read it (past the key's share), which then takes the backlog in order.
+    #[test]
+    fn a_full_backlog_runs_the_next_request_anyway() {
+        let (channel, peer) = socket_channel();
+        let release = Arc::new((Mutex::new(false), Condvar::new()));
+        let (tx, rx) = mpsc::channel();
+        let h = handler(release.clone(), tx);
+        let pool = Pool::new(channel, h, first_byte, Readers { min: 1, max: 16, per_key: 1 });
+        let server = std::thread::spawn({
+            let pool = pool.clone();
+            move || pool.serve()
+        });
+        send(&peer, b"A slow");
+        let backlog = |pool: &Pool<_>| pool.shares.lock().unwrap().get(&u32::from(b'A')).map_or(0, |s| s.backlog.len());
+        let frames: Vec<Vec<u8>> = (0..MAX_BACKLOG).map(|i| format!("A {i:03}").into_bytes()).collect();
+        for f in &frames {
+            send(&peer, f);
+        }
+        let start = std::time::Instant::now();
+        while backlog(&pool) < MAX_BACKLOG {
+            assert!(start.elapsed() < STUCK, "the backlog holds {}", backlog(&pool));
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "A ran past its share with room in its backlog");
+        send(&peer, b"A over");
+        assert_eq!(rx.recv_timeout(STUCK).expect("the request past a full backlog waited"), b"A over");
+        // That reader goes on with the backlog, in order, while the slow one still runs.
+        for f in &frames {
+            assert_eq!(&rx.recv_timeout(STUCK).unwrap(), f);
+        }
+        open(&release);
+        assert_eq!(rx.recv_timeout(STUCK).unwrap(), b"A slow");
+        drop(peer);
+        server.join().unwrap().unwrap();
+        assert!(pool.shares.lock().unwrap().is_empty());
+    }
 }
