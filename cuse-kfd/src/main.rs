@@ -121,6 +121,13 @@ struct ServeArgs {
     /// a machine with cores to spare); a new queue goes to the one serving the fewest.
     #[arg(long, value_name = "N")]
     engine_threads: Option<usize>,
+    /// Run each ioctl in its first round on the blocked caller's memory (process_vm_readv and
+    /// process_vm_writev): one round trip instead of the two or three of CUSE's RETRY rounds,
+    /// which stay the fallback where direct access cannot do exactly what the kernel's copies
+    /// do. Off by default: the shorter round trips make ROCr 5.2.3's own lost-wakeup window in
+    /// hsa_queue_destroy likelier (see the README).
+    #[arg(long)]
+    direct_copies: bool,
     /// Run unconfined, for debugging (strace, gdb): keep every capability, no seccomp filter, no
     /// no_new_privs. The directory checks stay.
     #[arg(long)]
@@ -308,7 +315,12 @@ fn serve(a: ServeArgs) -> Result<(), String> {
     cuse_kfd::frontend::control::spawn(device.weak(), &runtime_dir)
         .map_err(|e| format!("starting the control socket in {}: {e}", runtime_dir.display()))?;
 
-    let session = Arc::new(Session::new(device.clone(), channel.clone(), Box::new(SystemCallers), &a.name));
+    let session = Arc::new(Session::new(
+        device.clone(),
+        channel.clone(),
+        Box::new(SystemCallers { direct: a.direct_copies }),
+        &a.name,
+    ));
     let (s, c) = (session.clone(), channel.clone());
     let server = std::thread::Builder::new()
         .name("cuse-serve".into())

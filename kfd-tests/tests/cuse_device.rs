@@ -93,8 +93,20 @@ fn requests_stalled_in_every_reader_do_not_stall_another_client() {
 #[test]
 #[ignore = "device tier"]
 fn memory_queues_and_soft_kernels_through_the_node() {
+    memory_queues_and_soft_kernels(&[]);
+}
+
+/// The same ioctls, each run in its first round on this process's memory (`--direct-copies`):
+/// every argument struct and pointer hop read and written by the daemon, none by the kernel.
+#[test]
+#[ignore = "device tier"]
+fn memory_queues_and_soft_kernels_with_direct_copies() {
+    memory_queues_and_soft_kernels(&["--direct-copies"]);
+}
+
+fn memory_queues_and_soft_kernels(serve: &[&str]) {
     let bin = tier();
-    let d = Daemon::start(&bin, "kfd-t-queue");
+    let d = Daemon::start_with(&bin, "kfd-t-queue", serve);
     let kfd = Kfd::open_node(&d.node).unwrap();
     let gpu = kfd.gpu_ids().unwrap()[0];
     // alloc + MAP (device-id array hop) + a backing file mapped at the GPU address.
@@ -142,8 +154,20 @@ fn memory_queues_and_soft_kernels_through_the_node() {
 #[test]
 #[ignore = "device tier"]
 fn waits_are_woken_by_set_event_and_by_the_engine() {
+    waits_are_woken(&[]);
+}
+
+/// The same waits, parked in their first round (`--direct-copies`): the results are written
+/// to this process's memory by whichever daemon thread ends the wait, before the reply.
+#[test]
+#[ignore = "device tier"]
+fn waits_with_direct_copies_are_woken_by_set_event_and_by_the_engine() {
+    waits_are_woken(&["--direct-copies"]);
+}
+
+fn waits_are_woken(serve: &[&str]) {
     let bin = tier();
-    let d = Daemon::start(&bin, "kfd-t-wait");
+    let d = Daemon::start_with(&bin, "kfd-t-wait", serve);
     let kfd = Kfd::open_node(&d.node).unwrap();
     let gpu = kfd.gpu_ids().unwrap()[0];
     let ev = kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, true).unwrap().event_id;

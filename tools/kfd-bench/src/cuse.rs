@@ -1,6 +1,7 @@
-//! CUSE round trips: GET_VERSION and WAIT_EVENTS (timeout 0, one event) through our daemon
-//! against the same ioctls on a minimal libfuse3 CUSE device (cuse-ref/cuse_ref.c), the
-//! reference CUSE server. Needs /dev/cuse and root: `cargo xtask bench` runs it in the
+//! CUSE round trips: GET_VERSION and WAIT_EVENTS (timeout 0, one event) through our daemon, as
+//! it serves by default (RETRY rounds) and with `--direct-copies` (one round trip), against the
+//! same ioctls on a minimal libfuse3 CUSE device (cuse-ref/cuse_ref.c), the reference CUSE
+//! server. Needs /dev/cuse and root: `cargo xtask bench` runs it in the
 //! device tier's VM, with CUSE_KFD_BIN and KFD_BENCH_CUSE_REF naming the two servers.
 
 use crate::stats::{bench, ns, percentile, ratio};
@@ -87,6 +88,14 @@ pub fn run() -> Result<(), String> {
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into())),
         "kfd-bench",
     )?;
+    let direct_runtime = std::env::temp_dir().join("kfd-bench-cuse-direct");
+    let _direct = Server::start(
+        Command::new(&ours)
+            .args(["serve", "--name", "kfd-bench-direct", "--direct-copies", "--mode", "0666", "--runtime-dir"])
+            .arg(&direct_runtime)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into())),
+        "kfd-bench-direct",
+    )?;
     let _reference = Server::start(Command::new(&reference).arg("kfd-ref"), "kfd-ref")?;
     let open = |n: &str| {
         std::fs::OpenOptions::new()
@@ -95,12 +104,22 @@ pub fn run() -> Result<(), String> {
             .open(Path::new("/dev").join(n))
             .map_err(|e| format!("{n}: {e}"))
     };
-    let (our_fd, ref_fd) = (open("kfd-bench")?, open("kfd-ref")?);
+    let (our_fd, direct_fd, ref_fd) = (open("kfd-bench")?, open("kfd-bench-direct")?, open("kfd-ref")?);
 
-    // One unsignaled event on our device for the wait (the reference treats any id as one).
-    let kfd = thunk::Kfd::open_node(Path::new("/dev/kfd-bench")).map_err(|e| format!("opening our node: {e}"))?;
-    let gpu = kfd.gpu_ids().map_err(|e| e.to_string())?[0];
-    let event = kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, false).map_err(|e| e.to_string())?.event_id;
+    // One unsignaled event on each of our devices for the wait (the reference treats any id as
+    // one); both daemons number a process's first event alike.
+    let mut events = Vec::new();
+    let mut nodes = Vec::new();
+    for node in ["/dev/kfd-bench", "/dev/kfd-bench-direct"] {
+        let kfd = thunk::Kfd::open_node(Path::new(node)).map_err(|e| format!("opening {node}: {e}"))?;
+        let gpu = kfd.gpu_ids().map_err(|e| e.to_string())?[0];
+        events.push(kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, false).map_err(|e| e.to_string())?.event_id);
+        nodes.push(kfd);
+    }
+    if events[0] != events[1] {
+        return Err(format!("the two daemons gave the first event ids {} and {}", events[0], events[1]));
+    }
+    let event = events[0];
     // Writable: WAIT_EVENTS may copy event data back through events_ptr.
     let mut data = [EventData { event_id: event, ..Default::default() }];
     let wait = WaitEventsArgs {
@@ -116,28 +135,30 @@ pub fn run() -> Result<(), String> {
         ("get_version", AMDKFD_IOC_GET_VERSION, version.as_bytes()),
         ("wait_events_t0", AMDKFD_IOC_WAIT_EVENTS, wait.as_bytes()),
     ] {
-        // Alternate the two servers so drift on a noisy machine hits both alike.
-        let (mut a, mut b) = (Vec::new(), Vec::new());
+        // Alternate the servers so drift on a noisy machine hits all alike.
+        let (mut a, mut d, mut b) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
             // SAFETY: `args` is a whole argument struct of `cmd`; the only pointer among them,
             // WAIT_EVENTS' events_ptr, points at `data`, one writable EventData alive until the
             // loop ends.
             a.extend(unsafe { time_ioctl(&our_fd, cmd, args) }?);
             // SAFETY: as above.
+            d.extend(unsafe { time_ioctl(&direct_fd, cmd, args) }?);
+            // SAFETY: as above.
             b.extend(unsafe { time_ioctl(&ref_fd, cmd, args) }?);
         }
-        let (pa, pb) = (percentile(&mut a, 50), percentile(&mut b, 50));
+        let (pa, pd, pb) = (percentile(&mut a, 50), percentile(&mut d, 50), percentile(&mut b, 50));
         bench(&format!("cuse_{name}_p50_ours"), ns(pa) / 1000.0, "us");
+        bench(&format!("cuse_{name}_p50_ours_direct"), ns(pd) / 1000.0, "us");
         bench(&format!("cuse_{name}_p50_libfuse"), ns(pb) / 1000.0, "us");
         bench(&format!("cuse_{name}_p99_ours"), ns(percentile(&mut a, 99)) / 1000.0, "us");
-        let label = if cmd == AMDKFD_IOC_GET_VERSION {
-            "cuse_ioctl_vs_libfuse".to_string()
-        } else {
-            format!("cuse_{name}_vs_libfuse")
-        };
-        ratio(&label, ns(pa), ns(pb));
+        bench(&format!("cuse_{name}_p99_ours_direct"), ns(percentile(&mut d, 99)) / 1000.0, "us");
+        let label = if cmd == AMDKFD_IOC_GET_VERSION { "cuse_ioctl".to_string() } else { format!("cuse_{name}") };
+        ratio(&format!("{label}_vs_libfuse"), ns(pa), ns(pb));
+        ratio(&format!("{label}_direct_copies_vs_libfuse"), ns(pd), ns(pb));
     }
-    drop(kfd);
+    drop(nodes);
     let _ = std::fs::remove_dir_all(&runtime);
+    let _ = std::fs::remove_dir_all(&direct_runtime);
     Ok(())
 }

@@ -1,15 +1,17 @@
 //! The CUSE server's logic, without I/O: one frame in, reply frames out through a
 //! [`FrameSink`], now or later (parked waits answer from whichever thread completes them).
 //!
-//! Unrestricted ioctls carry no data in their first round. The caller's thread is blocked in the
-//! request until it is answered, so its memory stays its own: the session reads the argument
-//! struct and every range its pointers name (from the ioctl table's `user_ranges`) from it
-//! directly, runs the ioctl, writes back what the ioctl wrote, and answers in that one round.
-//! Where that cannot be done exactly as the kernel's copies would (a caller this daemon may not
-//! reach, a range it cannot read whole, a caller in this very process) the session answers RETRY
-//! with those iovecs instead, as a CUSE server must, and runs the ioctl once a round brings all
-//! of them. Ranges the ioctl writes are then fetched too, so bytes it does not write go back to
-//! the caller unchanged.
+//! Unrestricted ioctls carry no data in their first round. The session answers RETRY with the
+//! iovecs the ioctl needs (its argument struct, then every range its pointers name, from the
+//! ioctl table's `user_ranges`), and runs the ioctl once a round brings all of them. Ranges the
+//! ioctl writes are fetched too, so bytes it does not write go back to the caller unchanged.
+//!
+//! Where the callers' memory can be reached ([`Callers::read_blocked`]; `serve --direct-copies`)
+//! the first round does it all: the caller's thread is blocked in the request until it is
+//! answered, so its memory stays its own, and the session reads the struct and the ranges from
+//! it directly, runs the ioctl, and writes back what the ioctl wrote before answering. Where that
+//! cannot be done exactly as the kernel's copies would (a caller this daemon may not reach, a
+//! range it cannot read whole, a caller in this very process) it falls back to the rounds.
 
 use super::frame::{self, Op, Request};
 use super::interrupts::{Interrupts, Verdict};
@@ -68,8 +70,12 @@ pub trait Callers: Send + Sync {
     }
 }
 
-/// The real /proc.
-pub struct SystemCallers;
+/// The real /proc, and the callers' memory through process_vm_readv/writev.
+pub struct SystemCallers {
+    /// Whether the callers' memory is reached directly (otherwise every ioctl's data moves in
+    /// RETRY rounds).
+    pub direct: bool,
+}
 
 impl Callers for SystemCallers {
     fn tgid(&self, tid: u32) -> Option<u32> {
@@ -106,6 +112,9 @@ impl Callers for SystemCallers {
     /// waits in `wait_event`, uninterruptibly), so `tid` is certainly the caller's and its
     /// memory is the caller's. The session never calls this for a thread of this process.
     fn read_blocked(&self, tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+        if !self.direct {
+            return Err(Errno::ENOSYS);
+        }
         // SAFETY: `tid` is not a thread of this process (the session's guarantee above).
         unsafe { crate::memory::remote::read_each(tid, parts) }
     }
