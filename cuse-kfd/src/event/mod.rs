@@ -38,6 +38,9 @@ pub struct Event {
     /// The latest kernel order of a SET_EVENT request that set it (0: none; see
     /// [`wait::Entry::queued`]).
     pub last_set_queued: u64,
+    /// The latest kernel order (entry) of a wait that took this auto-reset event's signal when
+    /// it began (0: none; waits without an entry do not count; see [`wait::Entry::queued`]).
+    pub consumed_by_queued: u64,
     /// Waiters parked on this event.
     pub waiters: Vec<WaitId>,
     /// The last memory exception reported through this event (MEMORY events).
@@ -157,6 +160,7 @@ impl EventTable {
                 age: 1,
                 last_set: 0,
                 last_set_queued: 0,
+                consumed_by_queued: 0,
                 waiters: Vec::new(),
                 memory_exception: HsaMemoryExceptionData::default(),
                 hw_exception: HsaHwExceptionData::default(),
@@ -307,16 +311,28 @@ impl EventTable {
     /// Every event id must exist (the caller checked, under this lock).
     pub fn begin_wait(&mut self, mut waiter: Waiter, done: &mut Vec<Completion>) -> Option<WaitId> {
         let entered = waiter.entered;
-        let set_since_entry =
-            |ev: &Event| entered.is_some_and(|e| ev.last_set > e.set_count || ev.last_set_queued > e.queued);
+        // Calls begin in the kernel's order in amdkfd (each runs in its caller's thread); here
+        // a call that entered first may begin after one that entered later (other readers took
+        // the later one first). What the later one saw, the earlier one would have seen first:
+        // a set after this call entered, or an auto-reset signal a later entrant took (amdkfd
+        // would have given it to this call; the later one's wake is then a spurious one, which
+        // waiters that check their condition again, as ROCr's do, absorb).
+        let before_this = |ev: &Event| {
+            entered.is_some_and(|e| {
+                ev.last_set > e.set_count || ev.last_set_queued > e.queued || ev.consumed_by_queued > e.queued
+            })
+        };
         for slot in waiter.slots.iter_mut() {
             let Some(ev) = self.events.get_mut(&slot.event_id) else { continue };
             slot.activated = ev.signaled
-                || set_since_entry(ev)
+                || before_this(ev)
                 || (ev.event_type == KFD_IOC_EVENT_SIGNAL && slot.last_age != 0 && slot.last_age != ev.age);
             // A waiter consumes an auto-reset event's signal.
             if ev.signaled && ev.auto_reset {
                 ev.signaled = false;
+                if let Some(e) = entered {
+                    ev.consumed_by_queued = ev.consumed_by_queued.max(e.queued);
+                }
             }
         }
         if waiter.ready() {

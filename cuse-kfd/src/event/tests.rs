@@ -177,6 +177,32 @@ fn a_set_queued_after_a_wait_entered_wakes_it_though_the_device_ran_the_set_firs
     assert!(parked, "a wait that entered after every set sleeps");
 }
 
+/// Another reader can take a call that entered later first. ROCr's destroyer sets the queue's
+/// auto-reset event and then waits on it itself; the async thread's wait entered before that
+/// wait (here at 20 and 30), after the set (10), but begins last: the destroyer's wait took the
+/// signal that amdkfd, beginning calls in their order, would have given the async thread. It is
+/// woken all the same. A call that entered after the taker still parks, and so does one with
+/// no entry (the embedded device, which runs calls in their order).
+#[test]
+fn a_signal_taken_by_a_later_entrant_wakes_a_wait_that_entered_before_it() {
+    let mut f = Fixture::new();
+    let ev = f.signal_event(true);
+    let mut done = Vec::new();
+    f.table.set_from_host(ev, Some(10), &mut done).unwrap();
+    let destroyer = Entry { set_count: f.table.set_count(), queued: 30 };
+    let (parked, done) = f.wait_entered(&[(ev, 0)], Some(destroyer));
+    assert!(!parked && completed(&done) == [KFD_IOC_WAIT_RESULT_COMPLETE], "the later entrant takes the signal");
+    let async_thread = Entry { set_count: f.table.set_count(), queued: 20 };
+    let (parked, done) = f.wait_entered(&[(ev, 0)], Some(async_thread));
+    assert!(!parked, "it entered before the wait that took the signal");
+    assert_eq!(completed(&done), [KFD_IOC_WAIT_RESULT_COMPLETE]);
+    let later = Entry { set_count: f.table.set_count(), queued: 40 };
+    let (parked, _) = f.wait_entered(&[(ev, 0)], Some(later));
+    assert!(parked, "one that entered after the taker parks");
+    let (parked, _) = f.wait(&[(ev, 0)]);
+    assert!(parked, "and so does one without an entry");
+}
+
 #[test]
 fn a_waiter_that_saw_an_older_age_completes_at_once_and_reads_the_new_age() {
     let mut f = Fixture::new();
