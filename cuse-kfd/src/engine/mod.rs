@@ -318,7 +318,6 @@ struct Shared {
     config: EngineConfig,
     faults: Arc<Faults>,
     trace: Arc<Trace>,
-    waits: Arc<WaitRegistry>,
     registry: Mutex<Registry>,
     generation: AtomicU64,
     /// The registry generation the engine has adopted (removers sleep on it).
@@ -335,6 +334,8 @@ struct Shared {
 pub struct Engine {
     lanes: Vec<Lane>,
     pool: Option<Arc<workers::Pool>>,
+    /// Where completed waits go (each queue holds it).
+    waits: Arc<WaitRegistry>,
 }
 
 /// One engine thread and the queues it serves.
@@ -390,7 +391,6 @@ impl Engine {
                     config: config.clone(),
                     faults: faults.clone(),
                     trace: trace.clone(),
-                    waits: waits.clone(),
                     registry: Mutex::new(Registry::default()),
                     generation: AtomicU64::new(0),
                     acked: Sleeper::new(0),
@@ -406,7 +406,7 @@ impl Engine {
                 Lane { shared, thread: Some(thread), thread_id }
             })
             .collect();
-        Engine { lanes, pool }
+        Engine { lanes, pool, waits }
     }
 
     /// How many engine threads share the queues.
@@ -422,7 +422,7 @@ impl Engine {
     /// Starts processing `queue` of `process`, on a GPU of `gfx_target_version`, on the lane
     /// that serves the fewest queues.
     pub fn add(&self, process: Arc<Process>, queue: Arc<Queue>, doorbell: Arc<BackingFile>, gfx_target_version: u32) {
-        let waits = self.lanes[0].shared.waits.clone();
+        let waits = self.waits.clone();
         let hw = Arc::new(HwQueue { process, queue, gfx_target_version, doorbell, waits });
         let lane = self.lanes.iter().min_by_key(|l| l.shared.registry.lock().queues.len()).expect("at least one lane");
         let mut reg = lane.shared.registry.lock();
