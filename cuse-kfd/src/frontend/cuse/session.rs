@@ -59,13 +59,22 @@ pub trait Callers: Send + Sync {
     /// Reads every `(addr, buf)` from the memory of thread `tid`, which is blocked in a request
     /// the session has not answered; any error (the default: not available) makes the session
     /// fall back to RETRY rounds.
-    fn read_blocked(&self, _tid: u32, _parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+    ///
+    /// # Safety
+    ///
+    /// `tid` is not a thread of this process (whose memory these calls would reach at any
+    /// address).
+    unsafe fn read_blocked(&self, _tid: u32, _parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
         Err(Errno::ENOSYS)
     }
     /// Writes every `(addr, data)`, in order, to the memory of thread `tid`, blocked as for
     /// [`Callers::read_blocked`] (which must have succeeded for the same request); EFAULT if
     /// any byte could not be written.
-    fn write_blocked(&self, _tid: u32, _parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`Callers::read_blocked`].
+    unsafe fn write_blocked(&self, _tid: u32, _parts: &[(u64, &[u8])]) -> Result<(), Errno> {
         Err(Errno::EFAULT)
     }
 }
@@ -110,16 +119,17 @@ impl Callers for SystemCallers {
     /// A thread blocked in a FUSE request the server has read cannot exit until it is answered
     /// (fs/fuse/dev.c at v6.1, request_wait_answer: once the request left the pending list it
     /// waits in `wait_event`, uninterruptibly), so `tid` is certainly the caller's and its
-    /// memory is the caller's. The session never calls this for a thread of this process.
-    fn read_blocked(&self, tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+    /// memory is the caller's.
+    unsafe fn read_blocked(&self, tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
         if !self.direct {
             return Err(Errno::ENOSYS);
         }
-        // SAFETY: `tid` is not a thread of this process (the session's guarantee above).
+        // SAFETY: `tid` is not a thread of this process (this function's contract), so neither
+        // is the process it reaches.
         unsafe { crate::memory::remote::read_each(tid, parts) }
     }
 
-    fn write_blocked(&self, tid: u32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+    unsafe fn write_blocked(&self, tid: u32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
         // SAFETY: as in `read_blocked`.
         unsafe { crate::memory::remote::write_each(tid, parts) }
     }
@@ -411,7 +421,9 @@ impl Session {
         let round_one = data.is_empty() && io.in_size == 0 && io.out_size == 0 && args_in + args_out > 0;
         if round_one && known && h.pid != 0 && pid != std::process::id() {
             let call = Call { fh: io.fh, tid: h.pid, unique, arg: io.arg, caller, cmd: io.cmd, waits };
-            if self.ioctl_direct(&call, desc, args_in, args_out) {
+            // SAFETY: /proc named `pid` as the process of thread `h.pid` (`known`), and it is
+            // not this one.
+            if unsafe { self.ioctl_direct(&call, desc, args_in, args_out) } {
                 return;
             }
         }
@@ -483,14 +495,19 @@ impl Session {
     /// answered or run, where that would not do what the kernel's copies in RETRY rounds do:
     /// the caller cannot be reached, a range cannot be read whole (the RETRY rounds leave it
     /// out or fail the copy, as the kernel would), or a transfer is past CUSE's limits.
-    fn ioctl_direct(&self, call: &Call, desc: &ioctl::IoctlDesc, args_in: u64, args_out: u64) -> bool {
+    ///
+    /// # Safety
+    ///
+    /// `call.tid` is not a thread of this process.
+    unsafe fn ioctl_direct(&self, call: &Call, desc: &ioctl::IoctlDesc, args_in: u64, args_out: u64) -> bool {
         // The struct as the handler takes it: what the caller has if the ioctl reads it, zeros
         // if it only writes it (read here all the same, to learn that the copy back can work).
         let size = args_in.max(args_out) as usize;
         let mut args = vec![0u8; size.max(ioc_size(desc.cmd))];
         let mut probe = vec![0u8; if args_in == 0 { size } else { 0 }];
         let first = if args_in > 0 { &mut args[..size] } else { &mut probe[..] };
-        if self.callers.read_blocked(call.tid, &mut [(call.arg, first)]).is_err() {
+        // SAFETY: `call.tid` is not a thread of this process (this function's contract).
+        if unsafe { self.callers.read_blocked(call.tid, &mut [(call.arg, first)]) }.is_err() {
             return false;
         }
         let ranges = (desc.user_ranges)(&args);
@@ -508,7 +525,8 @@ impl Session {
         let mut bytes: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0u8; r.len as usize]).collect();
         let mut parts: Vec<(u64, &mut [u8])> =
             ranges.iter().zip(bytes.iter_mut()).map(|(r, b)| (r.addr, b.as_mut_slice())).collect();
-        if !parts.is_empty() && self.callers.read_blocked(call.tid, &mut parts).is_err() {
+        // SAFETY: as above.
+        if !parts.is_empty() && unsafe { self.callers.read_blocked(call.tid, &mut parts) }.is_err() {
             return false;
         }
         let staged = Staged { ranges: ranges.iter().zip(&bytes).map(|(r, b)| (r.addr, b.as_slice())).collect() };
@@ -533,7 +551,8 @@ impl Session {
                     }
                 }
                 // As the kernel's copy back, whatever the ioctl returned: EFAULT if it fails.
-                if callers.write_blocked(tid, &parts).is_err() {
+                // SAFETY: `tid` is `call.tid`, not a thread of this process (as above).
+                if unsafe { callers.write_blocked(tid, &parts) }.is_err() {
                     result = -(Errno::EFAULT as i32);
                 }
                 sink.send(frame::reply_ioctl(unique, result, &[]));
@@ -710,7 +729,7 @@ mod tests {
         fn readable(&self, _pid: u32, addr: u64, len: u64) -> bool {
             self.unreadable.is_none_or(|bad| bad < addr || bad >= addr + len)
         }
-        fn read_blocked(&self, _tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
+        unsafe fn read_blocked(&self, _tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
             let memory = self.memory.as_ref().ok_or(Errno::EPERM)?;
             memory.reads.fetch_add(1, Ordering::Relaxed);
             let regions = memory.regions.lock();
@@ -725,7 +744,7 @@ mod tests {
             }
             Ok(())
         }
-        fn write_blocked(&self, _tid: u32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+        unsafe fn write_blocked(&self, _tid: u32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
             let memory = self.memory.as_ref().ok_or(Errno::EPERM)?;
             memory.writes.fetch_add(1, Ordering::Relaxed);
             let mut regions = memory.regions.lock();
