@@ -124,8 +124,8 @@ struct ServeArgs {
     /// Run each ioctl in its first round on the blocked caller's memory (process_vm_readv and
     /// process_vm_writev): one round trip instead of the two or three of CUSE's RETRY rounds,
     /// which stay the fallback where direct access cannot do exactly what the kernel's copies
-    /// do. Off by default: the shorter round trips make ROCr 5.2.3's own lost-wakeup window in
-    /// hsa_queue_destroy likelier (see the README).
+    /// do. Off by default while it gains test runs: ROCr 5.2.3 has a lost wakeup in
+    /// hsa_queue_destroy that changes of timing expose (see the README).
     #[arg(long)]
     direct_copies: bool,
     /// Run unconfined, for debugging (strace, gdb): keep every capability, no seccomp filter, no
