@@ -93,7 +93,7 @@ fn requests_stalled_in_every_reader_do_not_stall_another_client() {
 #[test]
 #[ignore = "device tier"]
 fn memory_queues_and_soft_kernels_through_the_node() {
-    memory_queues_and_soft_kernels(&[]);
+    memory_queues_and_soft_kernels("kfd-t-queue", &[]);
 }
 
 /// The same ioctls, each run in its first round on this process's memory (`--direct-copies`):
@@ -101,12 +101,13 @@ fn memory_queues_and_soft_kernels_through_the_node() {
 #[test]
 #[ignore = "device tier"]
 fn memory_queues_and_soft_kernels_with_direct_copies() {
-    memory_queues_and_soft_kernels(&["--direct-copies"]);
+    memory_queues_and_soft_kernels("kfd-t-queue-direct", &["--direct-copies"]);
 }
 
-fn memory_queues_and_soft_kernels(serve: &[&str]) {
+/// On a node of its own (`name`), so that the two variants may run at once.
+fn memory_queues_and_soft_kernels(name: &str, serve: &[&str]) {
     let bin = tier();
-    let d = Daemon::start_with(&bin, "kfd-t-queue", serve);
+    let d = Daemon::start_with(&bin, name, serve);
     let kfd = Kfd::open_node(&d.node).unwrap();
     let gpu = kfd.gpu_ids().unwrap()[0];
     // alloc + MAP (device-id array hop) + a backing file mapped at the GPU address.
@@ -154,7 +155,7 @@ fn memory_queues_and_soft_kernels(serve: &[&str]) {
 #[test]
 #[ignore = "device tier"]
 fn waits_are_woken_by_set_event_and_by_the_engine() {
-    waits_are_woken(&[]);
+    waits_are_woken("kfd-t-wait", &[]);
 }
 
 /// The same waits, parked in their first round (`--direct-copies`): the results are written
@@ -162,12 +163,13 @@ fn waits_are_woken_by_set_event_and_by_the_engine() {
 #[test]
 #[ignore = "device tier"]
 fn waits_with_direct_copies_are_woken_by_set_event_and_by_the_engine() {
-    waits_are_woken(&["--direct-copies"]);
+    waits_are_woken("kfd-t-wait-direct", &["--direct-copies"]);
 }
 
-fn waits_are_woken(serve: &[&str]) {
+/// On a node of its own (`name`), as above.
+fn waits_are_woken(name: &str, serve: &[&str]) {
     let bin = tier();
-    let d = Daemon::start_with(&bin, "kfd-t-wait", serve);
+    let d = Daemon::start_with(&bin, name, serve);
     let kfd = Kfd::open_node(&d.node).unwrap();
     let gpu = kfd.gpu_ids().unwrap()[0];
     let ev = kfd.create_event(gpu, KFD_IOC_EVENT_SIGNAL, true).unwrap().event_id;

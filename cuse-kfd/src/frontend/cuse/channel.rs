@@ -390,6 +390,33 @@ mod tests {
         }
     }
 
+    /// The release of [`handler`]'s slow frames.
+    type Release = Arc<(Mutex<bool>, Condvar)>;
+
+    /// A pool serving a socket channel with [`handler`]: the peer to send from, the release for
+    /// slow frames, the frames finished, and the thread serving (it returns once the peer is
+    /// dropped).
+    struct Served<H> {
+        pool: Arc<Pool<H>>,
+        peer: OwnedFd,
+        release: Release,
+        rx: mpsc::Receiver<Vec<u8>>,
+        server: std::thread::JoinHandle<io::Result<()>>,
+    }
+
+    /// [`Served`] by a pool of `readers`, frames keyed by `key_of`.
+    fn serving(key_of: KeyOf, readers: Readers) -> Served<impl Fn(&[u8]) + Send + Sync + 'static> {
+        let (channel, peer) = socket_channel();
+        let release: Release = Arc::new((Mutex::new(false), Condvar::new()));
+        let (tx, rx) = mpsc::channel();
+        let pool = Pool::new(channel, handler(release.clone(), tx), key_of, readers);
+        let server = std::thread::spawn({
+            let pool = pool.clone();
+            move || pool.serve()
+        });
+        Served { pool, peer, release, rx, server }
+    }
+
     fn open(release: &(Mutex<bool>, Condvar)) {
         *release.0.lock().unwrap() = true;
         release.1.notify_all();
@@ -400,15 +427,7 @@ mod tests {
 
     #[test]
     fn requests_that_hold_every_reader_do_not_hold_the_others_back() {
-        let (channel, peer) = socket_channel();
-        let release = Arc::new((Mutex::new(false), Condvar::new()));
-        let (tx, rx) = mpsc::channel();
-        let h = handler(release.clone(), tx);
-        let pool = Pool::new(channel, h, |_| None, Readers { min: 2, max: 16, per_key: 16 });
-        let server = std::thread::spawn({
-            let pool = pool.clone();
-            move || pool.serve()
-        });
+        let Served { pool, peer, release, rx, server } = serving(|_| None, Readers { min: 2, max: 16, per_key: 16 });
         // More slow requests than the readers always kept: a fixed pool of two would leave the
         // fast one unread until a slow one ends, which here is never before it is answered.
         for _ in 0..5 {
@@ -428,15 +447,7 @@ mod tests {
 
     #[test]
     fn the_pool_stops_at_its_cap_and_shrinks_back() {
-        let (channel, peer) = socket_channel();
-        let release = Arc::new((Mutex::new(false), Condvar::new()));
-        let (tx, rx) = mpsc::channel();
-        let h = handler(release.clone(), tx);
-        let pool = Pool::new(channel, h, |_| None, Readers { min: 1, max: 3, per_key: 3 });
-        let server = std::thread::spawn({
-            let pool = pool.clone();
-            move || pool.serve()
-        });
+        let Served { pool, peer, release, rx, server } = serving(|_| None, Readers { min: 1, max: 3, per_key: 3 });
         for _ in 0..3 {
             send(&peer, b"slow");
         }
@@ -481,15 +492,7 @@ mod tests {
 
     #[test]
     fn one_key_runs_at_most_its_share_and_the_rest_wait_for_it() {
-        let (channel, peer) = socket_channel();
-        let release = Arc::new((Mutex::new(false), Condvar::new()));
-        let (tx, rx) = mpsc::channel();
-        let h = handler(release.clone(), tx);
-        let pool = Pool::new(channel, h, first_byte, Readers { min: 1, max: 16, per_key: 2 });
-        let server = std::thread::spawn({
-            let pool = pool.clone();
-            move || pool.serve()
-        });
+        let Served { pool, peer, release, rx, server } = serving(first_byte, Readers { min: 1, max: 16, per_key: 2 });
         // A's share is two: its two slow requests run (once both are counted), the rest of A's
         // wait behind them.
         send(&peer, b"A slow");
@@ -534,15 +537,7 @@ mod tests {
     /// the reader that read it (past the key's share), which then takes the backlog.
     #[test]
     fn a_full_backlog_runs_the_next_request_anyway() {
-        let (channel, peer) = socket_channel();
-        let release = Arc::new((Mutex::new(false), Condvar::new()));
-        let (tx, rx) = mpsc::channel();
-        let h = handler(release.clone(), tx);
-        let pool = Pool::new(channel, h, first_byte, Readers { min: 1, max: 16, per_key: 1 });
-        let server = std::thread::spawn({
-            let pool = pool.clone();
-            move || pool.serve()
-        });
+        let Served { pool, peer, release, rx, server } = serving(first_byte, Readers { min: 1, max: 16, per_key: 1 });
         send(&peer, b"A slow");
         let backlog = |pool: &Pool<_>| pool.shares.lock().unwrap().get(&u32::from(b'A')).map_or(0, |s| s.backlog.len());
         let frames: Vec<Vec<u8>> = (0..MAX_BACKLOG).map(|i| format!("A {i:03}").into_bytes()).collect();

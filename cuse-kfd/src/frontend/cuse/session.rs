@@ -56,6 +56,11 @@ pub trait Callers: Send + Sync {
     fn readable(&self, _pid: u32, _addr: u64, _len: u64) -> bool {
         true
     }
+    /// Whether the callers' memory may be reached at all ([`Callers::read_blocked`]); when not,
+    /// the session asks with RETRY rounds without trying.
+    fn reaches_memory(&self) -> bool {
+        false
+    }
     /// Reads every `(addr, buf)` from the memory of thread `tid`, which is blocked in a request
     /// the session has not answered; any error (the default: not available) makes the session
     /// fall back to RETRY rounds.
@@ -87,6 +92,10 @@ pub struct SystemCallers {
 }
 
 impl Callers for SystemCallers {
+    fn reaches_memory(&self) -> bool {
+        self.direct
+    }
+
     fn tgid(&self, tid: u32) -> Option<u32> {
         let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
         status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
@@ -419,7 +428,7 @@ impl Session {
         // A first round that would be answered RETRY: done on the caller's memory instead, when
         // the caller is another process this daemon can reach.
         let round_one = data.is_empty() && io.in_size == 0 && io.out_size == 0 && args_in + args_out > 0;
-        if round_one && known && h.pid != 0 && pid != std::process::id() {
+        if round_one && known && h.pid != 0 && pid != std::process::id() && self.callers.reaches_memory() {
             let call = Call { fh: io.fh, tid: h.pid, unique, arg: io.arg, caller, cmd: io.cmd, waits };
             // SAFETY: /proc named `pid` as the process of thread `h.pid` (`known`), and it is
             // not this one.
@@ -728,6 +737,9 @@ mod tests {
         }
         fn readable(&self, _pid: u32, addr: u64, len: u64) -> bool {
             self.unreadable.is_none_or(|bad| bad < addr || bad >= addr + len)
+        }
+        fn reaches_memory(&self) -> bool {
+            self.memory.is_some()
         }
         unsafe fn read_blocked(&self, _tid: u32, parts: &mut [(u64, &mut [u8])]) -> Result<(), Errno> {
             let memory = self.memory.as_ref().ok_or(Errno::EPERM)?;
@@ -1168,6 +1180,15 @@ mod tests {
             std::mem::take(&mut *self.sink.0.lock())
         }
 
+        /// An auto-reset signal event made through CREATE_EVENT in its first round (the struct
+        /// in and back at ARG); its id.
+        fn create_signal_event(&self) -> u32 {
+            let create = CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: 1, ..Default::default() };
+            self.memory.map(ARG, create.as_bytes(), true);
+            assert_eq!(self.call(AMDKFD_IOC_CREATE_EVENT, ARG), 0);
+            CreateEventArgs::read_from_bytes(&self.memory.at(ARG, 32)).unwrap().event_id
+        }
+
         /// [`Remote::first_round`] answered at once: the reply's result (its RETRY flag must
         /// be clear and it must carry no data).
         fn call(&self, cmd: u32, arg: u64) -> i32 {
@@ -1211,10 +1232,7 @@ mod tests {
     #[test]
     fn an_ioctls_pointer_ranges_are_read_and_written_in_its_first_round() {
         let remote = Remote::new(None);
-        let create = CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: 1, ..Default::default() };
-        remote.memory.map(ARG, create.as_bytes(), true);
-        assert_eq!(remote.call(AMDKFD_IOC_CREATE_EVENT, ARG), 0);
-        let event = CreateEventArgs::read_from_bytes(&remote.memory.at(ARG, 32)).unwrap().event_id;
+        let event = remote.create_signal_event();
         let set = 0x7200_0000;
         remote.memory.map(set, SetEventArgs { event_id: event, pad: 0 }.as_bytes(), false);
         assert_eq!(remote.call(AMDKFD_IOC_SET_EVENT, set), 0, "IOW: nothing to write back");
@@ -1234,10 +1252,7 @@ mod tests {
     #[test]
     fn a_parked_first_round_writes_back_when_it_is_woken() {
         let remote = Remote::new(None);
-        let create = CreateEventArgs { event_type: KFD_IOC_EVENT_SIGNAL, auto_reset: 1, ..Default::default() };
-        remote.memory.map(ARG, create.as_bytes(), true);
-        assert_eq!(remote.call(AMDKFD_IOC_CREATE_EVENT, ARG), 0);
-        let event = CreateEventArgs::read_from_bytes(&remote.memory.at(ARG, 32)).unwrap().event_id;
+        let event = remote.create_signal_event();
         let mut wait = WaitEventsArgs::read_from_bytes(&wait_args(1)).unwrap();
         (wait.timeout, wait.wait_result) = (u32::MAX, 0xFF);
         remote.memory.map(ARG, wait.as_bytes(), true);
