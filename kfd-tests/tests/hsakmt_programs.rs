@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The programs, in kfd-tests/c/hsakmt/<name>.c, and what each checks.
-const PROGRAMS: [(&str, &str); 9] = [
+const PROGRAMS: [(&str, &str); 10] = [
     ("topology", "hsaKmtOpenKFD, the version, system and node properties, memory banks, caches, IO links, clocks"),
     ("memory", "system (userptr), GTT and VRAM: allocate, map, host write, SDMA COPY_LINEAR + FENCE, host read back"),
     ("memory_limit", "VRAM until HSAKMT_STATUS_NO_MEMORY (ENOMEM) and GTT until the limit; freeing makes room again"),
@@ -25,6 +25,7 @@ const PROGRAMS: [(&str, &str); 9] = [
     ("isolation", "a forked child's own KFD cannot reach the parent's queue, event or VRAM; the parent's still work"),
     ("cma", "hsaKmtProcessVMRead/Write (CROSS_MEMORY_COPY) between a parent and its forked child's VRAM, and within one process"),
     ("pmc", "the gfx9 counter blocks (20, 158 slots, 3289 counters) and the trace calls' answers for them"),
+    ("pmc_blocks", "every counter block listed, one line each, to compare two libraries' lists"),
 ];
 
 /// A program run is killed after this long, so that a hang is reported with its output, well
@@ -66,6 +67,31 @@ fn device_tier_hsakmt_programs() {
         println!("--- {name}, {:.1} s:\n{text}", t0.elapsed().as_secs_f64());
         assert!(ok, "{name} failed on {}:\n{text}", d.node.display());
         assert!(text.lines().any(|l| l.trim() == format!("PASS {name}")), "{name} did not reach its end:\n{text}");
+    }
+}
+
+/// The counter blocks our libhsakmt lists are the real one's, line for line, on a node of each
+/// profile: libhsakmt keeps a table per GFX major version (gfx9 for gfx90a, gfx10 for gfx1030).
+#[test]
+#[ignore = "device tier"]
+fn device_tier_our_counter_blocks_are_the_real_libhsakmts() {
+    let bin = tier();
+    let exe = program("pmc_blocks");
+    for profile in ["gfx90a", "gfx1030"] {
+        let d = Daemon::start_with(&bin, &format!("kfd-t-pmc-{profile}"), &["--profile", profile]);
+        let lists: Vec<Vec<String>> = ["system", "ours"]
+            .iter()
+            .map(|thunk| {
+                let mut cmd = Command::new(&bin);
+                cmd.args(["run", "--thunk", thunk, "--device"]).arg(&d.node).arg("--").arg(&exe);
+                let (ok, text) = run_bounded(cmd, &exe, RUN_LIMIT, String::new);
+                println!("--- {profile}, {thunk} libhsakmt:\n{text}");
+                assert!(ok && text.lines().any(|l| l.trim() == "PASS pmc_blocks"), "{profile}, {thunk}:\n{text}");
+                text.lines().filter(|l| l.starts_with("pmc ")).map(str::to_owned).collect()
+            })
+            .collect();
+        assert!(lists[0].len() > 2, "{profile}: the real libhsakmt listed blocks");
+        assert_eq!(lists[1], lists[0], "{profile}: our blocks (left) against the real libhsakmt's (right)");
     }
 }
 

@@ -76,6 +76,32 @@ const fn block(index: u32, name: &'static str, uuid: [u8; 16], slots: u32, ids: 
     BlockFacts { index, name, uuid, slots, ids }
 }
 
+/// The `HSA_PROFILEBLOCK_AMD_*` UUIDs (include/hsakmttypes.h at rocm-5.2.3) of the blocks
+/// libhsakmt's GFX tables list.
+mod block_uuid {
+    use super::uuid;
+    pub const CB: [u8; 16] = uuid(0x9ba429c6, 0xaf2d, 0x4b38, [0xb3, 0x49, 0x15, 0x72, 0x71, 0xbe, 0xac, 0x6a]);
+    pub const CPF: [u8; 16] = uuid(0x2b0ad2b5, 0x1c43, 0x4f46, [0xa7, 0xbc, 0xe1, 0x19, 0x41, 0x1e, 0xa6, 0xc9]);
+    pub const CPG: [u8; 16] = uuid(0x590ec94d, 0x20f0, 0x448f, [0x8d, 0xff, 0x31, 0x6c, 0x67, 0x9d, 0xe7, 0xff]);
+    pub const DB: [u8; 16] = uuid(0x3d1a47fc, 0x0013, 0x4ed4, [0x83, 0x06, 0x82, 0x2c, 0xa0, 0xb7, 0xa6, 0xc2]);
+    pub const GDS: [u8; 16] = uuid(0xf59276ec, 0x2526, 0x4bf8, [0x8e, 0xc0, 0x11, 0x8f, 0x77, 0x70, 0x0d, 0xc9]);
+    pub const GRBM: [u8; 16] = uuid(0x8f00933c, 0xc33d, 0x4801, [0x97, 0xb7, 0x70, 0x07, 0xf7, 0x85, 0x73, 0xad]);
+    pub const GRBMSE: [u8; 16] = uuid(0x34ebd8d7, 0x7c8b, 0x4d15, [0x88, 0xfa, 0x0e, 0x4e, 0x4a, 0xf5, 0x9a, 0xc1]);
+    pub const IA: [u8; 16] = uuid(0x34276944, 0x4264, 0x4fcd, [0x9d, 0x6e, 0xae, 0x26, 0x45, 0x82, 0xec, 0x51]);
+    pub const PASC: [u8; 16] = uuid(0xb0e7fb5d, 0x0efc, 0x4744, [0xb5, 0x16, 0x5d, 0x23, 0xdc, 0x1f, 0xd5, 0x6c]);
+    pub const PASU: [u8; 16] = uuid(0x9a152b6a, 0x1fad, 0x45f2, [0xa5, 0xbf, 0xf1, 0x63, 0x82, 0x6b, 0xd0, 0xcd]);
+    pub const SPI: [u8; 16] = uuid(0xeda81044, 0xd62c, 0x47eb, [0xaf, 0x89, 0x4f, 0x6f, 0xbf, 0x3b, 0x38, 0xe0]);
+    pub const SQ: [u8; 16] = uuid(0xb5c396b6, 0xd310, 0x47e4, [0x86, 0xfc, 0x5c, 0xc3, 0x04, 0x3a, 0xf5, 0x08]);
+    pub const SX: [u8; 16] = uuid(0xbdb8d737, 0x43cc, 0x4162, [0xbe, 0x52, 0x51, 0xcf, 0xb8, 0x47, 0xbe, 0xaf]);
+    pub const TA: [u8; 16] = uuid(0xc01ee43d, 0xad92, 0x44b1, [0x8a, 0xb9, 0xbe, 0x5e, 0x69, 0x6c, 0xee, 0xa7]);
+    pub const TCA: [u8; 16] = uuid(0x333e393f, 0xe147, 0x4f49, [0xa6, 0xd1, 0x60, 0x91, 0x4c, 0x70, 0x86, 0xb0]);
+    pub const TCC: [u8; 16] = uuid(0x848ce855, 0xd805, 0x4566, [0xa8, 0xab, 0x73, 0xe8, 0x84, 0xcc, 0x6b, 0xff]);
+    pub const TCP: [u8; 16] = uuid(0xe10a013b, 0x17d4, 0x4bf5, [0xb0, 0x89, 0x42, 0x95, 0x91, 0x05, 0x9b, 0x60]);
+    pub const TD: [u8; 16] = uuid(0x7d7c0fe4, 0xfe41, 0x4fea, [0x92, 0xc9, 0x45, 0x44, 0xd7, 0x70, 0x6d, 0xc6]);
+    pub const VGT: [u8; 16] = uuid(0x0b6a8cb7, 0x7a01, 0x409f, [0xa2, 0x2c, 0x30, 0x14, 0x85, 0x4f, 0x13, 0x59]);
+    pub const WD: [u8; 16] = uuid(0x0e176789, 0x46ed, 0x4b02, [0x97, 0x2a, 0x91, 0x6d, 0x2f, 0xac, 0x24, 0x4a]);
+}
+
 /// The counter blocks libhsakmt lists for a GFX major version 9 node (ROCT-Thunk-Interface
 /// rocm-5.2.3, src/pmc_table.c, `vega_blocks`, picked by `get_block_properties` for any gfxv
 /// whose major is 9; the device id only matters for gfx8). The ids are the contents of the
@@ -84,90 +110,59 @@ const fn block(index: u32, name: &'static str, uuid: [u8; 16], slots: u32, ids: 
 /// leaves empty (CPC 1, MC 9, SRBM 13, TCS 20) are not listed. In block-id order, which is
 /// the order libhsakmt lays them out.
 pub const GFX9_BLOCKS: &[BlockFacts] = &[
-    block(0, "CB", uuid(0x9ba429c6, 0xaf2d, 0x4b38, [0xb3, 0x49, 0x15, 0x72, 0x71, 0xbe, 0xac, 0x6a]), 7, &[(0, 437)]),
-    block(2, "CPF", uuid(0x2b0ad2b5, 0x1c43, 0x4f46, [0xa7, 0xbc, 0xe1, 0x19, 0x41, 0x1e, 0xa6, 0xc9]), 5, &[(0, 31)]),
-    block(3, "CPG", uuid(0x590ec94d, 0x20f0, 0x448f, [0x8d, 0xff, 0x31, 0x6c, 0x67, 0x9d, 0xe7, 0xff]), 5, &[(0, 58)]),
-    block(4, "DB", uuid(0x3d1a47fc, 0x0013, 0x4ed4, [0x83, 0x06, 0x82, 0x2c, 0xa0, 0xb7, 0xa6, 0xc2]), 12, &[(0, 327)]),
-    block(5, "GDS", uuid(0xf59276ec, 0x2526, 0x4bf8, [0x8e, 0xc0, 0x11, 0x8f, 0x77, 0x70, 0x0d, 0xc9]), 4, &[(0, 120)]),
-    block(6, "GRBM", uuid(0x8f00933c, 0xc33d, 0x4801, [0x97, 0xb7, 0x70, 0x07, 0xf7, 0x85, 0x73, 0xad]), 2, &[(0, 37)]),
-    block(
-        7,
-        "GRBMSE",
-        uuid(0x34ebd8d7, 0x7c8b, 0x4d15, [0x88, 0xfa, 0x0e, 0x4e, 0x4a, 0xf5, 0x9a, 0xc1]),
-        1,
-        &[(0, 15)],
-    ),
-    block(8, "IA", uuid(0x34276944, 0x4264, 0x4fcd, [0x9d, 0x6e, 0xae, 0x26, 0x45, 0x82, 0xec, 0x51]), 7, &[(0, 31)]),
-    block(
-        10,
-        "PASC",
-        uuid(0xb0e7fb5d, 0x0efc, 0x4744, [0xb5, 0x16, 0x5d, 0x23, 0xdc, 0x1f, 0xd5, 0x6c]),
-        11,
-        &[(0, 490)],
-    ),
-    block(
-        11,
-        "PASU",
-        uuid(0x9a152b6a, 0x1fad, 0x45f2, [0xa5, 0xbf, 0xf1, 0x63, 0x82, 0x6b, 0xd0, 0xcd]),
-        10,
-        &[(0, 291)],
-    ),
-    block(
-        12,
-        "SPI",
-        uuid(0xeda81044, 0xd62c, 0x47eb, [0xaf, 0x89, 0x4f, 0x6f, 0xbf, 0x3b, 0x38, 0xe0]),
-        18,
-        &[(0, 195)],
-    ),
-    block(
-        14,
-        "SQ",
-        uuid(0xb5c396b6, 0xd310, 0x47e4, [0x86, 0xfc, 0x5c, 0xc3, 0x04, 0x3a, 0xf5, 0x08]),
-        16,
-        &[(1, 183), (255, 372)],
-    ),
-    block(15, "SX", uuid(0xbdb8d737, 0x43cc, 0x4162, [0xbe, 0x52, 0x51, 0xcf, 0xb8, 0x47, 0xbe, 0xaf]), 4, &[(0, 207)]),
-    block(16, "TA", uuid(0xc01ee43d, 0xad92, 0x44b1, [0x8a, 0xb9, 0xbe, 0x5e, 0x69, 0x6c, 0xee, 0xa7]), 6, &[(0, 118)]),
-    block(
-        17,
-        "TCA",
-        uuid(0x333e393f, 0xe147, 0x4f49, [0xa6, 0xd1, 0x60, 0x91, 0x4c, 0x70, 0x86, 0xb0]),
-        10,
-        &[(1, 34)],
-    ),
-    block(
-        18,
-        "TCC",
-        uuid(0x848ce855, 0xd805, 0x4566, [0xa8, 0xab, 0x73, 0xe8, 0x84, 0xcc, 0x6b, 0xff]),
-        10,
-        &[(0, 107), (128, 255)],
-    ),
-    block(
-        19,
-        "TCP",
-        uuid(0xe10a013b, 0x17d4, 0x4bf5, [0xb0, 0x89, 0x42, 0x95, 0x91, 0x05, 0x9b, 0x60]),
-        10,
-        &[(0, 84)],
-    ),
-    block(21, "TD", uuid(0x7d7c0fe4, 0xfe41, 0x4fea, [0x92, 0xc9, 0x45, 0x44, 0xd7, 0x70, 0x6d, 0xc6]), 6, &[(0, 56)]),
-    block(
-        22,
-        "VGT",
-        uuid(0x0b6a8cb7, 0x7a01, 0x409f, [0xa2, 0x2c, 0x30, 0x14, 0x85, 0x4f, 0x13, 0x59]),
-        10,
-        &[(0, 147)],
-    ),
-    block(23, "WD", uuid(0x0e176789, 0x46ed, 0x4b02, [0x97, 0x2a, 0x91, 0x6d, 0x2f, 0xac, 0x24, 0x4a]), 4, &[(0, 57)]),
+    block(0, "CB", block_uuid::CB, 7, &[(0, 437)]),
+    block(2, "CPF", block_uuid::CPF, 5, &[(0, 31)]),
+    block(3, "CPG", block_uuid::CPG, 5, &[(0, 58)]),
+    block(4, "DB", block_uuid::DB, 12, &[(0, 327)]),
+    block(5, "GDS", block_uuid::GDS, 4, &[(0, 120)]),
+    block(6, "GRBM", block_uuid::GRBM, 2, &[(0, 37)]),
+    block(7, "GRBMSE", block_uuid::GRBMSE, 1, &[(0, 15)]),
+    block(8, "IA", block_uuid::IA, 7, &[(0, 31)]),
+    block(10, "PASC", block_uuid::PASC, 11, &[(0, 490)]),
+    block(11, "PASU", block_uuid::PASU, 10, &[(0, 291)]),
+    block(12, "SPI", block_uuid::SPI, 18, &[(0, 195)]),
+    block(14, "SQ", block_uuid::SQ, 16, &[(1, 183), (255, 372)]),
+    block(15, "SX", block_uuid::SX, 4, &[(0, 207)]),
+    block(16, "TA", block_uuid::TA, 6, &[(0, 118)]),
+    block(17, "TCA", block_uuid::TCA, 10, &[(1, 34)]),
+    block(18, "TCC", block_uuid::TCC, 10, &[(0, 107), (128, 255)]),
+    block(19, "TCP", block_uuid::TCP, 10, &[(0, 84)]),
+    block(21, "TD", block_uuid::TD, 6, &[(0, 56)]),
+    block(22, "VGT", block_uuid::VGT, 10, &[(0, 147)]),
+    block(23, "WD", block_uuid::WD, 4, &[(0, 57)]),
+];
+
+/// The counter blocks libhsakmt lists for a GFX major version 10 node (the same source,
+/// `navi_blocks`, picked for any gfxv whose major is 10: gfx1030 included). gfx10 has no IA, MC,
+/// SRBM, TCA, TCC, TCS, VGT or WD counters there; every id array is one run from 0.
+pub const GFX10_BLOCKS: &[BlockFacts] = &[
+    block(0, "CB", block_uuid::CB, 7, &[(0, 460)]),
+    block(2, "CPF", block_uuid::CPF, 6, &[(0, 39)]),
+    block(3, "CPG", block_uuid::CPG, 6, &[(0, 81)]),
+    block(4, "DB", block_uuid::DB, 12, &[(0, 369)]),
+    block(5, "GDS", block_uuid::GDS, 10, &[(0, 122)]),
+    block(6, "GRBM", block_uuid::GRBM, 2, &[(0, 46)]),
+    block(7, "GRBMSE", block_uuid::GRBMSE, 1, &[(0, 18)]),
+    block(10, "PASC", block_uuid::PASC, 11, &[(0, 551)]),
+    block(11, "PASU", block_uuid::PASU, 16, &[(0, 265)]),
+    block(12, "SPI", block_uuid::SPI, 18, &[(0, 328)]),
+    block(14, "SQ", block_uuid::SQ, 16, &[(0, 511)]),
+    block(15, "SX", block_uuid::SX, 4, &[(0, 224)]),
+    block(16, "TA", block_uuid::TA, 5, &[(0, 225)]),
+    block(19, "TCP", block_uuid::TCP, 10, &[(0, 76)]),
+    block(21, "TD", block_uuid::TD, 5, &[(0, 60)]),
 ];
 
 /// The GFX blocks libhsakmt 5.2.3 lists for a node of GFX version `gfxv` (major << 16 |
 /// minor << 8 | stepping): `InvalidParameter` for a major it has no table for (a CPU node's
-/// is 0), as `get_block_properties`. Majors 7, 8 and 10 have tables there this thunk does not
-/// carry (no such device is modelled): `NotSupported` rather than a wrong list.
+/// is 0), as `get_block_properties`. Majors 7 and 8 have tables there (chosen by gfxv and
+/// device id) that this thunk does not carry, since no gfx7 or gfx8 device is modelled:
+/// `NotSupported` rather than a wrong list.
 pub fn gfx_blocks(gfxv: u32) -> Result<&'static [BlockFacts]> {
     match gfxv >> 16 {
         9 => Ok(GFX9_BLOCKS),
-        7 | 8 | 10 => {
+        10 => Ok(GFX10_BLOCKS),
+        7 | 8 => {
             log::debug!("PMC: no counter table for GFX {gfxv:06x} in this thunk");
             Err(Status::NotSupported)
         }
@@ -448,6 +443,24 @@ impl Thunk {
 mod tests {
     use super::*;
 
+    /// Checks `table` against (name, block index, UUID text, slots, counter count) facts.
+    fn check_table(table: &[BlockFacts], facts: &[(&str, u32, &str, u32, usize)]) {
+        assert_eq!(table.len(), facts.len());
+        for (b, &(name, index, id, slots, count)) in table.iter().zip(facts) {
+            // The UUID as kfdtest prints it: Data1, Data2, Data3 as numbers, then Data4's bytes.
+            let u = &b.uuid;
+            let le = |r: std::ops::Range<usize>| u[r].iter().rev().map(|x| format!("{x:02x}")).collect::<String>();
+            let be = |r: std::ops::Range<usize>| u[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+            let text = format!("{}-{}-{}-{}-{}", le(0..4), le(4..6), le(6..8), be(8..10), be(10..16));
+            assert_eq!(
+                (b.name, b.index, text.as_str(), b.slots, b.counter_ids().count()),
+                (name, index, id, slots, count)
+            );
+            let ids: Vec<u32> = b.counter_ids().collect();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{name}: ids ascend");
+        }
+    }
+
     /// The gfx9 table against facts counted independently in ROCT-Thunk-Interface rocm-5.2.3:
     /// each block's counter count is the length of the id array `vega_blocks` names
     /// (src/pmc_table.c), its UUID the string form in the comment above its
@@ -477,24 +490,37 @@ mod tests {
             ("VGT", 22, "0b6a8cb7-7a01-409f-a22c-3014854f1359", 10, 148),
             ("WD", 23, "0e176789-46ed-4b02-972a-916d2fac244a", 4, 58),
         ];
-        assert_eq!(GFX9_BLOCKS.len(), facts.len());
-        for (b, (name, index, id, slots, count)) in GFX9_BLOCKS.iter().zip(facts) {
-            // The UUID as kfdtest prints it: Data1, Data2, Data3 as numbers, then Data4's bytes.
-            let u = &b.uuid;
-            let le = |r: std::ops::Range<usize>| u[r].iter().rev().map(|x| format!("{x:02x}")).collect::<String>();
-            let be = |r: std::ops::Range<usize>| u[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-            let text = format!("{}-{}-{}-{}-{}", le(0..4), le(4..6), le(6..8), be(8..10), be(10..16));
-            assert_eq!(
-                (b.name, b.index, text.as_str(), b.slots, b.counter_ids().count()),
-                (name, index, id, slots, count)
-            );
-            let ids: Vec<u32> = b.counter_ids().collect();
-            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{name}: ids ascend");
-        }
+        check_table(GFX9_BLOCKS, &facts);
         // The two blocks whose ids skip: SQ 184..=254, TCC 108..=127.
         let ids = |i: usize| GFX9_BLOCKS[i].counter_ids().collect::<Vec<_>>();
         assert_eq!((ids(11)[182], ids(11)[183]), (183, 255));
         assert_eq!((ids(15)[107], ids(15)[108]), (107, 128));
+    }
+
+    /// The gfx10 table against the same sources' facts: `navi_blocks` in src/pmc_table.c.
+    #[test]
+    fn the_gfx10_table_is_libhsakmts() {
+        let facts: [(&str, u32, &str, u32, usize); 15] = [
+            ("CB", 0, "9ba429c6-af2d-4b38-b349-157271beac6a", 7, 461),
+            ("CPF", 2, "2b0ad2b5-1c43-4f46-a7bc-e119411ea6c9", 6, 40),
+            ("CPG", 3, "590ec94d-20f0-448f-8dff-316c679de7ff", 6, 82),
+            ("DB", 4, "3d1a47fc-0013-4ed4-8306-822ca0b7a6c2", 12, 370),
+            ("GDS", 5, "f59276ec-2526-4bf8-8ec0-118f77700dc9", 10, 123),
+            ("GRBM", 6, "8f00933c-c33d-4801-97b7-7007f78573ad", 2, 47),
+            ("GRBMSE", 7, "34ebd8d7-7c8b-4d15-88fa-0e4e4af59ac1", 1, 19),
+            ("PASC", 10, "b0e7fb5d-0efc-4744-b516-5d23dc1fd56c", 11, 552),
+            ("PASU", 11, "9a152b6a-1fad-45f2-a5bf-f163826bd0cd", 16, 266),
+            ("SPI", 12, "eda81044-d62c-47eb-af89-4f6fbf3b38e0", 18, 329),
+            ("SQ", 14, "b5c396b6-d310-47e4-86fc-5cc3043af508", 16, 512),
+            ("SX", 15, "bdb8d737-43cc-4162-be52-51cfb847beaf", 4, 225),
+            ("TA", 16, "c01ee43d-ad92-44b1-8ab9-be5e696ceea7", 5, 226),
+            ("TCP", 19, "e10a013b-17d4-4bf5-b089-429591059b60", 10, 77),
+            ("TD", 21, "7d7c0fe4-fe41-4fea-92c9-4544d7706dc6", 5, 61),
+        ];
+        check_table(GFX10_BLOCKS, &facts);
+        let p = CounterProperties::of(GFX10_BLOCKS);
+        assert_eq!(p.num_concurrent, 129);
+        assert_eq!(p.blocks.iter().map(|b| b.counters.len()).sum::<usize>(), 3390);
     }
 
     /// get_block_properties picks the table by the GFX major version only.
@@ -504,7 +530,9 @@ mod tests {
         assert_eq!(gfx_blocks(0x090400), Ok(GFX9_BLOCKS));
         assert_eq!(gfx_blocks(0), Err(Status::InvalidParameter));
         assert_eq!(gfx_blocks(0x0B0000), Err(Status::InvalidParameter));
-        assert_eq!(gfx_blocks(0x0A0300), Err(Status::NotSupported));
+        assert_eq!(gfx_blocks(0x0A0300), Ok(GFX10_BLOCKS));
+        assert_eq!(gfx_blocks(0x0A0101), Ok(GFX10_BLOCKS));
+        assert_eq!(gfx_blocks(0x080003), Err(Status::NotSupported));
     }
 
     #[test]
