@@ -746,3 +746,73 @@ fn preemption_is_per_queue_and_a_preempted_queue_destroyed_takes_its_waves_with_
     rig.assert_fires(ev2, "the other queue's end-of-pipe event");
     assert_eq!(rig.status(q2.id).error, None);
 }
+
+/// Submits one dispatch of the program at `pgm` (one work-group) with `arg1`/`arg2` from a new
+/// PM4 queue on `gpu`, its indirect buffer in memory mapped on that GPU alone; no end-of-pipe
+/// event (the event page is mapped on the rig's GPU only).
+fn dispatch_on(rig: &Rig, gpu: u32, pgm: u64, arg1: u64, arg2: u64) -> RingQueue {
+    let ib = dispatch_ib(pgm, 1, arg1, arg2);
+    let ib_mem = rig.kfd.alloc(gpu, 4096, Kind::Gtt).expect("allocating the indirect buffer");
+    for (i, d) in ib.iter().enumerate() {
+        ib_mem.u32_at(4 * i as u64).store(*d, Ordering::Release);
+    }
+    let q = RingQueue::new(&rig.kfd, gpu, RingKind::Pm4, 4096).expect("creating a PM4 queue");
+    q.submit(&pm4::indirect_buffer(ib_mem.addr(0), ib.len() as u32));
+    std::mem::forget(ib_mem); // the IB stays mapped while the queue may read it
+    q
+}
+
+/// A buffer is reached by the GPUs it is mapped on and by no other: amdkfd maps a buffer into
+/// each GPU's VM on its own (kfd_chardev.c, kfd_ioctl_map_memory_to_gpu, at v6.1). A dispatch
+/// on one GPU into memory mapped on the other alone faults on its own GPU at that page, as
+/// kfdtest's KFDQMTest.mGPUShareBO does on hardware (rocm-5.2.3's kfdtest.exclude keeps it out
+/// on every ASIC, KFD-334). Once mapped on both, the buffer carries a value from one GPU's
+/// dispatch to the other's.
+#[test]
+fn a_buffer_reaches_only_the_gpus_it_is_mapped_on_and_carries_data_between_them() {
+    // *s[2:3] = *s[0:1]
+    let Some(co) = program(
+        "pm4-copy-dword",
+        "  s_load_dword s6, s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_mov_b32 v0, s6
+  v_mov_b32 v1, 0
+  global_store_dword v1, v0, s[2:3]",
+    ) else {
+        return;
+    };
+    let rig = Rig::with_config(cuse_kfd::DeviceConfig { gpus: 2, ..Default::default() });
+    let gpus = rig.kfd.gpu_ids().expect("the GPUs");
+    let (a, b) = (gpus[0], gpus[1]);
+    assert_eq!(a, rig.gpu);
+    let pgm = |gpu: u32| {
+        let code = co.load(&rig.kfd, gpu);
+        let at = code.mem.addr(co.symbol("shader"));
+        std::mem::forget(code); // mapped while any queue may run it
+        at
+    };
+    let (pgm_a, pgm_b) = (pgm(a), pgm(b));
+    let mem_ev = rig.event(KFD_IOC_EVENT_MEMORY, true);
+    let src = rig.kfd.alloc(b, 4096, Kind::Gtt).unwrap();
+    let shared = rig.kfd.alloc(a, 4096, Kind::Gtt).unwrap();
+    let dst = rig.kfd.alloc(a, 4096, Kind::Gtt).unwrap();
+    src.u32_at(0).store(0x0505_0505, Ordering::Release);
+
+    // B's dispatch into memory mapped on A only.
+    let q = dispatch_on(&rig, b, pgm_b, src.addr(0), shared.addr(0));
+    let w = rig.assert_fires(mem_ev, "the MEMORY event of B's fault");
+    let data = &uapi::IntoBytes::as_bytes(&w.data[0].payload)[..32];
+    let fault = <HsaMemoryExceptionData as uapi::FromBytes>::read_from_bytes(data).unwrap();
+    assert_eq!((fault.va, fault.gpu_id, fault.failure.not_present), (shared.addr(0), b, 1));
+    assert_eq!(rig.wait_error(q.id).error.unwrap().fault_va, Some(shared.addr(0)));
+    assert_eq!(u32s(&shared, 1), [0], "the faulting dispatch wrote nothing");
+
+    // Mapped on B as well: B writes it, then A reads it.
+    rig.kfd.map_to_gpu(shared.handle(), &[a, b]).unwrap();
+    let q_b = dispatch_on(&rig, b, pgm_b, src.addr(0), shared.addr(0));
+    wait_for(TIMEOUT, "B's copy into the shared buffer", || (u32s(&shared, 1) == [0x0505_0505]).then_some(()));
+    let q_a = dispatch_on(&rig, a, pgm_a, shared.addr(0), dst.addr(0));
+    wait_for(TIMEOUT, "A's copy out of it", || (u32s(&dst, 1) == [0x0505_0505]).then_some(()));
+    assert_eq!((rig.status(q_b.id).error, rig.status(q_a.id).error), (None, None));
+    rig.assert_quiet(mem_ev, "a MEMORY event once the buffer is mapped on both");
+}
