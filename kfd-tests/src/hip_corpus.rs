@@ -169,12 +169,20 @@ pub fn build(p: &Program, target: &'static str, out: &Path) -> Result<Built> {
     let current = std::fs::read_to_string(&stamp).is_ok_and(|s| s == print) && exe.is_file() && code_object.is_file();
     if !current {
         let _ = std::fs::remove_file(&stamp);
-        run(Command::new("hipcc")
+        // hipcc 5.2.3 (its clang) leaves two empty `<name>-XXXXXX` directories in TMPDIR on
+        // every build: it gets a TMPDIR of its own, removed after it.
+        let tmp = dir.join(format!("{}.tmp", p.name));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).map_err(io(tmp.display().to_string()))?;
+        let built = run(Command::new("hipcc")
+            .env("TMPDIR", &tmp)
             .arg(format!("--offload-arch={target}"))
             .args(&p.flags)
             .arg("-o")
             .arg(&exe)
-            .arg(&p.source))?;
+            .arg(&p.source));
+        let _ = std::fs::remove_dir_all(&tmp);
+        built?;
         let bundle = dir.join(format!("{}.hipfb", p.name));
         let _ = std::fs::remove_file(&bundle);
         run(Command::new("objcopy").arg(format!("--dump-section=.hip_fatbin={}", bundle.display())).arg(&exe))?;

@@ -35,6 +35,33 @@ fn build_all() -> Vec<Built> {
     hip_corpus::build_all(&hip_corpus::out_dir(), jobs()).unwrap_or_else(|e| panic!("building the HIP corpus: {e}"))
 }
 
+/// hipcc leaves empty `<name>-XXXXXX` directories in its TMPDIR on every build; a build gives
+/// it one of its own and removes it, so the machine's temporary directory keeps none.
+#[test]
+fn a_build_leaves_nothing_in_the_temporary_directory() {
+    let leftovers = |name: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|f| f.strip_prefix(name).and_then(|r| r.strip_prefix('-')).is_some_and(|r| r.len() == 6))
+            .collect();
+        v.sort();
+        v
+    };
+    let p = hip_corpus::programs().unwrap().into_iter().find(|p| p.name == "vadd").unwrap();
+    // A fresh output directory, so that the program is compiled.
+    let out = hip_corpus::out_dir().join(format!("fresh-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let before = leftovers("vadd");
+    let b = hip_corpus::build(&p, "gfx90a", &out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(b.compiled && b.exe.is_file());
+    assert_eq!(leftovers("vadd"), before, "directories hipcc left in {}", std::env::temp_dir().display());
+    let left: Vec<_> = std::fs::read_dir(out.join("gfx90a")).unwrap().flatten().map(|e| e.file_name()).collect();
+    std::fs::remove_dir_all(&out).unwrap();
+    assert!(!left.iter().any(|f| f.to_string_lossy().ends_with(".tmp")), "hipcc's own TMPDIR removed: {left:?}");
+}
+
 #[test]
 fn every_program_builds_for_both_targets_with_its_code_object() {
     let t0 = Instant::now();
