@@ -304,6 +304,7 @@ fn serve(a: ServeArgs) -> Result<(), String> {
         quotas: cuse_kfd::quota::QuotaConfig {
             process: a.process_limit.unwrap_or_default(),
             uid: a.uid_limit.unwrap_or_default(),
+            device_buffers: None,
         },
         engine,
     };

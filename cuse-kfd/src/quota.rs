@@ -187,6 +187,26 @@ fn parse_amount(s: &str, bytes: bool) -> Result<u64, String> {
 pub struct QuotaConfig {
     pub process: Overrides,
     pub uid: Overrides,
+    /// Buffers the whole device may hold; `None` for [`device_buffer_budget`].
+    pub device_buffers: Option<u64>,
+}
+
+/// Linux's default `vm.max_map_count` (include/linux/mm.h at v6.1, DEFAULT_MAX_MAP_COUNT), for a
+/// machine whose /proc/sys/vm/max_map_count cannot be read.
+const DEFAULT_MAX_MAP_COUNT: u64 = 65530;
+
+/// Buffers the device may hold in all, by default: three quarters of the process's
+/// `vm.max_map_count`. The device maps each buffer's backing file in its own process (a
+/// daemon's, or the embedded device's client's), one mapping each; past the kernel's count
+/// every mmap of that process fails, its thread stacks' too, so the rest is kept for them.
+/// Without this bound one uid's default quota (4 x 32768 buffers) could take every mapping
+/// of a daemon that serves all users.
+pub fn device_buffer_budget() -> u64 {
+    let count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(DEFAULT_MAX_MAP_COUNT);
+    count - count / 4
 }
 
 /// Default buffers of one process: far above what a ROCm process allocates (ROCr
@@ -278,6 +298,7 @@ struct State {
     uids: BTreeMap<u32, Amounts>,
     vram_used: BTreeMap<u32, u64>,
     gtt_used: u64,
+    buffers_used: u64,
     next: u64,
 }
 
@@ -298,17 +319,25 @@ pub struct Ledger {
     /// VRAM of each GPU by gpu_id.
     vram_total: BTreeMap<u32, u64>,
     gtt_limit: u64,
+    /// Buffers of every account together (see [`device_buffer_budget`]).
+    buffer_limit: u64,
     state: Mutex<State>,
 }
 
 impl Ledger {
     pub fn new(config: &QuotaConfig, vram_total: BTreeMap<u32, u64>, gtt_limit: u64) -> Ledger {
         let vram = vram_total.values().fold(0u64, |a, v| a.saturating_add(*v));
-        Ledger { limits: config.resolve(vram, gtt_limit), vram_total, gtt_limit, state: Mutex::default() }
+        let buffer_limit = config.device_buffers.unwrap_or_else(device_buffer_budget);
+        Ledger { limits: config.resolve(vram, gtt_limit), vram_total, gtt_limit, buffer_limit, state: Mutex::default() }
     }
 
     pub fn limits(&self) -> QuotaLimits {
         self.limits
+    }
+
+    /// The buffers the whole device may hold.
+    pub fn buffer_limit(&self) -> u64 {
+        self.buffer_limit
     }
 
     /// Opens the account of a new context of process `pid`, owned by `uid`.
@@ -321,7 +350,8 @@ impl Ledger {
     }
 
     /// Records `charge` against `id`, its uid and the device, or refuses with the errno of the
-    /// first limit it would pass (the device's memory, then the process's, then the uid's),
+    /// first limit it would pass (the device's memory and buffers, then the process's, then the
+    /// uid's),
     /// recording nothing. A closed account (a context being torn down) is refused with EBADF,
     /// as amdkfd answers an fd whose process has gone.
     pub fn charge(&self, id: AccountId, charge: &Charge) -> Result<(), Errno> {
@@ -337,6 +367,11 @@ impl Ledger {
             }
         }
         if st.gtt_used.checked_add(charge.amounts.get(Resource::Gtt)).is_none_or(|n| n > self.gtt_limit) {
+            return Err(Errno::ENOMEM);
+        }
+        let buffers = charge.amounts.get(Resource::Buffers);
+        if buffers != 0 && st.buffers_used.checked_add(buffers).is_none_or(|n| n > self.buffer_limit) {
+            log::debug!("pid {}: the device holds its {} buffers", a.pid, self.buffer_limit);
             return Err(Errno::ENOMEM);
         }
         if let Some(r) = a.used.exceeds(&charge.amounts, &self.limits.process) {
@@ -355,6 +390,7 @@ impl Ledger {
             *st.vram_used.entry(charge.gpu).or_default() += vram;
         }
         st.gtt_used += charge.amounts.get(Resource::Gtt);
+        st.buffers_used += buffers;
         st.uids.entry(a.uid).or_default().add(&charge.amounts);
         Ok(())
     }
@@ -376,6 +412,7 @@ impl Ledger {
             }
         }
         st.gtt_used = st.gtt_used.saturating_sub(charge.amounts.get(Resource::Gtt));
+        st.buffers_used = st.buffers_used.saturating_sub(charge.amounts.get(Resource::Buffers));
         let uid = a.uid;
         Self::release_uid(st, uid, &charge.amounts);
     }
@@ -391,6 +428,7 @@ impl Ledger {
             }
         }
         st.gtt_used = st.gtt_used.saturating_sub(a.used.get(Resource::Gtt));
+        st.buffers_used = st.buffers_used.saturating_sub(a.used.get(Resource::Buffers));
         Self::release_uid(st, a.uid, &a.used);
     }
 
@@ -450,7 +488,7 @@ mod tests {
     #[test]
     fn quota_limits_parse_sizes_and_default_the_rest() {
         let o = Overrides::parse("vram=2G,queues=8,gtt=512M,waits=unlimited").unwrap();
-        let l = QuotaConfig { process: o, uid: Overrides::default() }.resolve(16 << 30, 4 << 30);
+        let l = QuotaConfig { process: o, ..QuotaConfig::default() }.resolve(16 << 30, 4 << 30);
         assert_eq!(l.process.get(Resource::Vram), 2 << 30);
         assert_eq!(l.process.get(Resource::Gtt), 512 << 20);
         assert_eq!(l.process.get(Resource::Queues), 8);
@@ -468,6 +506,7 @@ mod tests {
         let l = ledger(QuotaConfig {
             process: Overrides::default().with(Resource::Queues, 1).with(Resource::Gtt, 8192),
             uid: Overrides::default().with(Resource::Waits, 1),
+            ..QuotaConfig::default()
         });
         let a = l.open(1, 1000);
         l.charge(a, &Charge::of(Resource::Queues, 1)).unwrap();
@@ -484,11 +523,40 @@ mod tests {
         assert_eq!(l.usage(b), Amounts::default());
     }
 
+    /// Every uid's buffers together stop at the device's budget, whatever their quotas allow,
+    /// and what is released or closed makes room again.
+    #[test]
+    fn the_device_holds_at_most_its_buffer_budget_across_uids() {
+        let l = ledger(QuotaConfig { device_buffers: Some(3), ..QuotaConfig::default() });
+        assert_eq!(l.buffer_limit(), 3);
+        let (a, b) = (l.open(1, 1000), l.open(2, 2000));
+        let buf = Charge::buffer(BufferKind::Gtt, GPU, 4096);
+        l.charge(a, &buf).unwrap();
+        l.charge(a, &buf).unwrap();
+        l.charge(b, &buf).unwrap();
+        assert_eq!(l.charge(b, &buf), Err(Errno::ENOMEM), "another uid, under its own quota");
+        assert_eq!(l.usage(b).get(Resource::Buffers), 1, "the refusal recorded nothing");
+        l.charge(b, &Charge::of(Resource::Queues, 1)).unwrap();
+        l.release(a, &buf);
+        l.charge(b, &buf).unwrap();
+        l.close(a);
+        l.charge(b, &buf).unwrap();
+        assert_eq!(l.charge(b, &buf), Err(Errno::ENOMEM));
+    }
+
+    #[test]
+    fn the_default_buffer_budget_leaves_a_quarter_of_the_mappings() {
+        let count: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap().trim().parse().unwrap();
+        assert_eq!(device_buffer_budget(), count - count / 4);
+        assert_eq!(ledger(QuotaConfig::default()).buffer_limit(), device_buffer_budget());
+    }
+
     #[test]
     fn quota_uid_totals_follow_releases_and_closes_exactly() {
         let l = ledger(QuotaConfig {
             process: Overrides::default(),
             uid: Overrides::default().with(Resource::Vram, 1 << 20),
+            ..QuotaConfig::default()
         });
         let (a, b, other) = (l.open(1, 1000), l.open(2, 1000), l.open(3, 2000));
         let buf = Charge::buffer(BufferKind::Vram, GPU, 1 << 19);

@@ -14,7 +14,34 @@ const UID_A: u32 = 60001;
 const UID_B: u32 = 60002;
 
 fn rig(process: Overrides, uid: Overrides) -> Rig {
-    Rig::with_config(&DeviceConfig { quotas: QuotaConfig { process, uid }, ..DeviceConfig::default() })
+    Rig::with_config(&DeviceConfig {
+        quotas: QuotaConfig { process, uid, ..QuotaConfig::default() },
+        ..DeviceConfig::default()
+    })
+}
+
+/// The device's buffer budget (one mapping of its process per buffer) holds across uids: the
+/// uid that fills it cannot be given more, nor can another uid under its own quota, and no
+/// backing file is left of a refused buffer; a free makes room for the other uid.
+#[test]
+fn quota_the_device_buffer_budget_holds_across_uids() {
+    let quotas = QuotaConfig { device_buffers: Some(6), ..QuotaConfig::default() };
+    let rig = Rig::with_config(&DeviceConfig { quotas, ..DeviceConfig::default() });
+    let (a, b) = (rig.open_as_uid(7201, UID_A), rig.open_as_uid(7202, UID_B));
+    // The event page and whatever else a fresh context holds count too.
+    let base = rig.emb().device().ledger().report().processes.iter().map(|p| p.2.get(Resource::Buffers)).sum::<u64>();
+    let mut held = Vec::new();
+    while let Ok(buf) = a.try_alloc(Mem::Vram, 4096) {
+        held.push(buf);
+        assert!(held.len() <= 6, "the budget of 6 was passed");
+    }
+    assert_eq!(held.len() as u64, 6 - base);
+    let files = count_files(&rig.client_dir(b.pid()));
+    assert_eq!(b.try_alloc(Mem::Gtt, 4096).err(), Some(Errno::ENOMEM), "uid B, far under its quota");
+    assert_eq!(count_files(&rig.client_dir(b.pid())), files, "no backing file of the refused buffer");
+    a.free(held.pop().unwrap().handle).unwrap();
+    b.alloc(Mem::Gtt, 4096);
+    assert_eq!(a.try_alloc(Mem::Vram, 4096).err(), Some(Errno::ENOMEM));
 }
 
 #[test]
@@ -105,6 +132,8 @@ fn quota_limits_and_usage_are_shown_in_status() {
     assert!(process.contains("vram=1073741824") && process.contains(" queues=3 "), "{process}");
     assert!(process.contains("buffers=32768"), "the default stays: {process}");
     assert!(line("limits per uid: ").contains("waits=unlimited"), "{text}");
+    let budget = cuse_kfd::quota::device_buffer_budget();
+    assert_eq!(line("limit of the device: "), format!("limit of the device: buffers={budget}"));
     let mut lines = text.lines().skip_while(|l| *l != format!("process 7201 uid {UID_B}"));
     assert_eq!(
         lines.nth(1).map(str::trim),

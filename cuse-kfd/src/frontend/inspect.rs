@@ -23,7 +23,8 @@ fn event_type(t: u32) -> &'static str {
 /// A text report of every process's buffers, queues (read/write index, state, error) and
 /// events, the quotas in force and what each process and uid holds against them. Stable line
 /// formats, so tests and scripts can read it: a `process PID uid UID` line starts each
-/// process's indented lines; `limits per process|per uid: RES=N ...`, `  usage RES=N ...`
+/// process's indented lines; `limits per process|per uid: RES=N ...`, `limit of the device:
+/// buffers=N`, `  usage RES=N ...`
 /// (a process's) and `uid UID usage RES=N ...` lines use the resource names of
 /// `--process-limit` (bytes for vram and gtt).
 /// The timer's line: how many deadlines, when the next is due (or how long overdue), and a fire
@@ -62,6 +63,7 @@ pub fn status(device: &Device) -> String {
     let limits = ledger.limits();
     let _ = writeln!(out, "limits per process: {}", limits.process);
     let _ = writeln!(out, "limits per uid: {}", limits.uid);
+    let _ = writeln!(out, "limit of the device: buffers={}", ledger.buffer_limit());
     let _ = writeln!(out, "wait timeouts armed: {}", timer_summary(device.timer_state(), Instant::now()));
     let _ = writeln!(
         out,
