@@ -350,10 +350,9 @@ impl Ledger {
     }
 
     /// Records `charge` against `id`, its uid and the device, or refuses with the errno of the
-    /// first limit it would pass (the device's memory and buffers, then the process's, then the
-    /// uid's),
-    /// recording nothing. A closed account (a context being torn down) is refused with EBADF,
-    /// as amdkfd answers an fd whose process has gone.
+    /// first limit it would pass (the device's memory and buffers, then the process's, then
+    /// the uid's), recording nothing. A closed account (a context being torn down) is refused
+    /// with EBADF, as amdkfd answers an fd whose process has gone.
     pub fn charge(&self, id: AccountId, charge: &Charge) -> Result<(), Errno> {
         let mut guard = self.state.lock();
         let st = &mut *guard;
