@@ -119,3 +119,25 @@ pub unsafe fn release(addr: u64, len: usize) {
         }
     }
 }
+
+/// Makes `[addr, addr + len)` a plain reservation again (no access, no memory), whatever is
+/// mapped there: its pages go, the addresses stay this process's.
+///
+/// # Safety
+///
+/// As for [`release`]: the caller owns the range and nothing uses it any more.
+pub unsafe fn reset(addr: u64, len: usize) -> Result<(), Errno> {
+    let l = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
+    let a = NonZeroUsize::new(addr as usize).ok_or(Errno::EINVAL)?;
+    // SAFETY: the caller owns the range and nothing uses it (this function's contract), so
+    // replacing its pages aliases no Rust object.
+    unsafe {
+        mmap_anonymous(
+            Some(a),
+            l,
+            ProtFlags::PROT_NONE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED | MapFlags::MAP_NORESERVE,
+        )?;
+    }
+    Ok(())
+}

@@ -11,6 +11,7 @@
 //! Objects are found by their start address, registered user memory also by its CPU address;
 //! `query` finds the object containing an address.
 
+use super::aperture::Ranges;
 use super::types::*;
 use super::{Result, Status, PAGE_SIZE};
 use crate::memory::{open_backing, Space};
@@ -136,6 +137,9 @@ pub(super) struct Fmm {
     /// HSA_DISABLE_CACHE: every allocation coherent and uncached.
     disable_cache: bool,
     state: Mutex<State>,
+    /// The one reservation buffers' ranges are carved from (see [`super::aperture`]); `None` if the
+    /// system would not give it, and then each range is a reservation of its own.
+    space: Option<Mutex<Ranges>>,
 }
 
 /// HsaMemFlags for what the device was asked (fmm_translate_ioc_to_hsa_flags).
@@ -186,6 +190,35 @@ fn va_align(size: u64) -> u64 {
     align
 }
 
+/// Address space reserved for buffers at once: 1 TiB (of 128 TiB of user space), or less if
+/// the system will not give that much in the SVM aperture; it costs no memory.
+const SPACE_BYTES: [u64; 4] = [1 << 40, 1 << 38, 1 << 36, 1 << 34];
+
+/// Reserves the largest of [`SPACE_BYTES`] the system gives inside `[base, limit]`.
+fn reserve_space(base: u64, limit: u64) -> Option<Ranges> {
+    for size in SPACE_BYTES {
+        let Ok(va) = vm::reserve_aligned(size as usize, GPU_HUGE_PAGE_SIZE as usize) else { continue };
+        if va >= base && va + (size - 1) <= limit {
+            return Some(Ranges::new(va, size));
+        }
+        // SAFETY: the reservation made just above, which nothing else knows of.
+        unsafe { vm::release(va, size as usize) };
+    }
+    log::warn!("no SVM reservation: every buffer gets a reservation of its own");
+    None
+}
+
+impl Drop for Fmm {
+    fn drop(&mut self) {
+        if let Some(space) = &self.space {
+            let space = space.lock();
+            // SAFETY: the manager's own reservation; the thunk closes (destroy_all) before it
+            // drops this, so no object lives in it, and the thunk hands out addresses only.
+            unsafe { vm::release(space.base(), space.size() as usize) };
+        }
+    }
+}
+
 impl Fmm {
     /// Sets up the apertures of every GPU node (fmm_init_process_apertures).
     pub fn new(kfd: &Kfd, topo: &super::topology::Topology, options: &super::Options) -> Result<Fmm> {
@@ -220,6 +253,7 @@ impl Fmm {
             userptr_for_paged: options.userptr_for_paged_mem,
             disable_cache: options.disable_cache,
             state: Mutex::new(State::default()),
+            space: reserve_space(base.max(GPU_HUGE_PAGE_SIZE), limit).map(Mutex::new),
         };
         // The whole SVM aperture is the coherent alternate aperture, as libhsakmt sets it for
         // GPUs that address all of user space.
@@ -268,6 +302,15 @@ impl Fmm {
     /// Reserves `size` bytes in the SVM aperture aligned to `align` (at least [`va_align`]).
     fn reserve(&self, size: u64, align: u64) -> Option<u64> {
         let align = align.max(va_align(size));
+        if let Some(space) = &self.space {
+            // Whole pages, as the kernel maps them; [`Fmm::unreserve`] rounds alike.
+            if let Some(va) = space.lock().take(size.next_multiple_of(PAGE_SIZE), align) {
+                return Some(va);
+            }
+            log::debug!(
+                "no {size:#x} bytes aligned to {align:#x} left in the SVM reservation: a reservation of its own"
+            );
+        }
         let va = vm::reserve_aligned(usize::try_from(size).ok()?, usize::try_from(align).ok()?).ok()?;
         if va < self.svm_base || va + (size - 1) > self.svm_limit {
             log::error!("mmap returned {va:#x}, outside the SVM aperture {:#x}-{:#x}", self.svm_base, self.svm_limit);
@@ -276,6 +319,31 @@ impl Fmm {
             return None;
         }
         Some(va)
+    }
+
+    /// Gives back a range [`Fmm::reserve`] handed out: a piece of the SVM reservation becomes
+    /// inaccessible again and free; a reservation of its own goes back to the system.
+    ///
+    /// # Safety
+    ///
+    /// As for [`vm::release`]: the range is out of every table here and nothing uses it.
+    pub(super) unsafe fn unreserve(&self, va: u64, size: u64) {
+        if let Some(space) = &self.space {
+            let mut space = space.lock();
+            let size = size.next_multiple_of(PAGE_SIZE);
+            if space.contains(va, size) {
+                // SAFETY: the caller's range, out of use (this function's contract).
+                match unsafe { vm::reset(va, size as usize) } {
+                    Ok(()) => space.give(va, size),
+                    Err(e) => {
+                        log::warn!("cannot make {va:#x}+{size:#x} a reservation again ({e}): it stays out of use")
+                    }
+                }
+                return;
+            }
+        }
+        // SAFETY: as above; a reservation of its own.
+        unsafe { vm::release(va, size as usize) };
     }
 
     /// ALLOC_MEMORY_OF_GPU of `size` bytes at `va` (NO_SUBSTITUTE always, as libhsakmt);
@@ -338,7 +406,7 @@ impl Fmm {
         // SAFETY: no USERPTR address (0): the callers pass VRAM, GTT and MMIO flags.
         let Some((handle, offset)) = (unsafe { Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) }) else {
             // SAFETY: the reservation made above; no object was recorded for it.
-            unsafe { vm::release(va, size as usize) };
+            unsafe { self.unreserve(va, size) };
             return None;
         };
         if let Some(space) = host_map {
@@ -346,7 +414,7 @@ impl Fmm {
             if !unsafe { Fmm::map_backing(kfd, space, offset, va, size) } {
                 let _ = free_bo(kfd, handle);
                 // SAFETY: as above: unrecorded, unused, and the buffer behind it is freed.
-                unsafe { vm::release(va, size as usize) };
+                unsafe { self.unreserve(va, size) };
                 return None;
             }
         }
@@ -395,7 +463,7 @@ impl Fmm {
             });
             let Some((handle, _)) = made else {
                 // SAFETY: the same reservation; no object was recorded for it.
-                unsafe { vm::release(va, size as usize) };
+                unsafe { self.unreserve(va, size) };
                 return None;
             };
             self.state.lock().objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Allocated));
@@ -415,14 +483,14 @@ impl Fmm {
         // SAFETY: a doorbell buffer: no USERPTR address.
         let Some((handle, _)) = (unsafe { Fmm::alloc_bo(kfd, gpu_id, va, size, ioc, 0) }) else {
             // SAFETY: the reservation made above; no object was recorded for it.
-            unsafe { vm::release(va, size as usize) };
+            unsafe { self.unreserve(va, size) };
             return None;
         };
         // SAFETY: the fresh reservation made above; its address has not left this function.
         if !unsafe { Fmm::map_backing(kfd, Space::Kfd, offset, va, size) } {
             let _ = free_bo(kfd, handle);
             // SAFETY: as above: unrecorded, unused, and the buffer behind it is freed.
-            unsafe { vm::release(va, size as usize) };
+            unsafe { self.unreserve(va, size) };
             return None;
         }
         self.state.lock().objects.insert(va, Object::new(va, size, handle, node_id, flags, Kind::Internal));
@@ -486,7 +554,7 @@ impl Fmm {
         let Some((handle, _)) = (unsafe { Fmm::alloc_bo(kfd, gpu.gpu_id, va, aligned_size, ioc, aligned) }) else {
             // SAFETY: the GPU-address reservation made above (not the caller's pages); no object
             // was recorded for it.
-            unsafe { vm::release(va, aligned_size as usize) };
+            unsafe { self.unreserve(va, aligned_size) };
             return Err(Status::Error);
         };
         let mut st = self.state.lock();
@@ -501,7 +569,7 @@ impl Fmm {
             drop(st);
             let _ = free_bo(kfd, handle);
             // SAFETY: the GPU-address reservation made above, never recorded or handed out.
-            unsafe { vm::release(va, aligned_size as usize) };
+            unsafe { self.unreserve(va, aligned_size) };
             return Ok(());
         }
         let kind = Kind::Userptr { cpu: addr, cpu_size: size, registrations: 1 };
@@ -653,11 +721,11 @@ impl Fmm {
     pub fn release(&self, kfd: &Kfd, addr: u64) -> Result<()> {
         let st = self.state.lock();
         let start = find_exact(&st, addr, 0).ok_or(Status::MemoryNotRegistered)?;
-        Fmm::release_object(kfd, st, start)
+        self.release_object(kfd, st, start)
     }
 
     /// Frees the object starting at `start` (found under `st`).
-    fn release_object(kfd: &Kfd, mut st: parking_lot::MutexGuard<'_, State>, start: u64) -> Result<()> {
+    fn release_object(&self, kfd: &Kfd, mut st: parking_lot::MutexGuard<'_, State>, start: u64) -> Result<()> {
         let o = st.objects.get_mut(&start).expect("found by the caller");
         if let Kind::Userptr { registrations, .. } = &mut o.kind {
             *registrations = registrations.saturating_sub(1);
@@ -676,7 +744,7 @@ impl Fmm {
         st.mmio.retain(|_, va| *va != o.start);
         // SAFETY: the object's range was reserved by this manager and is now out of its table,
         // so nothing here refers to it; the thunk hands out its address, never a reference.
-        unsafe { vm::release(o.start, o.size as usize) };
+        unsafe { self.unreserve(o.start, o.size) };
         Ok(())
     }
 
@@ -687,7 +755,7 @@ impl Fmm {
         let start = find_exact(&st, addr, 0).ok_or(Status::MemoryNotRegistered)?;
         let o = st.objects.get_mut(&start).expect("found above");
         if matches!(o.kind, Kind::Userptr { .. } | Kind::Imported) {
-            return Fmm::release_object(kfd, st, start);
+            return self.release_object(kfd, st, start);
         }
         if o.registered.is_empty() {
             return Err(Status::MemoryNotRegistered);
@@ -752,7 +820,7 @@ impl Fmm {
         if mmap_offset != 0 && !unsafe { Fmm::map_backing(kfd, Space::Render, mmap_offset, va, size) } {
             let _ = free_bo(kfd, handle);
             // SAFETY: the same reservation, unrecorded; the buffer behind it is freed.
-            unsafe { vm::release(va, size.max(PAGE_SIZE) as usize) };
+            unsafe { self.unreserve(va, size.max(PAGE_SIZE)) };
             return Err(Status::Error);
         }
         let mut o = Object::new(va, size, handle, node_id, flags, Kind::Imported);
@@ -780,7 +848,7 @@ impl Fmm {
         if let Err(e) = unsafe { ioctl(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a) } {
             log::warn!("SET_SCRATCH_BACKING_VA on gpu {gpu_id:#x}: {e}");
             // SAFETY: the reservation made above; it was not recorded.
-            unsafe { vm::release(va, size as usize) };
+            unsafe { self.unreserve(va, size) };
             return None;
         }
         self.state.lock().scratch.insert(gpu_id, Scratch { base: va, size, pieces: BTreeMap::new() });
@@ -850,7 +918,7 @@ impl Fmm {
             let _ = Fmm::free_scratch_piece(kfd, gpu_id, *handle);
         }
         // SAFETY: the scratch reservation of this manager, just taken out of its table.
-        unsafe { vm::release(s.base, s.size as usize) };
+        unsafe { self.unreserve(s.base, s.size) };
     }
 
     /// Unmaps and frees every object and gives every range back (CloseKFD).
@@ -869,7 +937,7 @@ impl Fmm {
                 log::debug!("freeing {:#x} at close: {e}", o.start);
             }
             // SAFETY: a range this manager reserved, taken out of its table above.
-            unsafe { vm::release(o.start, o.size as usize) };
+            unsafe { self.unreserve(o.start, o.size) };
         }
         let mut st = self.state.lock();
         st.userptrs.clear();

@@ -266,7 +266,7 @@ impl Thunk {
         if let Err(e) = unsafe { self.raw_ioctl(AMDKFD_IOC_IPC_IMPORT_HANDLE, a.as_mut_bytes()) } {
             log::debug!("IPC import: {e}");
             // SAFETY: the area reserved above for this import, which was not recorded.
-            unsafe { crate::vm::release(va, size.max(super::PAGE_SIZE) as usize) };
+            unsafe { self.fmm.unreserve(va, size.max(super::PAGE_SIZE)) };
             return Err(Status::Error);
         }
         let node = self.node_of(a.gpu_id).unwrap_or(0);

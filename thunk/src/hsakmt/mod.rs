@@ -15,6 +15,7 @@
 //! `InvalidParameter`, unknown nodes `InvalidNodeUnit`. Where the device lacks a feature the
 //! answer is what libhsakmt answers on a kernel without it, never a fake success.
 
+mod aperture;
 mod debug;
 mod events;
 mod fmm;
