@@ -27,7 +27,7 @@ fn rig(process: Overrides, uid: Overrides) -> Rig {
 fn quota_the_device_buffer_budget_holds_across_uids() {
     let quotas = QuotaConfig { device_buffers: Some(6), ..QuotaConfig::default() };
     let rig = Rig::with_config(&DeviceConfig { quotas, ..DeviceConfig::default() });
-    let (a, b) = (rig.open_as_uid(7201, UID_A), rig.open_as_uid(7202, UID_B));
+    let (a, b) = (rig.open_as_uid(7301, UID_A), rig.open_as_uid(7302, UID_B));
     // The event page and whatever else a fresh context holds count too.
     let base = rig.emb().device().ledger().report().processes.iter().map(|p| p.2.get(Resource::Buffers)).sum::<u64>();
     let mut held = Vec::new();

@@ -74,17 +74,21 @@ pub fn reserve_aligned(len: usize, align: usize) -> Result<u64, Errno> {
 /// As for [`map_file_at`]: the caller owns `[addr, addr + len)`, a reservation of this module,
 /// and nothing points into it.
 pub unsafe fn map_anonymous_at(addr: u64, len: usize) -> Result<(), Errno> {
+    // SAFETY: this function's contract is `anonymous_at`'s.
+    unsafe { anonymous_at(addr, len, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::empty()) }
+}
+
+/// Fresh private anonymous memory of `prot` exactly at `[addr, addr + len)`, replacing whatever
+/// is mapped there.
+///
+/// # Safety
+///
+/// The caller owns the range and nothing points into it: no Rust object can be aliased.
+unsafe fn anonymous_at(addr: u64, len: usize, prot: ProtFlags, flags: MapFlags) -> Result<(), Errno> {
     let l = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
     let a = NonZeroUsize::new(addr as usize).ok_or(Errno::EINVAL)?;
     // SAFETY: the caller owns the range and nothing points into it (this function's contract).
-    unsafe {
-        mmap_anonymous(
-            Some(a),
-            l,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
-        )?;
-    }
+    unsafe { mmap_anonymous(Some(a), l, prot, MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED | flags)? };
     Ok(())
 }
 
@@ -127,17 +131,6 @@ pub unsafe fn release(addr: u64, len: usize) {
 ///
 /// As for [`release`]: the caller owns the range and nothing uses it any more.
 pub unsafe fn reset(addr: u64, len: usize) -> Result<(), Errno> {
-    let l = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
-    let a = NonZeroUsize::new(addr as usize).ok_or(Errno::EINVAL)?;
-    // SAFETY: the caller owns the range and nothing uses it (this function's contract), so
-    // replacing its pages aliases no Rust object.
-    unsafe {
-        mmap_anonymous(
-            Some(a),
-            l,
-            ProtFlags::PROT_NONE,
-            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED | MapFlags::MAP_NORESERVE,
-        )?;
-    }
-    Ok(())
+    // SAFETY: the caller owns the range and nothing uses it (this function's contract).
+    unsafe { anonymous_at(addr, len, ProtFlags::PROT_NONE, MapFlags::MAP_NORESERVE) }
 }
