@@ -250,3 +250,66 @@ fn wait_gone(rig: &Rig, pid: u32) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// The embedded device is one per process (each with a private store): a handle one process
+/// exported is found by another process's embedded device of the same user, through the stores.
+/// Two rigs here are two such devices. The memory is the same in both, and lives while either
+/// holds it, as on one device.
+#[test]
+fn another_embedded_device_of_the_user_imports_the_handle() {
+    let (here, there, third) = (Rig::new(), Rig::new(), Rig::new());
+    let a = here.open_as(EXPORTER);
+    let mine = a.alloc_mapped(Mem::Vram, 2 * PAGE_SIZE);
+    write_file(&here, EXPORTER, mine.mmap_offset, PAGE_SIZE, b"exported here");
+    let h = export(&a, &mine).unwrap();
+
+    let b = there.open_as(IMPORTER);
+    let (theirs, flags) = import(&b, there.gpu(), h, 2 * PAGE_SIZE).unwrap();
+    assert_eq!(flags, EXPORT_FLAGS, "the exporter's flags travel with the handle");
+    let made = {
+        let p = there.emb().device().process(IMPORTER).unwrap();
+        let inner = p.inner();
+        (inner.buffers[&theirs.handle].flags, inner.buffers[&theirs.handle].size)
+    };
+    assert_eq!(made, (Mem::Vram.flags(), 2 * PAGE_SIZE), "made as the export was");
+    assert_eq!(read_file(&there, IMPORTER, theirs.mmap_offset, PAGE_SIZE, 13), b"exported here");
+    write_file(&there, IMPORTER, theirs.mmap_offset, 8, b"imported there");
+    assert_eq!(gpu_read(&here, EXPORTER, here.gpu(), mine.va + 8, 14), b"imported there");
+    assert_eq!(export(&b, &theirs).unwrap(), h, "the import exports under the same handle");
+
+    // The exporter's device goes away: the importer's keeps the handle alive for a third.
+    drop(a);
+    drop(here);
+    let c = third.open_as(LATECOMER);
+    let (late, _) = import(&c, third.gpu(), h, 2 * PAGE_SIZE).unwrap();
+    assert_eq!(read_file(&third, LATECOMER, late.mmap_offset, 8, 14), b"imported there");
+
+    // A forged handle is found nowhere; once every holder let go, neither is the real one.
+    let mut forged = h;
+    forged[2] ^= 1;
+    assert_eq!(import(&c, third.gpu(), forged, PAGE_SIZE).unwrap_err(), Errno::EINVAL);
+    b.free(theirs.handle).unwrap();
+    c.free(late.handle).unwrap();
+    let d = third.open_as(LATECOMER + 1);
+    assert_eq!(import(&d, third.gpu(), h, PAGE_SIZE).unwrap_err(), Errno::EINVAL);
+    assert_eq!(count_files(&there.root.join("ipc")), 0, "the adopted link went with its last holder");
+    assert_eq!(count_files(&third.root.join("ipc")), 0, "the adopted link went with its last holder");
+}
+
+/// A daemon's store serves every user: its table is the only place it takes handles from, and a
+/// private store's exports stay out of its reach.
+#[test]
+fn a_daemons_device_does_not_look_in_private_stores() {
+    let private = Rig::new();
+    let a = private.open_as(EXPORTER);
+    let mine = a.alloc(Mem::Gtt, PAGE_SIZE);
+    let h = export(&a, &mine).unwrap();
+    let dir = std::env::temp_dir().join(format!("cuse-kfd-ipc-test-{}", std::process::id()));
+    let daemon =
+        Rig::with_config(&cuse_kfd::device::DeviceConfig { runtime_dir: Some(dir.clone()), ..Default::default() });
+    let b = daemon.open_as(IMPORTER);
+    assert_eq!(import(&b, daemon.gpu(), h, PAGE_SIZE).unwrap_err(), Errno::EINVAL);
+    drop(b);
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&dir);
+}

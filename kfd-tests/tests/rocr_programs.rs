@@ -58,8 +58,8 @@ impl Transport<'_> {
 }
 
 /// The programs, in kfd-tests/c/rocr/<name>.c, and what each checks. The node's tests run them
-/// all (but [`EMBEDDED_ONLY`]); the embedded tests below run those that one process can (ipc
-/// needs two processes on one device, and the embedded device is one per process).
+/// all (but [`EMBEDDED_ONLY`]); the embedded tests below run each (ipc's two processes each with
+/// a device of its own).
 const PROGRAMS: [(&str, &str); 9] = [
     ("queue_create", "hsa_queue_create on the GPU agent and ROCr's ring size rules"),
     ("barriers", "barrier-AND and barrier-OR with host-set dependencies, completion signals waited"),
@@ -69,7 +69,7 @@ const PROGRAMS: [(&str, &str); 9] = [
     ("queue_error", "a packet the device cannot run is a queue error through ROCr's callback"),
     ("vram_blit", "ROCr's blit kernels (HSA_ENABLE_SDMA=0): 4 MiB VRAM fills and a VRAM->VRAM copy"),
     ("vm_fault", "a copy into unmapped GPU memory ends in ROCr's VM fault handler (SDMA, then a blit kernel)"),
-    ("ipc", "hsa_amd_ipc_memory_create/attach: a child process reads and writes its parent's VRAM (node only)"),
+    ("ipc", "hsa_amd_ipc_memory_create/attach: a child process reads and writes its parent's VRAM"),
 ];
 
 /// Programs that end in ROCr's VM fault handler (an abort) instead of printing PASS: see
@@ -200,6 +200,13 @@ fn rocr_wait_timeouts_honoured() {
 #[test]
 fn rocr_queue_errors_reach_the_callback() {
     check("queue_error", Transport::Embedded);
+}
+
+/// The child's embedded device is its own (one per process): it finds the parent's handle in the
+/// parent's backing store, and both see one memory.
+#[test]
+fn rocr_ipc_between_two_processes_with_embedded_devices() {
+    check("ipc", Transport::Embedded);
 }
 
 /// ROCr's own blit kernels (a fill, and copies host->VRAM, VRAM->VRAM, VRAM->host) run on the

@@ -32,7 +32,7 @@ pub fn export(ctx: &Ctx, a: &mut IpcExportHandleArgs) -> Result<(), Errno> {
     let file = b.file().ok_or(Errno::EINVAL)?;
     let ipc = ctx.device.ipc();
     let share_handle = ipc.new_handle().map_err(|_| Errno::EIO)?;
-    let name: String = share_handle.iter().map(|w| format!("{w:08x}")).collect();
+    let name = crate::memory::ipc::file_name(&share_handle, b.flags, a.flags);
     let shared = ctx.device.backing().share(file, &name).map_err(|e| {
         log::warn!("pid {}: cannot share a buffer: {e}", ctx.process.pid);
         Errno::ENOMEM
@@ -54,12 +54,13 @@ pub fn export(ctx: &Ctx, a: &mut IpcExportHandleArgs) -> Result<(), Errno> {
 /// Makes a buffer of the caller at `va_addr` on `gpu_id` over the memory `share_handle` names,
 /// charged to the caller (amdkfd kfd_ipc_import_handle: any process holding the handle may; an
 /// unknown handle is EINVAL). Its `mmap_offset` reaches the same pages through the caller's own
-/// backing path; `flags` are those the exporter gave.
+/// backing path; `flags` are those the exporter gave. An embedded device also finds handles that
+/// another process of the same user exported on its own embedded device.
 pub fn import(ctx: &Ctx, a: &mut IpcImportHandleArgs) -> Result<(), Errno> {
     if !ctx.gpu_exists(a.gpu_id) {
         return Err(Errno::EINVAL);
     }
-    let obj = ctx.device.ipc().get(&a.share_handle).ok_or(Errno::EINVAL)?;
+    let obj = ctx.device.ipc().get_or_adopt(&a.share_handle, ctx.device.backing()).ok_or(Errno::EINVAL)?;
     let (size, gpu) = (obj.size, a.gpu_id);
     let va = GpuVa(a.va_addr);
     let mut inner = ctx.process.inner();

@@ -19,8 +19,10 @@
 //! until they are dropped or the context's teardown removes the directory.
 //!
 //! An IPC-exported buffer (see `memory::ipc`) has one more name, `<runtime dir>/ipc/<share
-//! handle as hex>` (a directory of the daemon's alone, 0700), which keeps its memory while any
-//! holder of the handle lives; an importer gets a hard link of it under its own `render/` name.
+//! handle as hex>-<flags>` (a directory of the daemon's alone, 0700), which keeps its memory
+//! while any holder of the handle lives; an importer gets a hard link of it under its own
+//! `render/` name. The embedded device is one per process, so a private store also finds a handle
+//! in the `ipc/` of another private store of the same user ([`BackingStore::adopt_shared`]).
 //!
 //! The file is exactly as long as the object and is mapped at file offset 0: a client that
 //! would mmap `len` bytes at `offset` maps `len` bytes of the file instead. A doorbell offset
@@ -385,17 +387,82 @@ impl BackingStore {
     /// share handle keeps, so the memory outlives its exporter's buffer and context (amdkfd's
     /// kfd_ipc_obj holds the BO's dma-buf the same way). Removed when dropped.
     pub fn share(&self, file: &BackingFile, name: &str) -> io::Result<SharedFile> {
-        let dir = {
-            let mut ipc = self.ipc_dir.lock();
-            if ipc.is_none() {
-                *ipc = Some(Arc::new(make_dir(self.root_fd.as_raw_fd(), OsStr::new(IPC_DIR), 0o700)?));
-            }
-            ipc.clone().expect("made above")
-        };
+        let dir = self.ipc_dir()?;
         let (from, to) = (file.dir.as_raw_fd(), dir.as_raw_fd());
         nix::unistd::linkat(Some(from), file.name.as_str(), Some(to), name, nix::fcntl::AtFlags::empty())?;
         let len = file.region.len();
         Ok(SharedFile { dir, name: name.to_owned(), len, readers: Mutex::new(Default::default()) })
+    }
+
+    /// This store's `ipc/`, made on first use.
+    fn ipc_dir(&self) -> io::Result<Arc<OwnedFd>> {
+        let mut ipc = self.ipc_dir.lock();
+        if ipc.is_none() {
+            *ipc = Some(Arc::new(make_dir(self.root_fd.as_raw_fd(), OsStr::new(IPC_DIR), 0o700)?));
+        }
+        Ok(ipc.clone().expect("made above"))
+    }
+
+    /// The shared file whose name `wanted` accepts, found in the `ipc/` of another private store
+    /// of this user and linked into this store's `ipc/` under the same name, so that it stays
+    /// while this store holds it (the [`SharedFile`] returned removes that link when dropped).
+    ///
+    /// Embedded devices are one per process and their stores private, so IPC between the
+    /// processes of a user goes through their stores: the handle in the name is the capability,
+    /// as in the device's own table, and another user's stores are never looked in (they are
+    /// 0700, and [`open_own_dir`] checks the owner). A daemon's store, which serves every user,
+    /// never looks: its table holds every handle of its clients. `Ok(None)`: nowhere.
+    pub fn adopt_shared(&self, wanted: impl Fn(&str) -> bool) -> io::Result<Option<SharedFile>> {
+        if !self.private {
+            return Ok(None);
+        }
+        let (Some(base), Some(me)) = (self.root.parent(), self.root.file_name()) else { return Ok(None) };
+        let base_fd = open_dir(None, base)?;
+        for store in list(base_fd.as_raw_fd())? {
+            if store == me.as_bytes() || StoreOwner::parse(&store).is_none() {
+                continue;
+            }
+            let Ok(store_fd) = open_own_dir(Some(base_fd.as_raw_fd()), Path::new(OsStr::from_bytes(&store))) else {
+                continue;
+            };
+            let Ok(ipc) = open_own_dir(Some(store_fd.as_raw_fd()), Path::new(IPC_DIR)) else { continue };
+            let Ok(names) = list(ipc.as_raw_fd()) else { continue };
+            let Some(name) = names.iter().filter_map(|n| std::str::from_utf8(n).ok()).find(|n| wanted(n)) else {
+                continue;
+            };
+            let dir = self.ipc_dir()?;
+            match nix::unistd::linkat(
+                Some(ipc.as_raw_fd()),
+                name,
+                Some(dir.as_raw_fd()),
+                name,
+                nix::fcntl::AtFlags::empty(),
+            ) {
+                // Its last holder in that process let go between the listing and the link.
+                Err(Errno::ENOENT) => continue,
+                r => r?,
+            }
+            // From here the link goes again when `shared` drops, on any error.
+            let mut shared = SharedFile { dir, name: name.to_owned(), len: 0, readers: Mutex::new(Default::default()) };
+            // Opened as an import opens it: a symlink planted under the name is refused.
+            let how = OpenHow::new()
+                .flags(OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+                .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+            let fd = nix::fcntl::openat2(shared.dir.as_raw_fd(), name, how)?;
+            // SAFETY: openat2 just returned this descriptor and nothing else owns it.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+            let len = usize::try_from(st.st_size).map_err(|_| Errno::EFBIG)?;
+            if st.st_mode & libc::S_IFMT != libc::S_IFREG
+                || len == 0
+                || !(len as u64).is_multiple_of(uapi::kfd::PAGE_SIZE)
+            {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{name} is not a shared buffer")));
+            }
+            shared.len = len;
+            return Ok(Some(shared));
+        }
+        Ok(None)
     }
 
     /// The shared memory of `shared` as a backing file of context `client` at `offset` in its
@@ -762,6 +829,10 @@ pub struct SharedFile {
 }
 
 impl SharedFile {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

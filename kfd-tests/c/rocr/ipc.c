@@ -2,8 +2,8 @@
  * allocates 64 KiB of VRAM, fills it, and hands its IPC handle to a child through a pipe; the
  * child is refused a forged handle, attaches the real one, reads every byte back, writes its own
  * pattern over the second half and detaches; the parent then sees the child's bytes there and
- * its own in the first half. Both processes must reach one device (a cuse-kfd node): the embedded
- * device is one per process, so this program runs on nodes only. */
+ * its own in the first half. On a cuse-kfd node both processes reach one device; on the embedded
+ * device (one per process) the child's device finds the handle in the parent's backing store. */
 #include "common.h"
 
 #include <sys/wait.h>
