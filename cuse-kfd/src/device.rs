@@ -7,10 +7,12 @@ use crate::event::registry::WaitRegistry;
 use crate::event::timer::Timer;
 use crate::event::wait::{Completion, WaitId, WaitOutcome};
 use crate::faults::Faults;
+use crate::ioctl::Served;
 use crate::ioctl::{self, Request, UserMemory};
 use crate::memory::backing::{BackingStore, Owner};
 use crate::memory::ipc::IpcTable;
 use crate::owner::{OwnerProcess, OwnerWatch};
+use crate::peer::PeerServer;
 use crate::process::Process;
 use crate::quota::{Ledger, QuotaConfig};
 use crate::reply::{Reply, Responder};
@@ -122,6 +124,9 @@ pub struct Device {
     gate: Arc<Gate>,
     /// Ends contexts whose owner exits or execs.
     _watch: OwnerWatch,
+    /// An embedded device's peer socket (its private store's `peer.sock`): how the embedded
+    /// devices of other processes reach its processes' memory for CROSS_MEMORY_COPY.
+    _peer: Option<PeerServer>,
 }
 
 /// How the device's own threads (the timer, the owner watch) reach it: through a `Weak`, and
@@ -185,6 +190,12 @@ impl Device {
                     g2.with(&w2, |d| d.end_gone_contexts());
                 }),
             );
+            let peer = backing.is_private().then(|| {
+                let (w, g) = (weak.clone(), gate.clone());
+                PeerServer::spawn(backing.root(), move |serve| g.with(&w, |dev| serve(&Served(dev))))
+                    .map_err(|e| log::warn!("no peer socket: other processes cannot copy this one's GPU memory: {e}"))
+                    .ok()
+            });
             Device {
                 me: weak.clone(),
                 engine: Engine::new(config.engine.clone(), faults.clone(), trace.clone(), waits.clone()),
@@ -199,6 +210,7 @@ impl Device {
                 last_owner_end: Mutex::new(None),
                 gate,
                 _watch: watch,
+                _peer: peer.flatten(),
             }
         }))
     }

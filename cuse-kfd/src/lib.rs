@@ -22,6 +22,7 @@ pub mod frontend;
 pub mod ioctl;
 pub mod memory;
 pub mod owner;
+pub mod peer;
 pub mod process;
 pub mod queue;
 pub mod quota;

@@ -250,3 +250,71 @@ fn two_processes_copying_from_each_other_at_once_do_not_deadlock() {
         });
     });
 }
+
+/// An embedded device serves its processes' GPU memory on its peer socket (its private store's
+/// `peer.sock`) to the embedded device of another process, which runs a CROSS_MEMORY_COPY naming
+/// a process it has no context for: a range check, reads and writes, each with the answers a
+/// copy within one device gives. (The whole path, two processes each with its device, is
+/// kfd-tests' `cma` program on the embedded device.)
+#[test]
+fn the_peer_socket_serves_the_devices_processes_memory() {
+    use cuse_kfd::peer::{Peer, CHUNK, SOCKET_NAME};
+    let rig = Rig::new();
+    let b = rig.open_as(REMOTE);
+    let theirs = b.alloc_mapped(Mem::Vram, 2 * PAGE_SIZE);
+    let unmapped = b.alloc(Mem::Vram, PAGE_SIZE);
+    let doorbell_like = b.alloc(Mem::Gtt, PAGE_SIZE);
+    put(&rig, REMOTE, theirs.va, &pattern(PAGE_SIZE as usize, 3));
+
+    let peer = Peer::connect(&rig.root.join(SOCKET_NAME), REMOTE).expect("the peer socket");
+    assert_eq!(peer.check(theirs.va, 2 * PAGE_SIZE), Ok(()));
+    assert_eq!(peer.check(theirs.va + PAGE_SIZE, 2 * PAGE_SIZE), Err(Errno::EFAULT), "past the buffer");
+    assert_eq!(peer.check(unmapped.va, PAGE_SIZE), Err(Errno::EFAULT), "mapped on no GPU");
+    assert_eq!(peer.check(doorbell_like.va, PAGE_SIZE), Err(Errno::EFAULT), "mapped on no GPU");
+    let mut got = vec![0; PAGE_SIZE as usize];
+    peer.read(theirs.va, &mut got).unwrap();
+    assert_eq!(got, pattern(PAGE_SIZE as usize, 3));
+    peer.write(theirs.va + PAGE_SIZE + 16, b"through the peer").unwrap();
+    assert_eq!(get(&rig, REMOTE, theirs.va + PAGE_SIZE + 16, 16), b"through the peer");
+    // A chunk is the most one request moves; the connection stays usable after a refusal.
+    let mut big = vec![0; CHUNK as usize + 1];
+    assert_eq!(peer.read(theirs.va, &mut big), Err(Errno::EINVAL));
+    assert_eq!(peer.read(unmapped.va, &mut got), Err(Errno::EFAULT));
+    peer.read(theirs.va, &mut got).unwrap();
+    // Connections are served one at a time (a copy holds one for its length).
+    drop(peer);
+
+    // A process the device has no context for is not there (amdkfd's invalid kfd process).
+    let nobody = Peer::connect(&rig.root.join(SOCKET_NAME), REMOTE + 100).unwrap();
+    assert_eq!(nobody.check(theirs.va, PAGE_SIZE), Err(Errno::EINVAL));
+    drop(nobody);
+
+    // Bytes that are not a request end the connection, and the server goes on with the next.
+    {
+        use std::io::{Read, Write};
+        let mut raw = std::os::unix::net::UnixStream::connect(rig.root.join(SOCKET_NAME)).unwrap();
+        raw.write_all(&[0x55; 64]).unwrap();
+        let mut answer = Vec::new();
+        // Closed with bytes unread: a reset, or an end of stream.
+        match raw.read_to_end(&mut answer) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("an answer to garbage: {other:?}, {answer:?}"),
+        }
+    }
+    let again = Peer::connect(&rig.root.join(SOCKET_NAME), REMOTE).unwrap();
+    assert_eq!(again.check(theirs.va, PAGE_SIZE), Ok(()));
+}
+
+/// A daemon's device (a runtime directory of its own, serving every process itself) has no peer
+/// socket.
+#[test]
+fn a_daemons_device_has_no_peer_socket() {
+    let dir = std::env::temp_dir().join(format!("cuse-kfd-peer-test-{}", std::process::id()));
+    let daemon =
+        Rig::with_config(&cuse_kfd::device::DeviceConfig { runtime_dir: Some(dir.clone()), ..Default::default() });
+    assert!(!daemon.root.join(cuse_kfd::peer::SOCKET_NAME).exists());
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(Rig::new().root.join(cuse_kfd::peer::SOCKET_NAME).exists(), "an embedded device's store has one");
+}

@@ -70,6 +70,20 @@ fn device_tier_hsakmt_programs() {
     }
 }
 
+/// Over our libhsakmt on the embedded device, where a forked child has a device of its own: the
+/// parent's hsaKmtProcessVMRead/Write reach the child's VRAM through the child's device (its
+/// peer socket), with the same answers as on a node.
+#[test]
+fn embedded_cma_between_two_processes_each_with_its_device() {
+    let exe = program("cma");
+    let mut cmd = kfd_tests::launcher::cargo_run();
+    cmd.args(["--embedded", "--"]).arg(&exe);
+    // `cargo run` may first have to build the launcher.
+    let (ok, text) = run_bounded(cmd, &exe, Duration::from_secs(600), String::new);
+    println!("--- cma, embedded:\n{text}");
+    assert!(ok && text.lines().any(|l| l.trim() == "PASS cma"), "cma failed on the embedded device:\n{text}");
+}
+
 /// The counter blocks our libhsakmt lists are the real one's, line for line, on a node of each
 /// profile: libhsakmt keeps a table per GFX major version (gfx9 for gfx90a, gfx10 for gfx1030).
 #[test]

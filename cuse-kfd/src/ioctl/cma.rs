@@ -15,11 +15,17 @@
 //! zero-size range is skipped (amdkfd's iterator would spin on one). Bytes go through a bounce
 //! buffer with one process's locks held at a time, so two processes copying from each other
 //! at once cannot deadlock; a buffer freed between two chunks ends the copy with EFAULT.
+//!
+//! The embedded device is one per process: a process it has no context for may have an embedded
+//! device of its own, which it then reaches through that device's peer socket ([`crate::peer`];
+//! [`Served`] is the serving side). The rule and the answers are the same.
 
 use super::Ctx;
 use crate::attach::{self, Requester};
+use crate::device::Device;
 use crate::memory::vm::GpuVa;
 use crate::memory::BufferKind;
+use crate::peer::{self, Peer};
 use crate::process::Process;
 use nix::errno::Errno;
 use std::sync::Arc;
@@ -56,8 +62,8 @@ pub fn cross_memory_copy(ctx: &Ctx, a: &mut CrossMemoryCopyArgs) -> Result<(), E
     let src = ctx.read_user::<MemoryRange>(a.src_mem_range_array, a.src_mem_array_size as usize)?;
     let dst = ctx.read_user::<MemoryRange>(a.dst_mem_range_array, a.dst_mem_array_size as usize)?;
     let remote = remote(ctx, a.pid)?;
-    let (from, to) =
-        if a.flags & KFD_CROSS_MEMORY_RW_BIT != 0 { (ctx.process, &remote) } else { (&remote, ctx.process) };
+    let (local, remote) = (Side::Local(ctx.process), remote.side());
+    let (from, to) = if a.flags & KFD_CROSS_MEMORY_RW_BIT != 0 { (local, remote) } else { (remote, local) };
     let mut copied = 0;
     let r = copy(from, &src, to, &dst, &mut copied);
     a.bytes_copied = copied;
@@ -67,27 +73,132 @@ pub fn cross_memory_copy(ctx: &Ctx, a: &mut CrossMemoryCopyArgs) -> Result<(), E
     r
 }
 
-/// The context of process `pid`, once the caller may attach to it (see [`crate::attach`]).
-fn remote(ctx: &Ctx, pid: u32) -> Result<Arc<Process>, Errno> {
+/// The other process of a copy: a context of this device, or of the embedded device living in
+/// that process.
+enum Remote {
+    Here(Arc<Process>),
+    Peer(Peer),
+}
+
+impl Remote {
+    fn side(&self) -> Side<'_> {
+        match self {
+            Remote::Here(p) => Side::Local(p),
+            Remote::Peer(p) => Side::Peer(p),
+        }
+    }
+}
+
+/// Process `pid`, once the caller may attach to it (see [`crate::attach`]).
+fn remote(ctx: &Ctx, pid: u32) -> Result<Remote, Errno> {
     if pid == ctx.process.pid {
-        return Ok(ctx.process.clone());
+        return Ok(Remote::Here(ctx.process.clone()));
     }
     let caller = Requester { pid: ctx.process.memory.pid(), uid: ctx.caller.uid, gid: ctx.caller.gid };
     let Some(p) = ctx.device.process(pid) else {
-        // A live process without a context: amdkfd's "invalid kfd process" once it may attach.
         attach::may_attach(caller, pid, None)?;
+        // The process's own embedded device, which checks the rule again for its side.
+        if let Some(socket) = ctx.device.backing().peer_socket_of(pid) {
+            return Peer::connect(&socket, pid).map(Remote::Peer);
+        }
+        // A live process without a context: amdkfd's "invalid kfd process" once it may attach.
         return Err(Errno::EINVAL);
     };
     // Both contexts bound to one process (the embedded device's simulated clients): itself.
     if !p.memory.same_as(&ctx.process.memory) {
         attach::may_attach(caller, p.memory.pid(), Some(p.memory.start_time()))?;
     }
-    Ok(p)
+    Ok(Remote::Here(p))
+}
+
+/// One process's memory as a copy reaches it.
+#[derive(Clone, Copy)]
+enum Side<'a> {
+    Local(&'a Process),
+    Peer(&'a Peer),
+}
+
+impl Side<'_> {
+    /// Whether `[va, va + size)` lies whole in one copyable buffer mapped on some GPU.
+    fn check(&self, va: u64, size: u64) -> Result<(), Errno> {
+        match self {
+            Side::Local(p) => gpu_of(p, va, size).map(|_| ()),
+            Side::Peer(p) => p.check(va, size),
+        }
+    }
+
+    /// Most bytes one read or write takes.
+    fn chunk(&self) -> u64 {
+        match self {
+            Side::Local(_) => CHUNK,
+            Side::Peer(_) => peer::CHUNK,
+        }
+    }
+
+    fn read(&self, va: GpuVa, buf: &mut [u8]) -> Result<(), Errno> {
+        match self {
+            Side::Local(p) => read_local(p, va, buf),
+            Side::Peer(p) => p.read(va.0, buf),
+        }
+    }
+
+    fn write(&self, va: GpuVa, buf: &[u8]) -> Result<(), Errno> {
+        match self {
+            Side::Local(p) => write_local(p, va, buf),
+            Side::Peer(p) => p.write(va.0, buf),
+        }
+    }
+}
+
+/// Reads `[va, va + buf.len())` of `process`, a range one of its buffers holds whole. The
+/// range's buffer is looked up again each time (it may have been unmapped or freed since), then
+/// reached through the VM under its read lock, as the engine does.
+fn read_local(process: &Process, va: GpuVa, buf: &mut [u8]) -> Result<(), Errno> {
+    let gpu = gpu_of(process, va.0, buf.len() as u64)?;
+    process.vm().read(gpu, va, buf).map_err(|e| {
+        log::debug!("pid {}: reading {} bytes at {:#x}: {e:?}", process.pid, buf.len(), va.0);
+        Errno::EFAULT
+    })
+}
+
+fn write_local(process: &Process, va: GpuVa, buf: &[u8]) -> Result<(), Errno> {
+    let gpu = gpu_of(process, va.0, buf.len() as u64)?;
+    process.vm().write(gpu, va, buf).map_err(|e| {
+        log::debug!("pid {}: writing {} bytes at {:#x}: {e:?}", process.pid, buf.len(), va.0);
+        Errno::EFAULT
+    })
+}
+
+/// The serving side of [`crate::peer`]: this device's process `pid` reached for a copy that
+/// the embedded device of another process runs, under the same rule (the caller, as the kernel
+/// names the connecting process, may attach to the process whose memory it is).
+pub struct Served<'a>(pub &'a Device);
+
+impl Served<'_> {
+    fn process(&self, pid: u32, caller: Requester) -> Result<Arc<Process>, Errno> {
+        let p = self.0.process(pid).ok_or(Errno::EINVAL)?;
+        attach::may_attach(caller, p.memory.pid(), Some(p.memory.start_time()))?;
+        Ok(p)
+    }
+}
+
+impl peer::Memory for Served<'_> {
+    fn check(&self, pid: u32, caller: Requester, va: u64, len: u64) -> Result<(), Errno> {
+        gpu_of(&*self.process(pid, caller)?, va, len).map(|_| ())
+    }
+
+    fn read(&self, pid: u32, caller: Requester, va: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        read_local(&*self.process(pid, caller)?, GpuVa(va), buf)
+    }
+
+    fn write(&self, pid: u32, caller: Requester, va: u64, buf: &[u8]) -> Result<(), Errno> {
+        write_local(&*self.process(pid, caller)?, GpuVa(va), buf)
+    }
 }
 
 /// A position in one process's range list (amdkfd's cma_iter).
 struct Cursor<'a> {
-    process: &'a Process,
+    side: Side<'a>,
     ranges: &'a [MemoryRange],
     /// The current range and the bytes of it already copied.
     index: usize,
@@ -98,9 +209,9 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     /// At the first non-empty range, which must lie in one buffer.
-    fn new(process: &'a Process, ranges: &'a [MemoryRange]) -> Result<Cursor<'a>, Errno> {
+    fn new(side: Side<'a>, ranges: &'a [MemoryRange]) -> Result<Cursor<'a>, Errno> {
         let left = ranges.iter().fold(0u64, |n, r| n.saturating_add(r.size));
-        let mut c = Cursor { process, ranges, index: 0, offset: 0, left };
+        let mut c = Cursor { side, ranges, index: 0, offset: 0, left };
         c.skip_empty()?;
         Ok(c)
     }
@@ -127,7 +238,7 @@ impl<'a> Cursor<'a> {
             return Ok(());
         }
         let r = self.ranges[self.index];
-        gpu_of(self.process, r.va_addr, r.size).map(|_| ())
+        self.side.check(r.va_addr, r.size)
     }
 
     /// Moves `n` bytes on; past the end of the current range to the next one, checked.
@@ -163,28 +274,17 @@ fn gpu_of(process: &Process, va: u64, size: u64) -> Result<u32, Errno> {
     gpu.ok_or(Errno::EFAULT)
 }
 
-/// Copies `n` bytes from `from` at `src` to `to` at `dst`, a chunk at a time; `copied` counts
-/// the chunks that arrived.
-fn copy_bytes(from: &Process, src: GpuVa, to: &Process, dst: GpuVa, n: u64, copied: &mut u64) -> Result<(), Errno> {
-    let mut buf = vec![0u8; n.min(CHUNK) as usize];
+/// Copies `n` bytes from `from` at `src` to `to` at `dst`, a chunk at a time, one process's
+/// locks at a time; `copied` counts the chunks that arrived.
+fn copy_bytes(from: Side, src: GpuVa, to: Side, dst: GpuVa, n: u64, copied: &mut u64) -> Result<(), Errno> {
+    let chunk = from.chunk().min(to.chunk());
+    let mut buf = vec![0u8; n.min(chunk) as usize];
     let mut done = 0;
     while done < n {
-        let len = (n - done).min(CHUNK);
-        let chunk = &mut buf[..len as usize];
-        let (s, d) = (GpuVa(src.0 + done), GpuVa(dst.0 + done));
-        // The range's buffer is looked up again each time (it may have been unmapped or freed
-        // since), then reached through the VM under its read lock, as the engine does: one
-        // process's lock at a time.
-        let gpu = gpu_of(from, s.0, len)?;
-        from.vm().read(gpu, s, chunk).map_err(|e| {
-            log::debug!("pid {}: reading {len} bytes at {:#x}: {e:?}", from.pid, s.0);
-            Errno::EFAULT
-        })?;
-        let gpu = gpu_of(to, d.0, len)?;
-        to.vm().write(gpu, d, chunk).map_err(|e| {
-            log::debug!("pid {}: writing {len} bytes at {:#x}: {e:?}", to.pid, d.0);
-            Errno::EFAULT
-        })?;
+        let len = (n - done).min(chunk);
+        let piece = &mut buf[..len as usize];
+        from.read(GpuVa(src.0 + done), piece)?;
+        to.write(GpuVa(dst.0 + done), piece)?;
         done += len;
         *copied += len;
     }
@@ -193,7 +293,7 @@ fn copy_bytes(from: &Process, src: GpuVa, to: &Process, dst: GpuVa, n: u64, copi
 
 /// The copy loop (amdkfd kfd_ioctl_cross_memory_copy and kfd_copy_single_range): each source
 /// range into as many destination ranges as it takes, until either list ends.
-fn copy(from: &Process, src: &[MemoryRange], to: &Process, dst: &[MemoryRange], copied: &mut u64) -> Result<(), Errno> {
+fn copy(from: Side, src: &[MemoryRange], to: Side, dst: &[MemoryRange], copied: &mut u64) -> Result<(), Errno> {
     // amdkfd sets up the destination first.
     let mut d = Cursor::new(to, dst)?;
     let mut s = Cursor::new(from, src)?;

@@ -18,6 +18,7 @@ use crate::device::Device;
 pub use crate::event::wait::Entry;
 use crate::process::Process;
 use crate::reply::{self, Pending, UserWrite};
+pub(crate) use cma::Served;
 use nix::errno::Errno;
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -22,7 +22,8 @@
 //! handle as hex>-<flags>` (a directory of the daemon's alone, 0700), which keeps its memory
 //! while any holder of the handle lives; an importer gets a hard link of it under its own
 //! `render/` name. The embedded device is one per process, so a private store also finds a handle
-//! in the `ipc/` of another private store of the same user ([`BackingStore::adopt_shared`]).
+//! in the `ipc/` of another private store of the same user ([`BackingStore::adopt_shared`]), and
+//! holds the device's `peer.sock` (see `crate::peer`).
 //!
 //! The file is exactly as long as the object and is mapped at file offset 0: a client that
 //! would mmap `len` bytes at `offset` maps `len` bytes of the file instead. A doorbell offset
@@ -463,6 +464,29 @@ impl BackingStore {
             return Ok(Some(shared));
         }
         Ok(None)
+    }
+
+    /// Whether this is a fresh private store ([`BackingStore::private`]): an embedded device's.
+    pub fn is_private(&self) -> bool {
+        self.private
+    }
+
+    /// The peer socket (see [`crate::peer`]) of the embedded device living in process `pid` of
+    /// this pid namespace and user, if it has one; a private store's question only (a daemon
+    /// serves its clients itself).
+    pub fn peer_socket_of(&self, pid: u32) -> Option<PathBuf> {
+        let (true, Some(base), Some(ns)) = (self.private, self.root.parent(), pid_namespace()) else { return None };
+        let base_fd = open_dir(None, base).ok()?;
+        list(base_fd.as_raw_fd()).ok()?.into_iter().find_map(|name| {
+            let owner = StoreOwner::parse(&name)?;
+            if owner.pid != pid || owner.pid_ns != ns || !owner.is_alive() {
+                return None;
+            }
+            let name = OsStr::from_bytes(&name);
+            open_own_dir(Some(base_fd.as_raw_fd()), Path::new(name)).ok()?;
+            let socket = base.join(name).join(crate::peer::SOCKET_NAME);
+            socket.exists().then_some(socket)
+        })
     }
 
     /// The shared memory of `shared` as a backing file of context `client` at `offset` in its

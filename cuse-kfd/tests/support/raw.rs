@@ -195,15 +195,15 @@ pub fn fake_caller(pid: u32) -> Caller {
     Caller { pid, tid: pid, uid: me.uid, gid: me.gid }
 }
 
-/// Regular files under `dir`, recursively.
-/// Backing files under `dir` (the device's own topology tree does not count).
+/// Backing files under `dir`, recursively (the device's own topology tree and peer socket do
+/// not count).
 pub fn count_files(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
     entries
         .flatten()
-        .filter(|e| e.file_name() != "topology")
+        .filter(|e| e.file_name() != "topology" && e.file_name() != cuse_kfd::peer::SOCKET_NAME)
         .map(|e| match e.file_type() {
             Ok(t) if t.is_dir() => count_files(&e.path()),
             Ok(_) => 1,

@@ -43,8 +43,15 @@ int main(void) {
     CHECK(pipe(up) == 0 && pipe(down) == 0, "pipes");
     pid_t pid = fork();
     CHECK(pid >= 0, "fork");
-    if (pid == 0)
+    /* Each side closes the ends it does not use, so that either one's death ends the other's
+     * read instead of leaving it waiting. */
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
         _exit(child(up[1], down[0]));
+    }
+    close(up[1]);
+    close(down[0]);
 
     HSAuint32 gpu = open_and_find_gpu();
     uint32_t *src = alloc_mapped(gpu, MEM_VRAM, SIZE);

@@ -790,7 +790,9 @@ impl Harness {
         }
         let left: Vec<String> = std::fs::read_dir(&self.root)
             .map(|d| {
-                d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n != "topology").collect()
+                // The device's own: its topology tree, and its peer socket (while it lives).
+                let own = |n: &String| n == "topology" || n == cuse_kfd::peer::SOCKET_NAME;
+                d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| !own(n)).collect()
             })
             .unwrap_or_default();
         if !left.is_empty() {
