@@ -16,7 +16,8 @@
 //!
 //! The protocol, little-endian: a request is a [`HEADER`]-byte header (magic, op, pid, 0, va,
 //! len) followed, for [`Op::Write`], by `len` bytes; the answer is an errno (0: done) and 4 zero
-//! bytes, followed, for a successful [`Op::Read`], by `len` bytes. `len` is at most [`CHUNK`].
+//! bytes, followed, for a successful [`Op::Read`], by `len` bytes. A read or write moves at most
+//! [`CHUNK`] bytes; a check names a whole range, of any length.
 
 use crate::attach::Requester;
 use nix::errno::Errno;
@@ -167,11 +168,13 @@ where
         let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().expect("4 bytes"));
         let long = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
         let (op, pid, va, len) = (Op::from_u32(word(4)), word(8), long(16), long(24));
-        let Some(op) = op.filter(|_| word(0) == MAGIC && word(12) == 0 && len <= CHUNK) else {
+        // A check names a whole range; only the bytes of a read or write are bounded.
+        let moved = |op: Op| if op == Op::Check { 0 } else { len };
+        let Some(op) = op.filter(|op| word(0) == MAGIC && word(12) == 0 && moved(*op) <= CHUNK) else {
             // Not a request of ours: the stream cannot be trusted past it.
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a peer request"));
         };
-        let data = &mut buf[..len as usize];
+        let data = &mut buf[..moved(op) as usize];
         if op == Op::Write {
             conn.read_exact(data)?;
         }
@@ -239,7 +242,7 @@ impl Peer {
     /// One request: `data` goes with a write and is filled by a read. A connection that
     /// breaks, stalls or answers out of protocol fails the copy with EFAULT.
     fn call(&self, op: Op, va: u64, len: u64, data: &mut [u8]) -> Result<(), Errno> {
-        if len > CHUNK {
+        if op != Op::Check && len > CHUNK {
             return Err(Errno::EINVAL);
         }
         let mut conn = self.conn.borrow_mut();

@@ -262,12 +262,16 @@ fn the_peer_socket_serves_the_devices_processes_memory() {
     let rig = Rig::new();
     let b = rig.open_as(REMOTE);
     let theirs = b.alloc_mapped(Mem::Vram, 2 * PAGE_SIZE);
+    let large = b.alloc_mapped(Mem::Gtt, 4 * CHUNK);
     let unmapped = b.alloc(Mem::Vram, PAGE_SIZE);
     let doorbell_like = b.alloc(Mem::Gtt, PAGE_SIZE);
     put(&rig, REMOTE, theirs.va, &pattern(PAGE_SIZE as usize, 3));
 
     let peer = Peer::connect(&rig.root.join(SOCKET_NAME), REMOTE).expect("the peer socket");
     assert_eq!(peer.check(theirs.va, 2 * PAGE_SIZE), Ok(()));
+    // A check names a whole range: longer than a chunk is fine (a copy checks each range whole).
+    assert_eq!(peer.check(large.va, 4 * CHUNK), Ok(()));
+    assert_eq!(peer.check(large.va, 4 * CHUNK + PAGE_SIZE), Err(Errno::EFAULT));
     assert_eq!(peer.check(theirs.va + PAGE_SIZE, 2 * PAGE_SIZE), Err(Errno::EFAULT), "past the buffer");
     assert_eq!(peer.check(unmapped.va, PAGE_SIZE), Err(Errno::EFAULT), "mapped on no GPU");
     assert_eq!(peer.check(doorbell_like.va, PAGE_SIZE), Err(Errno::EFAULT), "mapped on no GPU");
