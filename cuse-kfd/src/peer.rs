@@ -42,7 +42,7 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
-pub enum Op {
+enum Op {
     /// Whether `[va, va + len)` lies whole in one VRAM, GTT or USERPTR buffer of the process,
     /// mapped on some GPU (what a copy checks of each range as it reaches it).
     Check = 1,
@@ -105,7 +105,8 @@ impl Drop for PeerServer {
     }
 }
 
-/// Waits until `fd` is readable; false once `stop` is closed (or the wait fails).
+/// Waits until `fd` is readable; false once `stop` is signalled (or the wait times out or
+/// fails).
 fn wait_readable(fd: &impl AsFd, stop: &OwnedFd, timeout: Option<Duration>) -> bool {
     let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN), PollFd::new(stop.as_fd(), PollFlags::POLLIN)];
     let timeout = match timeout {
@@ -207,7 +208,7 @@ where
 /// A connection to the device serving process `pid`, for one copy.
 pub struct Peer {
     pid: u32,
-    conn: std::cell::RefCell<UnixStream>,
+    conn: UnixStream,
 }
 
 impl Peer {
@@ -219,46 +220,40 @@ impl Peer {
         })?;
         conn.set_read_timeout(Some(IO_TIMEOUT)).map_err(|_| Errno::EIO)?;
         conn.set_write_timeout(Some(IO_TIMEOUT)).map_err(|_| Errno::EIO)?;
-        Ok(Peer { pid, conn: std::cell::RefCell::new(conn) })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.pid
+        Ok(Peer { pid, conn })
     }
 
     pub fn check(&self, va: u64, len: u64) -> Result<(), Errno> {
-        self.call(Op::Check, va, len, &mut [])
+        self.call(Op::Check, va, len, &[], &mut [])
     }
 
     pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), Errno> {
-        self.call(Op::Read, va, buf.len() as u64, buf)
+        self.call(Op::Read, va, buf.len() as u64, &[], buf)
     }
 
     pub fn write(&self, va: u64, buf: &[u8]) -> Result<(), Errno> {
-        let mut copy = buf.to_vec();
-        self.call(Op::Write, va, buf.len() as u64, &mut copy)
+        self.call(Op::Write, va, buf.len() as u64, buf, &mut [])
     }
 
-    /// One request: `data` goes with a write and is filled by a read. A connection that
-    /// breaks, stalls or answers out of protocol fails the copy with EFAULT.
-    fn call(&self, op: Op, va: u64, len: u64, data: &mut [u8]) -> Result<(), Errno> {
+    /// One request: `payload` goes with it (a write's bytes) and `out` takes the answer's (a
+    /// read's). A connection that breaks, stalls or answers out of protocol fails the copy
+    /// with EFAULT.
+    fn call(&self, op: Op, va: u64, len: u64, payload: &[u8], out: &mut [u8]) -> Result<(), Errno> {
         if op != Op::Check && len > CHUNK {
             return Err(Errno::EINVAL);
         }
-        let mut conn = self.conn.borrow_mut();
         let broken = |e: std::io::Error| {
             log::debug!("the device of pid {} stopped answering: {e}", self.pid);
             Errno::EFAULT
         };
-        let mut request = Vec::with_capacity(HEADER + if op == Op::Write { data.len() } else { 0 });
+        let mut request = Vec::with_capacity(HEADER + payload.len());
         for w in [MAGIC, op as u32, self.pid, 0] {
             request.extend_from_slice(&w.to_le_bytes());
         }
         request.extend_from_slice(&va.to_le_bytes());
         request.extend_from_slice(&len.to_le_bytes());
-        if op == Op::Write {
-            request.extend_from_slice(data);
-        }
+        request.extend_from_slice(payload);
+        let mut conn = &self.conn;
         conn.write_all(&request).map_err(broken)?;
         let mut answer = [0u8; 8];
         conn.read_exact(&mut answer).map_err(broken)?;
@@ -266,9 +261,6 @@ impl Peer {
         if errno != 0 {
             return Err(Errno::from_raw(errno));
         }
-        if op == Op::Read {
-            conn.read_exact(data).map_err(broken)?;
-        }
-        Ok(())
+        conn.read_exact(out).map_err(broken)
     }
 }

@@ -264,7 +264,7 @@ fn the_peer_socket_serves_the_devices_processes_memory() {
     let theirs = b.alloc_mapped(Mem::Vram, 2 * PAGE_SIZE);
     let large = b.alloc_mapped(Mem::Gtt, 4 * CHUNK);
     let unmapped = b.alloc(Mem::Vram, PAGE_SIZE);
-    let doorbell_like = b.alloc(Mem::Gtt, PAGE_SIZE);
+    let unmapped_gtt = b.alloc(Mem::Gtt, PAGE_SIZE);
     put(&rig, REMOTE, theirs.va, &pattern(PAGE_SIZE as usize, 3));
 
     let peer = Peer::connect(&rig.root.join(SOCKET_NAME), REMOTE).expect("the peer socket");
@@ -273,8 +273,8 @@ fn the_peer_socket_serves_the_devices_processes_memory() {
     assert_eq!(peer.check(large.va, 4 * CHUNK), Ok(()));
     assert_eq!(peer.check(large.va, 4 * CHUNK + PAGE_SIZE), Err(Errno::EFAULT));
     assert_eq!(peer.check(theirs.va + PAGE_SIZE, 2 * PAGE_SIZE), Err(Errno::EFAULT), "past the buffer");
-    assert_eq!(peer.check(unmapped.va, PAGE_SIZE), Err(Errno::EFAULT), "mapped on no GPU");
-    assert_eq!(peer.check(doorbell_like.va, PAGE_SIZE), Err(Errno::EFAULT), "mapped on no GPU");
+    assert_eq!(peer.check(unmapped.va, PAGE_SIZE), Err(Errno::EFAULT), "VRAM mapped on no GPU");
+    assert_eq!(peer.check(unmapped_gtt.va, PAGE_SIZE), Err(Errno::EFAULT), "GTT mapped on no GPU");
     let mut got = vec![0; PAGE_SIZE as usize];
     peer.read(theirs.va, &mut got).unwrap();
     assert_eq!(got, pattern(PAGE_SIZE as usize, 3));

@@ -345,13 +345,8 @@ impl BackingStore {
         }
         let dir = self.client_dir(client, owner, space)?;
         let name = file_name(offset);
-        let how = OpenHow::new()
-            .flags(OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
-            .mode(Mode::from_bits_truncate(FILE_MODE))
-            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-        let fd = nix::fcntl::openat2(dir.as_raw_fd(), name.as_str(), how)?;
-        // SAFETY: openat2 just returned this descriptor and nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL;
+        let fd = open_beneath(dir.as_raw_fd(), &name, flags, Mode::from_bits_truncate(FILE_MODE))?;
         let made = (|| {
             let reserved = match reserve {
                 Space::Reserved => nix::fcntl::fallocate(fd.as_raw_fd(), FallocateFlags::empty(), 0, size),
@@ -414,18 +409,7 @@ impl BackingStore {
     /// 0700, and [`open_own_dir`] checks the owner). A daemon's store, which serves every user,
     /// never looks: its table holds every handle of its clients. `Ok(None)`: nowhere.
     pub fn adopt_shared(&self, wanted: impl Fn(&str) -> bool) -> io::Result<Option<SharedFile>> {
-        if !self.private {
-            return Ok(None);
-        }
-        let (Some(base), Some(me)) = (self.root.parent(), self.root.file_name()) else { return Ok(None) };
-        let base_fd = open_dir(None, base)?;
-        for store in list(base_fd.as_raw_fd())? {
-            if store == me.as_bytes() || StoreOwner::parse(&store).is_none() {
-                continue;
-            }
-            let Ok(store_fd) = open_own_dir(Some(base_fd.as_raw_fd()), Path::new(OsStr::from_bytes(&store))) else {
-                continue;
-            };
+        for (_, _, store_fd) in self.other_private_stores()? {
             let Ok(ipc) = open_own_dir(Some(store_fd.as_raw_fd()), Path::new(IPC_DIR)) else { continue };
             let Ok(names) = list(ipc.as_raw_fd()) else { continue };
             let Some(name) = names.iter().filter_map(|n| std::str::from_utf8(n).ok()).find(|n| wanted(n)) else {
@@ -446,12 +430,7 @@ impl BackingStore {
             // From here the link goes again when `shared` drops, on any error.
             let mut shared = SharedFile { dir, name: name.to_owned(), len: 0, readers: Mutex::new(Default::default()) };
             // Opened as an import opens it: a symlink planted under the name is refused.
-            let how = OpenHow::new()
-                .flags(OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
-                .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-            let fd = nix::fcntl::openat2(shared.dir.as_raw_fd(), name, how)?;
-            // SAFETY: openat2 just returned this descriptor and nothing else owns it.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let fd = open_beneath(shared.dir.as_raw_fd(), name, OFlag::O_RDONLY, Mode::empty())?;
             let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
             let len = usize::try_from(st.st_size).map_err(|_| Errno::EFBIG)?;
             if st.st_mode & libc::S_IFMT != libc::S_IFREG
@@ -475,18 +454,30 @@ impl BackingStore {
     /// this pid namespace and user, if it has one; a private store's question only (a daemon
     /// serves its clients itself).
     pub fn peer_socket_of(&self, pid: u32) -> Option<PathBuf> {
-        let (true, Some(base), Some(ns)) = (self.private, self.root.parent(), pid_namespace()) else { return None };
-        let base_fd = open_dir(None, base).ok()?;
-        list(base_fd.as_raw_fd()).ok()?.into_iter().find_map(|name| {
-            let owner = StoreOwner::parse(&name)?;
-            if owner.pid != pid || owner.pid_ns != ns || !owner.is_alive() {
-                return None;
-            }
-            let name = OsStr::from_bytes(&name);
-            open_own_dir(Some(base_fd.as_raw_fd()), Path::new(name)).ok()?;
-            let socket = base.join(name).join(crate::peer::SOCKET_NAME);
-            socket.exists().then_some(socket)
+        let ns = pid_namespace()?;
+        self.other_private_stores().ok()?.into_iter().find_map(|(owner, path, _)| {
+            let socket = path.join(crate::peer::SOCKET_NAME);
+            (owner.pid == pid && owner.pid_ns == ns && owner.is_alive() && socket.exists()).then_some(socket)
         })
+    }
+
+    /// The other private stores beside this one that this user owns: each one's owner (as its
+    /// name says), path and directory. None for a daemon's store.
+    fn other_private_stores(&self) -> io::Result<Vec<(StoreOwner, PathBuf, OwnedFd)>> {
+        let (true, Some(base), Some(me)) = (self.private, self.root.parent(), self.root.file_name()) else {
+            return Ok(Vec::new());
+        };
+        let base_fd = open_dir(None, base)?;
+        Ok(list(base_fd.as_raw_fd())?
+            .into_iter()
+            .filter(|name| name.as_slice() != me.as_bytes())
+            .filter_map(|name| {
+                let owner = StoreOwner::parse(&name)?;
+                let name = OsStr::from_bytes(&name);
+                let fd = open_own_dir(Some(base_fd.as_raw_fd()), Path::new(name)).ok()?;
+                Some((owner, base.join(name), fd))
+            })
+            .collect())
     }
 
     /// The shared memory of `shared` as a backing file of context `client` at `offset` in its
@@ -501,12 +492,7 @@ impl BackingStore {
         offset: u64,
     ) -> io::Result<Arc<BackingFile>> {
         let dir = self.client_dir(client, owner, MmapSpace::Render)?;
-        let how = OpenHow::new()
-            .flags(OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
-            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
-        let fd = nix::fcntl::openat2(shared.dir.as_raw_fd(), shared.name.as_str(), how)?;
-        // SAFETY: openat2 just returned this descriptor and nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = open_beneath(shared.dir.as_raw_fd(), &shared.name, OFlag::O_RDWR, Mode::empty())?;
         grant(&fd, shared, owner.uid)?;
         let name = file_name(offset);
         let (from, to) = (shared.dir.as_raw_fd(), dir.as_raw_fd());
@@ -698,6 +684,18 @@ fn open_own_dir(parent: Option<RawFd>, name: &Path) -> io::Result<OwnedFd> {
         ));
     }
     Ok(fd)
+}
+
+/// Opens `name` in `dir` with `flags` (and `mode`, if it creates): never through a symlink, and
+/// never outside `dir`, whatever the name holds.
+fn open_beneath(dir: RawFd, name: &str, flags: OFlag, mode: Mode) -> io::Result<OwnedFd> {
+    let how = OpenHow::new()
+        .flags(flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+        .mode(mode)
+        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS);
+    let fd = nix::fcntl::openat2(dir, name, how)?;
+    // SAFETY: openat2 just returned this descriptor and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Makes directory `name` in `parent` with `mode`, replacing whatever was there (a stale
